@@ -1,0 +1,20 @@
+"""seqera-core: one resource request for every workflow engine, scheduler and cloud."""
+
+from .errors import ResourceError, SeqeraError, WireError
+from .limits import Capped, apply_limits
+from .models import Accelerator, ResourceLimits, ResourceRequest, ResourceResponse, Submission
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Accelerator",
+    "Capped",
+    "ResourceError",
+    "ResourceLimits",
+    "ResourceRequest",
+    "ResourceResponse",
+    "SeqeraError",
+    "Submission",
+    "WireError",
+    "apply_limits",
+]

@@ -1,0 +1,148 @@
+"""The ``seqera`` command line: ``seqera explain`` shows how a task's resources translate."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from . import wire
+from .checks import suspicious
+from .dialects.engines import BACKENDS, ENGINES, GENERIC_KEYS, submission, translate
+from .errors import ResourceError
+from .limits import apply_limits
+from .models import ResourceRequest, Submission
+from .units import format_bytes, format_seconds
+
+__all__ = ["main"]
+
+_EXIT_USAGE = 2
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="seqera", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    explain = commands.add_parser(
+        "explain",
+        help="show the canonical request and the native submission for an engine's resources",
+        description=(
+            "Translate resources written in an engine's dialect into the common request "
+            "(bytes, seconds, cores) and the submission a backend would receive."
+        ),
+    )
+    explain.add_argument("--engine", choices=ENGINES, required=True)
+    explain.add_argument("--backend", choices=BACKENDS, default="local")
+    for name in ("cpus", "memory", "time", "disk", "accelerator"):
+        keys = ", ".join(f"{e}: {GENERIC_KEYS[e][name]}" for e in ENGINES)
+        explain.add_argument(f"--{name}", metavar="VALUE", help=f"the engine's own key ({keys})")
+    explain.add_argument(
+        "--set",
+        dest="values",
+        action="append",
+        type=_key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="any resource in the engine's own words, e.g. mem_mb=4000 or ramMin=1000.5",
+    )
+    explain.add_argument("--process", help="process, rule or step name")
+    explain.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def _declared(args: argparse.Namespace) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, key in GENERIC_KEYS[args.engine].items():
+        if getattr(args, name) is not None:
+            values[key] = getattr(args, name)
+    values.update(args.values)
+    return values
+
+
+def _human(
+    engine: str,
+    declared: dict[str, Any],
+    request: ResourceRequest,
+    result: Submission,
+    messages: dict[str, list[str]],
+) -> str:
+    lines = [f"engine {engine}: " + " ".join(f"{k}={v!r}" for k, v in declared.items())]
+    lines.append("canonical request:")
+    if request.cpus is not None:
+        lines.append(f"  cpus    {request.cpus}")
+    if request.memory is not None:
+        lines.append(f"  memory  {request.memory} bytes ({format_bytes(request.memory)})")
+    if request.disk is not None:
+        lines.append(f"  disk    {request.disk} bytes ({format_bytes(request.disk)})")
+    if request.time is not None:
+        lines.append(f"  time    {request.time} s ({format_seconds(request.time)})")
+    if request.accelerator is not None:
+        kind = f" x {request.accelerator.type}" if request.accelerator.type else ""
+        lines.append(f"  gpus    {request.accelerator.count}{kind}")
+    lines.append(f"native submission ({result.backend}):")
+    command = {"slurm": "sbatch", "pbs": "qsub", "torque": "qsub"}.get(result.backend)
+    if command:
+        lines.append(f"  {shlex.join([command, *result.args])}")
+    else:
+        lines.extend(f"  {k} = {json.dumps(v)}" for k, v in result.native.items())
+    for title, entries in messages.items():
+        lines.extend(f"{title}: {entry}" for entry in entries)
+    return "\n".join(lines)
+
+
+def _explain(args: argparse.Namespace) -> int:
+    declared = _declared(args)
+    translation = translate(args.engine, declared, process=args.process)
+    capped = apply_limits(translation.request)
+    request = capped.request
+    result = submission(args.backend, request)
+    messages = {
+        "capped": list(capped.notes),
+        "note": list(result.notes),
+        "warning": [
+            *suspicious(request),
+            *(
+                f"{key} is not a resource seqera reads; it stays a custom {args.engine} resource"
+                for key in translation.ignored
+            ),
+        ],
+    }
+    if args.json:
+        document = {
+            "engine": args.engine,
+            "declared": declared,
+            "request": wire.unstructure(request),
+            "backend": args.backend,
+            "native": {"args": list(result.args), "values": dict(result.native)},
+            "capped": messages["capped"],
+            "notes": messages["note"],
+            "warnings": messages["warning"],
+        }
+        print(json.dumps(document, indent=2, sort_keys=True))
+    else:
+        print(_human(args.engine, declared, request, result, messages))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``seqera`` command line; returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return _explain(args)
+    except ResourceError as exc:
+        print(f"seqera {args.command}: error: {exc}", file=sys.stderr)
+        return _EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

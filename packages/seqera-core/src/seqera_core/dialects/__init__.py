@@ -1,0 +1,1 @@
+"""Parsers and formatters for each engine's and scheduler's resource dialect."""

@@ -1,0 +1,111 @@
+"""Slurm's native forms: ``--mem``, ``--time``, ``--cpus-per-task``, ``--gres`` (``man sbatch``).
+
+``--mem`` takes an integer with an optional K, M, G or T suffix (default M), all
+binary (M = MiB). ``--time`` takes minutes, ``MM:SS``, ``HH:MM:SS``, ``D-HH``,
+``D-HH:MM`` or ``D-HH:MM:SS``; Slurm itself rounds a limit up to whole minutes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+
+from ..errors import ResourceError
+from ..models import ResourceRequest, Submission
+from ..units import GIB, KIB, MIB, TIB, ceil_div
+
+__all__ = ["format_memory", "format_time", "parse_memory", "parse_time", "submission"]
+
+_MEMORY = re.compile(r"(\d+)([KMGT]?)", re.ASCII | re.IGNORECASE)
+_FACTORS = {"": MIB, "K": KIB, "M": MIB, "G": GIB, "T": TIB}
+_TIME = re.compile(
+    r"(?:(?P<days>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?)"
+    r"|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?",
+    re.ASCII,
+)
+_OPTION = re.compile(r"[a-z][a-z0-9-]*", re.ASCII)
+MEMORY_FORMS = "an integer with an optional K, M, G or T suffix (binary; default M), e.g. 3072M"
+TIME_FORMS = (
+    "minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (or UNLIMITED), e.g. 90 or 1-12:00:00"
+)
+
+
+def format_memory(size: int) -> str:
+    """``--mem`` value covering ``size`` bytes, in whole MiB rounded up (3 GiB -> ``3072M``)."""
+    return f"{ceil_div(size, MIB)}M"
+
+
+def parse_memory(value: str, field: str = "--mem") -> int:
+    """Bytes of a ``--mem`` value."""
+    match = _MEMORY.fullmatch(value.strip())
+    if match is None:
+        raise ResourceError(field, value, MEMORY_FORMS)
+    return int(match.group(1)) * _FACTORS[match.group(2).upper()]
+
+
+def format_time(seconds: int) -> str:
+    """``--time`` in whole minutes, rounded up (Slurm's own resolution)."""
+    return str(ceil_div(seconds, 60))
+
+
+def parse_time(value: str, field: str = "--time") -> int | None:
+    """Seconds of a ``--time`` value; ``None`` for UNLIMITED/INFINITE."""
+    text = value.strip()
+    if text.upper() in ("UNLIMITED", "INFINITE", "-1"):
+        return None
+    match = _TIME.fullmatch(text)
+    if match is None:
+        raise ResourceError(field, value, TIME_FORMS)
+    g = {k: int(v) for k, v in match.groupdict().items() if v is not None}
+    if "days" in g:
+        return g["days"] * 86400 + g["dh"] * 3600 + g.get("dm", 0) * 60 + g.get("ds", 0)
+    if "c" in g:
+        return g["a"] * 3600 + g["b"] * 60 + g["c"]
+    if "b" in g:
+        return g["a"] * 60 + g["b"]
+    return g["a"] * 60
+
+
+def _extra_args(request: ResourceRequest) -> list[str]:
+    args = []
+    for key, value in sorted(request.extra.items()):
+        if not key.startswith("slurm."):
+            continue
+        name = key.removeprefix("slurm.")
+        if name == "extra":
+            # slurm_extra is a string of sbatch options, split as the user wrote them.
+            args.extend(shlex.split(value))
+        elif _OPTION.fullmatch(name):
+            args.append(f"--{name}={value}")
+        else:
+            raise ResourceError(key, value, "slurm.<sbatch long option name>, e.g. slurm.qos")
+    return args
+
+
+def submission(request: ResourceRequest) -> Submission:
+    """The sbatch options for a request."""
+    args = []
+    native: dict[str, object] = {}
+    if request.cpus is not None:
+        native["cpus_per_task"] = math.ceil(request.cpus)
+        args.append(f"--cpus-per-task={native['cpus_per_task']}")
+    if request.memory is not None:
+        native["mem"] = format_memory(request.memory)
+        args.append(f"--mem={native['mem']}")
+    if request.time is not None:
+        native["time_minutes"] = ceil_div(request.time, 60)
+        args.append(f"--time={native['time_minutes']}")
+    if request.disk is not None:
+        native["tmp"] = format_memory(request.disk)
+        args.append(f"--tmp={native['tmp']}")
+    if request.accelerator is not None:
+        kind = f"{request.accelerator.type}:" if request.accelerator.type else ""
+        native["gres"] = f"gpu:{kind}{request.accelerator.count}"
+        args.append(f"--gres={native['gres']}")
+    if request.queue:
+        args.append(f"--partition={request.queue}")
+    if request.account:
+        args.append(f"--account={request.account}")
+    args.extend(_extra_args(request))
+    return Submission("slurm", tuple(args), native)

@@ -1,0 +1,175 @@
+"""Snakemake's resource dialect: ``mem_mb``, ``mem_mib``, ``mem``, ``disk*``, ``runtime``, threads.
+
+Rules from snakemake ``resources.py`` (``parse_human_friendly``, ``standardize_size``)
+and ``common/__init__.py`` (``mb_to_mib``): ``mem_mb`` counts 10^6 bytes, ``mem_mib``
+2^20 bytes, ``mem``/``disk`` strings go through humanfriendly's ``parse_size``
+(``4GB`` decimal, ``4GiB`` binary), ``runtime`` is minutes or a timespan string.
+GPU and scheduler keys are read as snakemake-executor-plugin-slurm reads them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import humanfriendly
+
+from ..errors import ResourceError
+from ..models import Accelerator, ResourceRequest, Translation
+from ..units import MB, MIB, ceil_scale
+from ._values import number
+
+__all__ = [
+    "READ_KEYS",
+    "format_mem_mb",
+    "format_runtime",
+    "parse_runtime_seconds",
+    "parse_size_bytes",
+    "request_from_resources",
+    "runtime_minutes",
+    "size_mb",
+]
+
+SIZE_FORMS = (
+    "an integer of megabytes, or a size string such as '4GB' (decimal, 10^9 bytes) or "
+    "'4GiB' (binary, 2^30 bytes)"
+)
+RUNTIME_FORMS = "an integer of minutes, or a timespan string such as '90m', '1.5h' or '2d'"
+# Keys this dialect turns into the common request; anything else is the user's own resource.
+READ_KEYS = frozenset(
+    {
+        "mem", "mem_mb", "mem_mib", "disk", "disk_mb", "disk_mib", "runtime", "walltime",
+        "threads", "_cores", "_nodes", "gpu", "gpus", "gpu_model", "nvidia_gpu",
+        "slurm_partition", "slurm_account", "slurm_extra", "constraint", "qos",
+        "tmpdir", "machine_type",
+    }
+)  # fmt: skip
+
+
+def _strip(value: str) -> str:
+    return value.strip("'\"")
+
+
+def parse_size_bytes(value: Any, field: str = "mem") -> int:
+    """Bytes of a human-friendly size as Snakemake reads ``mem``/``disk`` (bare integers are MB)."""
+    if isinstance(value, str):
+        text = _strip(value.strip())
+        if text.isdecimal():
+            return int(text) * MB
+        try:
+            size = humanfriendly.parse_size(text)
+        except humanfriendly.InvalidSize:
+            raise ResourceError(field, value, SIZE_FORMS) from None
+        if size < 0:
+            raise ResourceError(field, value, SIZE_FORMS)
+        return int(size)
+    return ceil_scale(number(field, value, SIZE_FORMS), MB)
+
+
+def size_mb(value: Any, field: str = "mem") -> int:
+    """The ``mem_mb`` Snakemake derives from ``mem`` (``max(ceil(bytes / 1e6), 1)``)."""
+    if isinstance(value, str) and _strip(value.strip()).isdecimal():
+        return int(_strip(value.strip()))
+    return max(math.ceil(parse_size_bytes(value, field) / MB), 1)
+
+
+def format_mem_mb(size: int) -> int:
+    """``mem_mb`` covering ``size`` bytes, rounded up."""
+    return -(-size // MB)
+
+
+def parse_runtime_seconds(value: Any, field: str = "runtime") -> int:
+    """Seconds of a ``runtime`` (an integer is minutes; strings are humanfriendly timespans)."""
+    if isinstance(value, str):
+        text = _strip(value.strip())
+        if text.isdecimal():
+            return int(text) * 60
+        try:
+            seconds = humanfriendly.parse_timespan(text)
+        except humanfriendly.InvalidTimespan:
+            raise ResourceError(field, value, RUNTIME_FORMS) from None
+        if seconds < 0:
+            raise ResourceError(field, value, RUNTIME_FORMS)
+        return math.ceil(seconds)
+    return ceil_scale(number(field, value, RUNTIME_FORMS), 60)
+
+
+def runtime_minutes(value: Any, field: str = "runtime") -> int:
+    """The minutes Snakemake itself stores for a ``runtime`` (it truncates, minimum 1)."""
+    if isinstance(value, str):
+        text = _strip(value.strip())
+        if text.isdecimal():
+            return int(text)
+        try:
+            return max(int(round(humanfriendly.parse_timespan(text)) / 60), 1)
+        except humanfriendly.InvalidTimespan:
+            raise ResourceError(field, value, RUNTIME_FORMS) from None
+    return int(number(field, value, RUNTIME_FORMS))
+
+
+def format_runtime(seconds: int) -> int:
+    """``runtime`` minutes covering ``seconds``, rounded up."""
+    return -(-seconds // 60)
+
+
+def _suffixed(resources: Mapping[str, Any], base: str) -> int | None:
+    """Bytes for ``<base>``, ``<base>_mb`` or ``<base>_mib``: the largest given, so none is cut."""
+    found = []
+    if resources.get(base) is not None:
+        found.append(parse_size_bytes(resources[base], base))
+    for suffix, factor in (("_mb", MB), ("_mib", MIB)):
+        name = base + suffix
+        value = resources.get(name)
+        if value is None:
+            continue
+        unit = "megabytes (10^6 bytes)" if suffix == "_mb" else "mebibytes (2^20 bytes)"
+        hint = f"a number of {unit}; write {base}='{value}' for a size with a unit"
+        found.append(ceil_scale(number(name, value, hint), factor))
+    return max(found) if found else None
+
+
+def request_from_resources(
+    resources: Mapping[str, Any],
+    *,
+    threads: int | None = None,
+    rule: str | None = None,
+    attempt: int = 1,
+) -> Translation:
+    """The common request for a Snakemake job's ``resources`` (and ``threads``)."""
+    get = resources.get
+    cores = threads if threads is not None else get("threads", get("_cores"))
+    cpus = None if cores is None else number("threads", cores, "a whole number of threads >= 1")
+    if cpus is not None and cpus < 1:
+        raise ResourceError("threads", cores, "a whole number of threads >= 1")
+    memory = _suffixed(resources, "mem")
+    disk = _suffixed(resources, "disk")
+    runtime = get("runtime", get("walltime"))
+    time = None if runtime is None else parse_runtime_seconds(runtime)
+    gpus = get("gpu", get("gpus", get("nvidia_gpu")))
+    accelerator = None
+    if gpus is not None:
+        count = number("gpu", gpus, "a whole number of GPUs", integer=True)
+        model = get("gpu_model")
+        accelerator = Accelerator(int(count), None if model is None else str(model)) if count else None
+    extra = {}
+    for key, name in (("slurm_extra", "slurm.extra"), ("constraint", "slurm.constraint"),
+                      ("qos", "slurm.qos")):  # fmt: skip
+        if get(key):
+            extra[name] = str(get(key))
+    request = ResourceRequest(
+        cpus=cpus,
+        memory=memory or None,
+        disk=disk or None,
+        time=time or None,
+        accelerator=accelerator,
+        machine_type=get("machine_type"),
+        queue=get("slurm_partition"),
+        account=get("slurm_account"),
+        process=rule,
+        attempt=attempt,
+        extra=extra,
+    )
+    ignored = tuple(sorted(k for k in resources if k not in READ_KEYS))
+    return Translation(request, ignored)
+

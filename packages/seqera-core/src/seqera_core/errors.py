@@ -1,0 +1,32 @@
+"""Exceptions raised by seqera-core.
+
+    SeqeraError
+     ├── ResourceError      a resource value is malformed or out of range (ValueError)
+     └── WireError          a JSON document does not match the wire format (ValueError)
+"""
+
+from __future__ import annotations
+
+__all__ = ["ResourceError", "SeqeraError", "WireError"]
+
+
+class SeqeraError(Exception):
+    """Base class of every error seqera-core raises on purpose."""
+
+
+class ResourceError(SeqeraError, ValueError):
+    """A resource value that cannot be used: names the field, the value and what was expected."""
+
+    def __init__(self, field: str, value: object, expected: str) -> None:
+        self.field = field
+        self.value = value
+        self.expected = expected
+        super().__init__(f"{field}: {value!r} is not valid; expected {expected}")
+
+
+class WireError(SeqeraError, ValueError):
+    """A wire document that does not match the schema; ``problems`` lists each field's fault."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))

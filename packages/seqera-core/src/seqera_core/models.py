@@ -1,0 +1,120 @@
+"""The common resource request and response, in canonical units."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+from attrs import field, frozen
+
+from .errors import ResourceError
+
+__all__ = ["Accelerator", "ResourceLimits", "ResourceRequest", "ResourceResponse", "Submission", "Translation"]
+
+
+def _number(value: Any) -> Any:
+    # cpus stay a number; an integral float (2.0) is stored as int so that
+    # 2 and 2.0 compare, hash and print the same.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _positive_cpus(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ResourceError(attribute.name, value, "a number of cores greater than 0")
+
+
+def _whole(minimum: int, what: str) -> Any:
+    def check(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ResourceError(attribute.name, value, f"{what} (an integer >= {minimum})")
+
+    return check
+
+
+def _str_map(value: Mapping[str, Any] | None) -> dict[str, str]:
+    return {} if value is None else {str(k): str(v) for k, v in value.items()}
+
+
+@frozen
+class Accelerator:
+    """Accelerators (GPUs) a task needs: how many, and optionally which type."""
+
+    count: int = field(validator=_whole(1, "a number of accelerators"))
+    type: str | None = None
+
+
+@frozen
+class ResourceLimits:
+    """Upper bounds that cap a request (Nextflow's ``resourceLimits``)."""
+
+    cpus: float | None = field(default=None, converter=_number, validator=_positive_cpus)
+    memory: int | None = field(default=None, validator=_whole(1, "bytes"))
+    disk: int | None = field(default=None, validator=_whole(1, "bytes"))
+    time: int | None = field(default=None, validator=_whole(1, "seconds"))
+
+
+@frozen
+class ResourceRequest:
+    """What a task declared, in canonical units: bytes, seconds, cores.
+
+    ``None`` means the engine did not declare the value. ``extra`` carries
+    scheduler-specific pass-through options with a prefix (``slurm.qos``).
+    """
+
+    cpus: float | None = field(default=None, converter=_number, validator=_positive_cpus)
+    memory: int | None = field(default=None, validator=_whole(1, "bytes"))
+    disk: int | None = field(default=None, validator=_whole(1, "bytes"))
+    time: int | None = field(default=None, validator=_whole(1, "seconds"))
+    accelerator: Accelerator | None = None
+    machine_type: str | None = None
+    resource_limits: ResourceLimits | None = None
+    container: str | None = None
+    process: str | None = None
+    attempt: int = field(default=1, validator=_whole(1, "an attempt number"))
+    task_index: int | None = field(default=None, validator=_whole(0, "a task index"))
+    input_bytes: int | None = field(default=None, validator=_whole(0, "bytes"))
+    queue: str | None = None
+    account: str | None = None
+    labels: Mapping[str, str] = field(factory=dict, converter=_str_map, hash=False)
+    extra: Mapping[str, str] = field(factory=dict, converter=_str_map, hash=False)
+
+
+@frozen
+class ResourceResponse:
+    """Effective resources for a task; every value is populated."""
+
+    cpus: float = field(converter=_number, validator=_positive_cpus)
+    memory: int = field(validator=_whole(1, "bytes"))
+    disk: int = field(validator=_whole(1, "bytes"))
+    time: int = field(validator=_whole(1, "seconds"))
+
+
+@frozen
+class Submission:
+    """What a backend would receive for a request: arguments, native values, and notes."""
+
+    backend: str
+    args: tuple[str, ...] = ()
+    native: Mapping[str, Any] = field(factory=dict, hash=False)
+    notes: tuple[str, ...] = ()
+
+
+@frozen
+class Translation:
+    """A request built from an engine's resources, and the engine keys it did not read."""
+
+    request: ResourceRequest
+    ignored: tuple[str, ...] = ()

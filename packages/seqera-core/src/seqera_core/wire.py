@@ -1,0 +1,141 @@
+"""The JSON wire format of requests and responses (schemas in the repo's ``shared/schemas/``).
+
+Field names carry their unit (``memory_bytes``, ``time_seconds``) so no reader
+has to guess. Structuring is strict: no extra keys, no strings for numbers,
+no floats truncated into integers; every fault names the JSON path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from .errors import ResourceError, WireError
+from .models import Accelerator, ResourceLimits, ResourceRequest, ResourceResponse
+
+__all__ = ["dumps", "loads", "structure", "unstructure"]
+
+T = TypeVar("T")
+
+_RENAMES: dict[type, dict[str, str]] = {
+    ResourceRequest: {
+        "memory": "memory_bytes",
+        "disk": "disk_bytes",
+        "time": "time_seconds",
+        "container": "container_image",
+    },
+    ResourceResponse: {"memory": "memory_bytes", "disk": "disk_bytes", "time": "time_seconds"},
+    ResourceLimits: {"memory": "memory_bytes", "disk": "disk_bytes", "time": "time_seconds"},
+    Accelerator: {},
+}
+
+
+def _strict_int(value: Any, _: type) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an integer, got {value!r}")
+    return value
+
+
+def _strict_number(value: Any, _: type) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"expected a number, got {value!r}")
+    return value
+
+
+def _strict_str(value: Any, _: type) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {value!r}")
+    return value
+
+
+def _labels(value: Any, _: type) -> dict[str, str]:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise TypeError(f"expected an object of strings, got {value!r}")
+    return dict(value)
+
+
+# Every model renames the same attributes, so one map turns attribute paths into wire paths.
+_WIRE_NAMES = {k: v for renames in _RENAMES.values() for k, v in renames.items()}
+
+
+def _wire_path(message: str) -> str:
+    text, sep, path = message.rpartition(" @ ")
+    parts = [_WIRE_NAMES.get(part, part) for part in path.split(".")]
+    return f"{text}{sep}{'.'.join(parts)}"
+
+
+def _describe(exc: BaseException, _: Any) -> str:
+    if isinstance(exc, ResourceError):
+        name = _WIRE_NAMES.get(exc.field, exc.field)
+        return f"{name}: {exc.value!r} is not valid; expected {exc.expected}"
+    if isinstance(exc, KeyError):
+        return f"required field missing: {exc.args[0]}"
+    return str(exc) if isinstance(exc, TypeError) else f"invalid value ({exc})"
+
+
+def _make_converter() -> cattrs.Converter:
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    converter.register_structure_hook(int, _strict_int)
+    converter.register_structure_hook(float, _strict_number)
+    converter.register_structure_hook(str, _strict_str)
+    converter.register_structure_hook_func(lambda t: t == Mapping[str, str], _labels)
+    for cls, renames in _RENAMES.items():
+        fields = {a.name: override(rename=renames.get(a.name)) for a in attrs.fields(cls)}
+        converter.register_structure_hook(
+            cls, make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True, **fields)
+        )
+        unfields = {
+            a.name: override(rename=renames.get(a.name), omit_if_default=a.default is None)
+            for a in attrs.fields(cls)
+        }
+        converter.register_unstructure_hook(
+            cls, make_dict_unstructure_fn(cls, converter, **unfields)
+        )
+    return converter
+
+
+_CONVERTER = _make_converter()
+
+
+def unstructure(obj: ResourceRequest | ResourceResponse) -> dict[str, Any]:
+    """A JSON-ready dict for a request or response (``None`` values left out)."""
+    result: dict[str, Any] = _CONVERTER.unstructure(obj)
+    if isinstance(obj, ResourceRequest):
+        for key in ("labels", "extra"):
+            if not result.get(key):
+                result.pop(key, None)
+    return result
+
+
+def structure(document: Any, cls: type[T]) -> T:
+    """A request or response from a decoded JSON document; raises WireError naming each field."""
+    try:
+        return _CONVERTER.structure(document, cls)
+    except cattrs.BaseValidationError as exc:
+        messages = cattrs.transform_error(exc, path="$", format_exception=_describe)
+        raise WireError([_wire_path(m) for m in messages]) from None
+    except ResourceError as exc:
+        raise WireError([f"@ $: {_describe(exc, None)}"]) from None
+    except (TypeError, AttributeError) as exc:
+        raise WireError([f"$: expected a JSON object for {cls.__name__}: {exc}"]) from None
+
+
+def dumps(obj: ResourceRequest | ResourceResponse) -> str:
+    """JSON text for a request or response."""
+    return json.dumps(unstructure(obj), sort_keys=True)
+
+
+def loads(text: str | bytes, cls: type[T]) -> T:
+    """A request or response from JSON text."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise WireError([f"$: not JSON: {exc}"]) from None
+    return structure(document, cls)
