@@ -1,4 +1,4 @@
-"""The ``seqera`` command line: ``seqera explain`` shows how a task's resources translate."""
+"""``seqera explain``: how an engine's resources translate into a backend's submission."""
 
 from __future__ import annotations
 
@@ -9,17 +9,15 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import wire
-from .checks import suspicious
-from .dialects.engines import BACKENDS, ENGINES, GENERIC_KEYS, submission, translate
-from .errors import ResourceError
-from .limits import apply_limits
-from .models import ResourceRequest, Submission
-from .units import format_bytes, format_seconds
+from .. import wire
+from ..checks import suspicious
+from ..dialects.engines import BACKENDS, ENGINES, GENERIC_KEYS, submission, translate
+from ..errors import ResourceError
+from ..limits import apply_limits
+from ..models import ResourceRequest, Submission
+from ..units import format_bytes, format_seconds
 
-__all__ = ["main"]
-
-_EXIT_USAGE = 2
+__all__ = ["add_parser", "run"]
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -29,9 +27,8 @@ def _key_value(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="seqera", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``seqera explain``."""
     explain = commands.add_parser(
         "explain",
         help="show the canonical request and the native submission for an engine's resources",
@@ -40,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
             "(bytes, seconds, cores) and the submission a backend would receive."
         ),
     )
+    explain.set_defaults(run=run)
     explain.add_argument("--engine", choices=ENGINES, required=True)
     explain.add_argument("--backend", choices=BACKENDS, default="local")
     for name in ("cpus", "memory", "time", "disk", "accelerator"):
@@ -56,7 +54,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     explain.add_argument("--process", help="process, rule or step name")
     explain.add_argument("--json", action="store_true", help="print one JSON object")
-    return parser
 
 
 def _declared(args: argparse.Namespace) -> dict[str, Any]:
@@ -99,7 +96,8 @@ def _human(
     return "\n".join(lines)
 
 
-def _explain(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """Print the explanation; a ResourceError propagates to the caller."""
     declared = _declared(args)
     translation = translate(args.engine, declared, process=args.process)
     capped = apply_limits(translation.request)
@@ -131,18 +129,3 @@ def _explain(args: argparse.Namespace) -> int:
     else:
         print(_human(args.engine, declared, request, result, messages))
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``seqera`` command line; returns the exit status."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    try:
-        return _explain(args)
-    except ResourceError as exc:
-        print(f"seqera {args.command}: error: {exc}", file=sys.stderr)
-        return _EXIT_USAGE
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,58 @@
+"""Every way to run the project: one test session per package, integration, lint.
+
+``uvx nox`` runs them all (the README's test command); ``uvx nox -s core`` one.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.needs_version = ">=2025.2.9"
+nox.options.default_venv_backend = "uv"
+nox.options.error_on_missing_interpreters = True
+
+PYPROJECT = nox.project.load_toml("pyproject.toml")
+CORE = "packages/seqera-core[http,ecs]"
+
+# session name -> (packages to install editable, test folder, extra test requirements)
+PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
+    # snakemake and cwltool are the oracles the unit dialects are checked against.
+    "core": ((CORE,), "tests/seqera_core", ("snakemake>=9,<10", "cwltool>=3.1")),
+    "snakemake": (
+        (CORE, "packages/snakemake-executor-plugin-seqera"),
+        "tests/snakemake_executor_plugin_seqera",
+        (),
+    ),
+    "cwl": ((CORE, "packages/cwltool-seqera"), "tests/cwltool_seqera", ()),
+    "nextflow": ((CORE, "packages/seqera-nextflow-sidecar"), "tests/seqera_sidecar", ()),
+    "integration": ((CORE,), "tests/integration", ()),
+}
+
+
+def _install(session: nox.Session, packages: tuple[str, ...], extra: tuple[str, ...]) -> None:
+    editable = [arg for package in packages for arg in ("-e", package)]
+    session.install(*editable, *nox.project.dependency_groups(PYPROJECT, "test"), *extra)
+
+
+def _make(name: str, packages: tuple[str, ...], folder: str, extra: tuple[str, ...]) -> None:
+    @nox.session(name=name)
+    def tests(session: nox.Session) -> None:
+        _install(session, packages, extra)
+        # pytest exits 5 when it collects nothing; nox fails on it, as it should.
+        session.run("pytest", folder, *session.posargs, env={"PYTHONHASHSEED": "0"})
+
+    tests.__doc__ = f"Run {folder}."
+
+
+for _name, (_packages, _folder, _extra) in PACKAGES.items():
+    _make(_name, _packages, _folder, _extra)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff and mypy over every package and the tests."""
+    _install(session, tuple(dict.fromkeys(p for spec in PACKAGES.values() for p in spec[0])), ())
+    session.install(*nox.project.dependency_groups(PYPROJECT, "lint"), "types-PyYAML")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy")

@@ -1,0 +1,94 @@
+"""The backend contract every dispatcher fills: submit, poll (one native call), cancel, logs."""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Mapping, Sequence
+
+from attrs import field, frozen
+
+from ..models import ResourceRequest
+
+__all__ = ["Backend", "JobHandle", "JobSpec", "JobState", "JobStatus"]
+
+
+def _str_map(value: Mapping[str, object] | None) -> dict[str, str]:
+    return {} if value is None else {str(k): str(v) for k, v in value.items()}
+
+
+class JobState(enum.Enum):
+    """The common job states every scheduler's states map onto."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    UNKNOWN = "unknown"
+
+    @property
+    def finished(self) -> bool:
+        """Whether the job will not change state again."""
+        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
+
+@frozen
+class JobSpec:
+    """One job to submit: an argv (never a shell string), its resources and where it runs."""
+
+    name: str
+    command: tuple[str, ...] = field(converter=tuple)
+    request: ResourceRequest = field(factory=ResourceRequest)
+    workdir: str | None = None
+    env: Mapping[str, str] = field(factory=dict, converter=_str_map, hash=False)
+    labels: Mapping[str, str] = field(factory=dict, converter=_str_map, hash=False)
+    stdout: str | None = None
+    stderr: str | None = None
+
+
+@frozen
+class JobHandle:
+    """A submitted job: the backend that owns it and the scheduler's own id."""
+
+    backend: str
+    native_id: str
+    name: str = ""
+    stdout: str | None = None
+    stderr: str | None = None
+
+
+@frozen
+class JobStatus:
+    """Where a job is, and for a finished one how it ended."""
+
+    handle: JobHandle
+    state: JobState
+    exit_code: int | None = None
+    reason: str | None = None
+    out_of_memory: bool = False
+    time_limit: bool = False
+    wall_seconds: float | None = None
+    peak_memory_bytes: int | None = None
+
+
+class Backend(abc.ABC):
+    """A dispatcher. Sync code; async engines wrap it. Polling many jobs is one native call."""
+
+    name: str
+
+    @abc.abstractmethod
+    def submit(self, jobs: Sequence[JobSpec]) -> list[JobHandle]:
+        """Submit every job; returns their handles in the same order."""
+
+    @abc.abstractmethod
+    def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
+        """The status of every handle, in the same order, with one native call."""
+
+    @abc.abstractmethod
+    def cancel(self, handles: Sequence[JobHandle]) -> None:
+        """Cancel every job, with one native call where the scheduler allows it."""
+
+    @abc.abstractmethod
+    def logs(self, handle: JobHandle) -> str:
+        """The job's output so far (stdout, then stderr if kept apart)."""
