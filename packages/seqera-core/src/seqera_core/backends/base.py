@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import enum
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from attrs import field, frozen
@@ -73,9 +74,16 @@ class JobStatus:
 
 
 class Backend(abc.ABC):
-    """A dispatcher. Sync code; async engines wrap it. Polling many jobs is one native call."""
+    """A dispatcher. Sync code; async engines wrap it. Polling many jobs is one native call.
+
+    ``calls`` counts each native command or API call made (``sbatch``, ``squeue``, ...),
+    so benchmarks and tests can check the cost per job.
+    """
 
     name: str
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
 
     @abc.abstractmethod
     def submit(self, jobs: Sequence[JobSpec]) -> list[JobHandle]:
