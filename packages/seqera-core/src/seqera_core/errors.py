@@ -1,8 +1,8 @@
 """Exceptions raised by seqera-core.
 
-    SeqeraError
-     ├── ResourceError      a resource value is malformed or out of range (ValueError)
-     └── WireError          a JSON document does not match the wire format (ValueError)
+SeqeraError
+ ├── ResourceError      a resource value is malformed or out of range (ValueError)
+ └── WireError          a JSON document does not match the wire format (ValueError)
 """
 
 from __future__ import annotations

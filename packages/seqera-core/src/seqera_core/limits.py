@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 from attrs import frozen
 
@@ -24,7 +26,7 @@ def apply_limits(request: ResourceRequest) -> Capped:
     limits = request.resource_limits
     if limits is None:
         return Capped(request)
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}
     notes = []
     shown = {"cpus": str, "memory": format_bytes, "disk": format_bytes, "time": format_seconds}
     for name, show in shown.items():

@@ -11,7 +11,14 @@ from attrs import field, frozen
 
 from .errors import ResourceError
 
-__all__ = ["Accelerator", "ResourceLimits", "ResourceRequest", "ResourceResponse", "Submission", "Translation"]
+__all__ = [
+    "Accelerator",
+    "ResourceLimits",
+    "ResourceRequest",
+    "ResourceResponse",
+    "Submission",
+    "Translation",
+]
 
 
 def _number(value: Any) -> Any:

@@ -87,11 +87,13 @@ def _make_converter() -> cattrs.Converter:
     converter.register_structure_hook(str, _strict_str)
     converter.register_structure_hook_func(lambda t: t == Mapping[str, str], _labels)
     for cls, renames in _RENAMES.items():
-        fields = {a.name: override(rename=renames.get(a.name)) for a in attrs.fields(cls)}
+        fields: dict[str, Any] = {
+            a.name: override(rename=renames.get(a.name)) for a in attrs.fields(cls)
+        }
         converter.register_structure_hook(
             cls, make_dict_structure_fn(cls, converter, _cattrs_forbid_extra_keys=True, **fields)
         )
-        unfields = {
+        unfields: dict[str, Any] = {
             a.name: override(rename=renames.get(a.name), omit_if_default=a.default is None)
             for a in attrs.fields(cls)
         }

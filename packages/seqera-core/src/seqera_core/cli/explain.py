@@ -5,14 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import sys
-from collections.abc import Sequence
 from typing import Any
 
 from .. import wire
 from ..checks import suspicious
 from ..dialects.engines import BACKENDS, ENGINES, GENERIC_KEYS, submission, translate
-from ..errors import ResourceError
 from ..limits import apply_limits
 from ..models import ResourceRequest, Submission
 from ..units import format_bytes, format_seconds

@@ -52,9 +52,7 @@ def submission(request: ResourceRequest) -> Submission:
     if request.memory is not None:
         native["memory"] = str(memory_mib(request.memory))
     if request.accelerator is not None:
-        native["resourceRequirements"] = [
-            {"type": "GPU", "value": str(request.accelerator.count)}
-        ]
+        native["resourceRequirements"] = [{"type": "GPU", "value": str(request.accelerator.count)}]
         if request.accelerator.type:
             notes.append(
                 f"GPU type '{request.accelerator.type}' is chosen by the capacity provider's "

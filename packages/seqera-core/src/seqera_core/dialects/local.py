@@ -18,7 +18,7 @@ def submission(request: ResourceRequest) -> Submission:
         native["memory_bytes"] = request.memory
     if request.time is not None:
         native["time_seconds"] = request.time
-    notes = ()
+    notes: tuple[str, ...] = ()
     if request.accelerator is not None:
         notes = ("the local backend does not reserve accelerators",)
     return Submission("local", (), native, notes)

@@ -43,7 +43,8 @@ def parse_size(value: str, field: str = "mem") -> int:
         raise ResourceError(field, value, SIZE_FORMS)
     number, prefix, kind = match.groups()
     word = 8 if (kind or "b").lower() == "w" else 1
-    return int(number) * word * 1024 ** _POWERS[(prefix or "").lower()]
+    power = _POWERS[(prefix or "").lower()]
+    return int(number) * word << (10 * power)
 
 
 def format_walltime(seconds: int) -> str:

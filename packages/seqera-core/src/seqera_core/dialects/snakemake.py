@@ -58,7 +58,7 @@ def parse_size_bytes(value: Any, field: str = "mem") -> int:
         if text.isdecimal():
             return int(text) * MB
         try:
-            size = humanfriendly.parse_size(text)
+            size: int = humanfriendly.parse_size(text)
         except humanfriendly.InvalidSize:
             raise ResourceError(field, value, SIZE_FORMS) from None
         if size < 0:
@@ -86,7 +86,7 @@ def parse_runtime_seconds(value: Any, field: str = "runtime") -> int:
         if text.isdecimal():
             return int(text) * 60
         try:
-            seconds = humanfriendly.parse_timespan(text)
+            seconds: float = humanfriendly.parse_timespan(text)
         except humanfriendly.InvalidTimespan:
             raise ResourceError(field, value, RUNTIME_FORMS) from None
         if seconds < 0:
@@ -151,7 +151,9 @@ def request_from_resources(
     if gpus is not None:
         count = number("gpu", gpus, "a whole number of GPUs", integer=True)
         model = get("gpu_model")
-        accelerator = Accelerator(int(count), None if model is None else str(model)) if count else None
+        accelerator = (
+            Accelerator(int(count), None if model is None else str(model)) if count else None
+        )
     extra = {}
     for key, name in (("slurm_extra", "slurm.extra"), ("constraint", "slurm.constraint"),
                       ("qos", "slurm.qos")):  # fmt: skip
@@ -172,4 +174,3 @@ def request_from_resources(
     )
     ignored = tuple(sorted(k for k in resources if k not in READ_KEYS))
     return Translation(request, ignored)
-
