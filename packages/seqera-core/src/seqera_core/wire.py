@@ -22,16 +22,17 @@ __all__ = ["dumps", "loads", "structure", "unstructure"]
 
 T = TypeVar("T")
 
+# Leaf classes first: a generated hook captures the hooks of its fields when it is made.
 _RENAMES: dict[type, dict[str, str]] = {
+    Accelerator: {},
+    ResourceLimits: {"memory": "memory_bytes", "disk": "disk_bytes", "time": "time_seconds"},
+    ResourceResponse: {"memory": "memory_bytes", "disk": "disk_bytes", "time": "time_seconds"},
     ResourceRequest: {
         "memory": "memory_bytes",
         "disk": "disk_bytes",
         "time": "time_seconds",
         "container": "container_image",
     },
-    ResourceResponse: {"memory": "memory_bytes", "disk": "disk_bytes", "time": "time_seconds"},
-    ResourceLimits: {"memory": "memory_bytes", "disk": "disk_bytes", "time": "time_seconds"},
-    Accelerator: {},
 }
 
 

@@ -92,7 +92,11 @@ def parse_memory(value: str | int, field: str = "memory") -> int:
     if unit in ("", "B"):
         # Long.parseLong: digits only, and within a signed 64-bit long.
         if not number.isdigit() or int(number) > _LONG_MAX:
-            raise ResourceError(field, value, "a whole number of bytes when no unit is given")
+            raise ResourceError(
+                field,
+                value,
+                f"a whole number of bytes (at most 2^63-1) without a unit, or {MEMORY_FORMS}",
+            )
         return int(number)
     power = _MEMORY_UNITS.index(unit + "B") if unit + "B" in _MEMORY_UNITS else -1
     if power < 0:

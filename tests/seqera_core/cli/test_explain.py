@@ -1,0 +1,102 @@
+"""``seqera explain``: canonical request and native submission, text and JSON, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from seqera_core.cli import main
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
+    assert main(["explain", *argv, "--json"]) == 0
+    result: dict[str, object] = json.loads(capsys.readouterr().out)
+    return result
+
+
+def test_nextflow_to_slurm(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(
+        capsys, "--engine", "nextflow", "--memory", "1.5 GB", "--time", "1h 30m", "--cpus", "2",
+        "--backend", "slurm",
+    )  # fmt: skip
+    assert doc["request"] == {
+        "cpus": 2,
+        "memory_bytes": 1610612736,
+        "time_seconds": 5400,
+        "attempt": 1,
+    }
+    assert doc["native"] == {
+        "args": ["--cpus-per-task=2", "--mem=1536M", "--time=90"],
+        "values": {"cpus_per_task": 2, "mem": "1536M", "time_minutes": 90},
+    }
+
+
+def test_snakemake_to_pbs(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(
+        capsys, "--engine", "snakemake", "--set", "mem_mb=4000", "--set", "runtime=90",
+        "--backend", "pbs",
+    )  # fmt: skip
+    assert doc["request"] == {"memory_bytes": 4 * 10**9, "time_seconds": 5400, "attempt": 1}
+    native = doc["native"]
+    assert isinstance(native, dict)
+    assert native["args"] == ["-l", "select=1:mem=3815mb", "-l", "walltime=01:30:00"]
+
+
+def test_cwl_to_ecs(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(
+        capsys, "--engine", "cwl", "--set", "ramMin=1000.5", "--set", "coresMin=1.25",
+        "--backend", "ecs",
+    )  # fmt: skip
+    request = doc["request"]
+    assert isinstance(request, dict)
+    assert request["cpus"] == 1.25 and request["memory_bytes"] == 1001 * 2**20
+    native = doc["native"]
+    assert isinstance(native, dict)
+    assert native["values"]["cpu"] == "1280" and native["values"]["memory"] == "1001"
+
+
+def test_limits_and_warnings_are_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(
+        capsys, "--engine", "nextflow", "--memory", "16 GB", "--set", "resourceLimits.memory=8 GB",
+    )  # fmt: skip
+    assert doc["capped"] == ["memory 16 GiB capped to the resource limit 8 GiB"]
+    doc = _json(capsys, "--engine", "snakemake", "--set", "mem_mb=4", "--set", "mem_gb=4")
+    warnings = doc["warnings"]
+    assert isinstance(warnings, list) and len(warnings) == 2
+    assert "4 MB, not 4 GB" in warnings[0] and "mem_gb" in warnings[1]
+
+
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (["--engine", "nextflow", "--memory", "4 gb"], "memory"),
+        (["--engine", "nextflow", "--cpus", "-2"], "cpus"),
+        (["--engine", "snakemake", "--set", "mem_mb=4GB"], "mem_mb"),
+        (["--engine", "cwl", "--set", "ramMin=-1"], "ramMin"),
+        (["--engine", "nextflow", "--time", "1 hr"], "time"),
+    ],
+)
+def test_invalid_input_exits_2_naming_the_field(
+    capsys: pytest.CaptureFixture[str], argv: list[str], field: str
+) -> None:
+    assert main(["explain", *argv]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {field}:" in err and "expected" in err
+
+
+def test_console_script_as_a_user_runs_it() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "seqera_core.cli", "explain", "--engine", "nextflow",
+         "--memory", "1.5 GB", "--time", "1h 30m", "--cpus", "2", "--backend", "slurm"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "sbatch --cpus-per-task=2 --mem=1536M --time=90" in done.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "seqera_core.cli", "explain", "--engine", "nextflow",
+         "--memory", "4 GiB"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "memory: '4 GiB'" in bad.stderr

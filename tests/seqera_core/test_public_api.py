@@ -1,0 +1,38 @@
+"""The package's public face: a sorted ``__all__`` that names exactly what exists."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+import seqera_core
+
+MODULES = [
+    "seqera_core",
+    "seqera_core.models",
+    "seqera_core.units",
+    "seqera_core.errors",
+    "seqera_core.limits",
+    "seqera_core.wire",
+    "seqera_core.dialects.nextflow",
+    "seqera_core.dialects.snakemake",
+    "seqera_core.dialects.cwl",
+    "seqera_core.dialects.slurm",
+    "seqera_core.dialects.pbs",
+    "seqera_core.dialects.ecs",
+    "seqera_core.backends",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_all_names_exist(name: str) -> None:
+    module = importlib.import_module(name)
+    for symbol in module.__all__:
+        assert hasattr(module, symbol), f"{name}.__all__ names missing {symbol}"
+
+
+def test_top_level_all_is_sorted_and_complete() -> None:
+    assert seqera_core.__all__ == sorted(seqera_core.__all__)
+    public = {n for n in vars(seqera_core) if not n.startswith("_")}
+    modules = {n for n in public if type(getattr(seqera_core, n)).__name__ == "module"}
+    assert public - modules == set(seqera_core.__all__)

@@ -1,0 +1,109 @@
+"""The JSON wire format against the JSON Schemas in shared/schemas."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from seqera_core import (
+    Accelerator,
+    ResourceLimits,
+    ResourceRequest,
+    ResourceResponse,
+    WireError,
+    wire,
+)
+
+SCHEMAS = Path(__file__).parents[2] / "shared" / "schemas"
+REQUEST_SCHEMA = json.loads((SCHEMAS / "resource-request.schema.json").read_text())
+RESPONSE_SCHEMA = json.loads((SCHEMAS / "resource-response.schema.json").read_text())
+
+optional_int = st.none() | st.integers(min_value=1, max_value=2**62)
+requests = st.builds(
+    ResourceRequest,
+    cpus=st.none() | st.integers(1, 512) | st.floats(0.01, 512, allow_nan=False),
+    memory=optional_int,
+    disk=optional_int,
+    time=optional_int,
+    accelerator=st.none() | st.builds(Accelerator, st.integers(1, 16), st.none() | st.text()),
+    resource_limits=st.none() | st.builds(ResourceLimits, memory=optional_int),
+    container=st.none() | st.text(),
+    process=st.none() | st.text(),
+    attempt=st.integers(1, 10),
+    task_index=st.none() | st.integers(0, 10**6),
+    labels=st.dictionaries(st.text(), st.text(), max_size=3),
+)
+responses = st.builds(
+    ResourceResponse,
+    cpus=st.integers(1, 512) | st.floats(0.01, 512, allow_nan=False),
+    memory=st.integers(1, 2**62),
+    disk=st.integers(1, 2**62),
+    time=st.integers(1, 2**40),
+)
+
+
+@given(requests)
+def test_requests_validate_and_round_trip(request: ResourceRequest) -> None:
+    document = json.loads(wire.dumps(request))
+    jsonschema.validate(document, REQUEST_SCHEMA)
+    assert wire.loads(json.dumps(document), ResourceRequest) == request
+
+
+@given(responses)
+def test_responses_validate_and_round_trip(response: ResourceResponse) -> None:
+    document = wire.unstructure(response)
+    jsonschema.validate(document, RESPONSE_SCHEMA)
+    assert wire.structure(document, ResourceResponse) == response
+
+
+def test_field_names_carry_units() -> None:
+    document = wire.unstructure(ResourceRequest(memory=4, time=5, disk=6, container="img"))
+    assert document == {
+        "memory_bytes": 4,
+        "time_seconds": 5,
+        "disk_bytes": 6,
+        "container_image": "img",
+        "attempt": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    ("document", "field"),
+    [
+        ({"memory_bytes": 4.5}, "memory_bytes"),
+        ({"memory_bytes": "4 GB"}, "memory_bytes"),
+        ({"memory": 4}, "memory"),
+        ({"cpus": -1}, "cpus"),
+        ({"cpus": True}, "cpus"),
+        ({"time_seconds": 0}, "time_seconds"),
+        ({"accelerator": {"count": 0}}, "accelerator"),
+        ({"labels": {"a": 1}}, "labels"),
+        ({"resource_limits": {"memory_bytes": -1}}, "memory_bytes"),
+    ],
+)
+def test_bad_request_documents_are_rejected_naming_the_field(
+    document: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, REQUEST_SCHEMA)
+    with pytest.raises(WireError) as info:
+        wire.structure(document, ResourceRequest)
+    assert field in str(info.value)
+
+
+def test_response_missing_fields_are_named() -> None:
+    with pytest.raises(WireError) as info:
+        wire.loads('{"cpus": 1, "memory_bytes": 1}', ResourceResponse)
+    assert "disk_bytes" in str(info.value) and "time_seconds" in str(info.value)
+
+
+def test_not_json_and_not_an_object() -> None:
+    with pytest.raises(WireError, match="not JSON"):
+        wire.loads("{", ResourceRequest)
+    with pytest.raises(WireError, match="object"):
+        wire.loads("[]", ResourceRequest)
