@@ -1,0 +1,559 @@
+"""The local backend: each job a process group on this machine, within a cpu and memory budget.
+
+Scheduling: jobs start in submission order while they fit the free cores and memory; a
+job that does not fit waits at the head of the queue with a reservation, and later jobs
+may start before it only if they cannot delay it (EASY backfilling: they end, by their
+time limit, before the head could start anyway, or they only use what the head leaves
+spare). Cores are reserved whole, as ``dialects.local`` reports them.
+
+Measurement: ``peak_memory_bytes`` is the largest of
+  * the sum of the resident sizes of every process in the job's session, sampled every
+    ``sample_interval`` seconds (counts shared pages once per process: an over-estimate);
+  * the kernel's exact high-water mark (``VmHWM``) of any single process, seen while sampling;
+  * ``ru_maxrss`` from ``wait4`` of the job's leader, which covers children it waited for,
+    but only when it exceeds this process's own peak at spawn time: Linux starts a child's
+    high-water mark at the parent's resident size (fork copies it, exec keeps it), so a
+    smaller value says nothing about the job.
+A spike shorter than ``sample_interval`` in a process that is not waited for can be missed.
+``None`` means nothing informative was measured (typically a job that ran for a few ms).
+
+Ending: the job's leader is started in a new session, so signals go to the whole process
+group. When the leader exits, processes it left behind in its group are killed (Slurm
+does the same when a batch script ends), before the leader is reaped so the group id
+cannot have been recycled. Time limits and cancellation send SIGTERM, then SIGKILL after
+``kill_grace`` seconds; memory enforcement sends SIGKILL at once, as the kernel OOM killer.
+A job killed by signal N reports exit code 128 + N, as shells do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import resource
+import select
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import attrs
+
+from ..errors import ResourceError
+from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
+
+__all__ = ["LABEL_PREFIX", "LocalBackend"]
+
+LABEL_PREFIX = "SEQERA_LABEL_"
+_NOT_ENV_NAME = re.compile(r"[^A-Z0-9_]", re.ASCII)
+_NOT_FILE_NAME = re.compile(r"[^A-Za-z0-9._-]", re.ASCII)
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+_INF = math.inf
+
+
+def _machine_cpus() -> float:
+    # The affinity mask respects taskset and container cpusets; cpu_count() does not.
+    if hasattr(os, "sched_getaffinity"):
+        return float(len(os.sched_getaffinity(0)))
+    return float(os.cpu_count() or 1)
+
+
+def _machine_memory() -> int:
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
+def _own_peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+
+
+@attrs.define(eq=False)
+class _Job:
+    # Mutable on purpose: the monitor thread moves it through its life, always under the lock.
+    handle: JobHandle
+    spec: JobSpec
+    cpus: int
+    memory: int
+    process: subprocess.Popen[bytes] | None = None
+    pid: int = 0
+    pidfd: int | None = None
+    baseline_rss: int = 0
+    started: float | None = None
+    ended: float | None = None
+    kill_at: float | None = None
+    killed: bool = False
+    state: JobState = JobState.PENDING
+    exit_code: int | None = None
+    reason: str | None = None
+    time_limit: bool = False
+    out_of_memory: bool = False
+    cancelled: bool = False
+    peak: int = 0
+
+    @property
+    def deadline(self) -> float | None:
+        time_limit = self.spec.request.time
+        return None if self.started is None or time_limit is None else self.started + time_limit
+
+
+class LocalBackend(Backend):
+    """Runs jobs as subprocesses of this process, never beyond the cores and memory given.
+
+    Args:
+        cpus: cores to share between jobs; defaults to the cores this process may use.
+        memory: bytes to share between jobs; defaults to the machine's physical memory.
+        workdir: directory for log files of jobs that name none; defaults to a new
+            temporary directory, created on first use and left for the caller.
+        kill_grace: seconds between SIGTERM and SIGKILL on a time limit or a cancel.
+        sample_interval: seconds between samples of the jobs' memory use.
+        enforce_memory: kill (and flag ``out_of_memory``) a job whose sampled memory
+            exceeds its request.
+    """
+
+    name = "local"
+
+    def __init__(
+        self,
+        cpus: float | None = None,
+        memory: int | None = None,
+        workdir: str | os.PathLike[str] | None = None,
+        *,
+        kill_grace: float = 5.0,
+        sample_interval: float = 0.2,
+        enforce_memory: bool = True,
+    ) -> None:
+        super().__init__()
+        self.capacity_cpus = _machine_cpus() if cpus is None else float(cpus)
+        self.capacity_memory = _machine_memory() if memory is None else int(memory)
+        if not self.capacity_cpus > 0:
+            raise ResourceError("cpus", cpus, "a number of cores greater than 0")
+        if self.capacity_memory <= 0:
+            raise ResourceError("memory", memory, "a number of bytes greater than 0")
+        self.kill_grace = kill_grace
+        self.sample_interval = sample_interval
+        self.enforce_memory = enforce_memory
+        self._workdir = None if workdir is None else Path(workdir)
+        self._instance = uuid.uuid4().hex[:8]
+        self._count = 0
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._jobs: dict[str, _Job] = {}
+        self._queue: deque[_Job] = deque()
+        self._running: dict[str, _Job] = {}
+        self._thread: threading.Thread | None = None
+        self._wake_fd: int | None = None
+
+    # -- the contract ---------------------------------------------------------------
+
+    def submit(self, jobs: Sequence[JobSpec]) -> list[JobHandle]:
+        """Queue every job; raises ResourceError, queueing none, if one can never fit."""
+        for spec in jobs:
+            self._check(spec)
+        with self._lock:
+            created = [self._create(spec) for spec in jobs]
+            self._queue.extend(created)
+            self._wake()
+        return [job.handle for job in created]
+
+    def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
+        """The status of every handle: one in-process read under a lock."""
+        with self._lock:
+            self.calls["poll"] += 1
+            now = time.monotonic()
+            return [self._status(handle, now) for handle in handles]
+
+    def cancel(self, handles: Sequence[JobHandle]) -> None:
+        """Drop queued jobs; SIGTERM running ones' process groups (SIGKILL after the grace)."""
+        with self._lock:
+            self.calls["cancel"] += 1
+            now = time.monotonic()
+            for handle in handles:
+                job = self._find(handle)
+                # A job already being ended by its time or memory limit keeps that reason.
+                if job is None or job.state.finished or job.cancelled or job.kill_at is not None:
+                    continue
+                job.cancelled = True
+                if job.state is JobState.PENDING:
+                    self._queue.remove(job)
+                    self._finish(job, now, JobState.CANCELLED, None, "cancelled before it started")
+                else:
+                    self._terminate(job, now)
+            self._wake()
+
+    def logs(self, handle: JobHandle) -> str:
+        """The job's output so far: stdout, then stderr if it goes to another file."""
+        paths = [handle.stdout, handle.stderr]
+        if paths[1] == paths[0]:
+            paths.pop()
+        text = []
+        for path in paths:
+            if path is not None:
+                with contextlib.suppress(FileNotFoundError):  # not started yet
+                    text.append(Path(path).read_bytes().decode(errors="replace"))
+        return "".join(text)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Cancel every unfinished job and wait for them to end (``kill_grace`` + 5 s default)."""
+        with self._lock:
+            unfinished = [job.handle for job in self._jobs.values() if not job.state.finished]
+        self.cancel(unfinished)
+        limit = self.kill_grace + 5.0 if timeout is None else timeout
+        with self._idle:
+            self._idle.wait_for(lambda: self._thread is None, limit)
+
+    def __enter__(self) -> LocalBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- submission -----------------------------------------------------------------
+
+    def _check(self, spec: JobSpec) -> None:
+        if not spec.command:
+            raise ResourceError("command", list(spec.command), "a non-empty argv")
+        request = spec.request
+        cpus = math.ceil(request.cpus or 1)
+        if cpus > self.capacity_cpus:
+            raise ResourceError(
+                "cpus",
+                request.cpus,
+                f"at most {self.capacity_cpus:g} cores, the capacity of the local backend",
+            )
+        if request.memory is not None and request.memory > self.capacity_memory:
+            raise ResourceError(
+                "memory",
+                request.memory,
+                f"at most {self.capacity_memory} bytes, the capacity of the local backend",
+            )
+
+    def _create(self, spec: JobSpec) -> _Job:
+        self._count += 1
+        native_id = f"{self._instance}.{self._count}"
+        stdout = spec.stdout or str(self._logdir() / f"{_file_name(spec.name)}.{native_id}.out")
+        # Like sbatch: without its own file, stderr joins stdout.
+        stderr = spec.stderr or stdout
+        handle = JobHandle(self.name, native_id, spec.name, stdout, stderr)
+        request = spec.request
+        job = _Job(handle, spec, math.ceil(request.cpus or 1), request.memory or 0)
+        self._jobs[native_id] = job
+        return job
+
+    def _logdir(self) -> Path:
+        if self._workdir is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix="seqera-local-"))
+        self._workdir.mkdir(parents=True, exist_ok=True)
+        return self._workdir
+
+    def _environment(self, job: _Job) -> dict[str, str]:
+        env = dict(os.environ)
+        env["SEQERA_JOB_ID"] = job.handle.native_id
+        env["SEQERA_JOB_NAME"] = job.spec.name
+        env["SEQERA_CPUS"] = str(job.cpus)
+        for key, value in {**job.spec.request.labels, **job.spec.labels}.items():
+            env[LABEL_PREFIX + _NOT_ENV_NAME.sub("_", key.upper())] = value
+        env.update(job.spec.env)
+        return env
+
+    # -- the monitor thread ---------------------------------------------------------
+
+    def _wake(self) -> None:
+        # Under the lock. The thread exits when idle, so start one if none is running.
+        if self._thread is None:
+            read_fd, self._wake_fd = os.pipe()
+            os.set_blocking(self._wake_fd, False)
+            self._thread = threading.Thread(
+                target=self._monitor, args=(read_fd,), name="seqera-local", daemon=True
+            )
+            self._thread.start()
+            return
+        assert self._wake_fd is not None
+        with contextlib.suppress(BlockingIOError):  # a full pipe already means "wake up"
+            os.write(self._wake_fd, b"x")
+
+    def _monitor(self, wake_read: int) -> None:
+        next_sample = 0.0
+        while True:
+            with self._lock:
+                now = time.monotonic()
+                self._reap(now)
+                self._enforce(now)
+                self._schedule(now)
+                if not self._running and not self._queue:
+                    self._stop(wake_read)
+                    return
+                sessions: dict[int, _Job] = {}
+                if now >= next_sample:
+                    sessions = {job.pid: job for job in self._running.values()}
+                    next_sample = now + self.sample_interval
+            if sessions:
+                # /proc is read without the lock: only this thread reaps, so no pid is reused.
+                usage = _scan_sessions(sessions)
+                with self._lock:
+                    self.calls["sample"] += 1
+                    self._account(sessions, usage)
+            with self._lock:
+                fds = [job.pidfd for job in self._running.values() if job.pidfd is not None]
+                waits = [next_sample]
+                if len(fds) < len(self._running):
+                    # Without a pidfd (old kernels) an exit is only noticed on a tick.
+                    waits.append(time.monotonic() + 0.02)
+                for job in self._running.values():
+                    waits.extend(t for t in (job.kill_at, job.deadline) if t is not None)
+            poller = select.poll()
+            for fd in (wake_read, *fds):
+                poller.register(fd, select.POLLIN)
+            ready = poller.poll(max(0.0, min(waits) - time.monotonic()) * 1000)
+            if any(fd == wake_read for fd, _ in ready):
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wake_read, 4096)
+
+    def _stop(self, wake_read: int) -> None:
+        os.close(wake_read)
+        if self._wake_fd is not None:
+            os.close(self._wake_fd)
+        self._wake_fd = None
+        self._thread = None
+        self._idle.notify_all()
+
+    def _schedule(self, now: float) -> None:
+        free_cpus = self.capacity_cpus - sum(job.cpus for job in self._running.values())
+        free_memory = self.capacity_memory - sum(job.memory for job in self._running.values())
+        while self._queue and _fits(self._queue[0], free_cpus, free_memory):
+            job = self._queue.popleft()
+            if self._start(job, now):
+                free_cpus -= job.cpus
+                free_memory -= job.memory
+        if len(self._queue) < 2:
+            return
+        shadow, spare_cpus, spare_memory = self._reservation(self._queue[0], free_cpus, free_memory)
+        for job in list(self._queue)[1:]:
+            if not _fits(job, free_cpus, free_memory):
+                continue
+            limit = job.spec.request.time
+            ends_in_time = limit is not None and now + limit + self.kill_grace <= shadow
+            if not ends_in_time:
+                if not _fits(job, spare_cpus, spare_memory):
+                    continue
+                spare_cpus -= job.cpus
+                spare_memory -= job.memory
+            self._queue.remove(job)
+            if self._start(job, now):
+                free_cpus -= job.cpus
+                free_memory -= job.memory
+
+    def _reservation(self, head: _Job, cpus: float, memory: int) -> tuple[float, float, int]:
+        """When ``head`` can start at the latest, and what it leaves spare then."""
+
+        def latest_end(job: _Job) -> float:
+            if job.killed:
+                return 0.0  # SIGKILLed: gone as soon as the kernel reaps it
+            if job.kill_at is not None:
+                return job.kill_at
+            deadline = job.deadline
+            return _INF if deadline is None else deadline + self.kill_grace
+
+        for job in sorted(self._running.values(), key=latest_end):
+            cpus += job.cpus
+            memory += job.memory
+            if _fits(head, cpus, memory):
+                return latest_end(job), cpus - head.cpus, memory - head.memory
+        return _INF, 0.0, 0  # unreachable: submit() refuses jobs larger than the machine
+
+    def _start(self, job: _Job, now: float) -> bool:
+        spec = job.spec
+        self.calls["spawn"] += 1
+        job.baseline_rss = _own_peak_rss()
+        stdout, stderr = job.handle.stdout, job.handle.stderr
+        assert stdout is not None and stderr is not None
+        try:
+            out = open(stdout, "wb")  # noqa: SIM115 - handed to the child, closed below
+            err = out if stderr == stdout else open(stderr, "wb")  # noqa: SIM115
+        except OSError as exc:
+            self._finish(job, now, JobState.FAILED, None, f"cannot open a log file: {exc}")
+            return False
+        try:
+            job.process = subprocess.Popen(
+                spec.command,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                cwd=spec.workdir,
+                env=self._environment(job),
+                start_new_session=True,
+            )
+        except (OSError, ValueError) as exc:
+            # The shell's conventions: 127 not found, 126 found but not executable.
+            code = 127 if isinstance(exc, FileNotFoundError) else 126
+            reason = f"cannot start {spec.command[0]!r}: {exc}"
+            err.write(f"seqera: {reason}\n".encode())
+            self._finish(job, now, JobState.FAILED, code, reason)
+            return False
+        finally:
+            out.close()
+            if err is not out:
+                err.close()
+        job.started = now
+        job.pid = job.process.pid
+        job.state = JobState.RUNNING
+        try:
+            job.pidfd = os.pidfd_open(job.process.pid)
+        except (AttributeError, OSError):
+            job.pidfd = None
+        self._running[job.handle.native_id] = job
+        return True
+
+    def _reap(self, now: float) -> None:
+        for job in list(self._running.values()):
+            try:
+                exited = os.waitid(os.P_PID, job.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                # Someone else in this process waited for it (os.wait()): no status left.
+                self._release(job)
+                self._finish(job, now, JobState.FAILED, None, "exit status lost (reaped elsewhere)")
+                continue
+            if exited is None:
+                continue
+            # The zombie leader still holds the group id: this cannot reach a recycled group.
+            self._signal(job, signal.SIGKILL)
+            _, status, usage = os.wait4(job.pid, 0)
+            self.calls["reap"] += 1
+            code = os.waitstatus_to_exitcode(status)
+            if job.process is not None:
+                job.process.returncode = code  # so Popen never waits for it again
+            if usage.ru_maxrss * 1024 > job.baseline_rss:
+                job.peak = max(job.peak, usage.ru_maxrss * 1024)
+            self._release(job)
+            self._finish(job, now, *_outcome(job, code))
+
+    def _release(self, job: _Job) -> None:
+        if job.pidfd is not None:
+            os.close(job.pidfd)
+            job.pidfd = None
+        del self._running[job.handle.native_id]
+
+    def _enforce(self, now: float) -> None:
+        for job in self._running.values():
+            if job.kill_at is not None and now >= job.kill_at and not job.killed:
+                self._kill(job)
+            deadline = job.deadline
+            if deadline is not None and now >= deadline and job.kill_at is None:
+                job.time_limit = True
+                self._terminate(job, now)
+
+    def _account(self, sessions: Mapping[int, _Job], usage: Mapping[int, tuple[int, int]]) -> None:
+        for pid, (total, highest) in usage.items():
+            job = sessions[pid]
+            job.peak = max(job.peak, total, highest)
+            ending = job.state.finished or job.kill_at is not None
+            if self.enforce_memory and job.memory and total > job.memory and not ending:
+                job.out_of_memory = True
+                self._kill(job)
+
+    def _terminate(self, job: _Job, now: float) -> None:
+        self._signal(job, signal.SIGTERM)
+        job.kill_at = now + self.kill_grace
+
+    def _kill(self, job: _Job) -> None:
+        self._signal(job, signal.SIGKILL)
+        job.killed = True
+        job.kill_at = job.kill_at or time.monotonic()
+
+    def _signal(self, job: _Job, signum: signal.Signals) -> None:
+        self.calls["kill"] += 1
+        with contextlib.suppress(ProcessLookupError):  # the group is already empty
+            os.killpg(job.pid, signum)
+
+    def _finish(
+        self, job: _Job, now: float, state: JobState, code: int | None, reason: str | None
+    ) -> None:
+        job.state, job.exit_code, job.reason, job.ended = state, code, reason, now
+        job.process = None  # the record outlives the process; keep it small
+
+    # -- status ---------------------------------------------------------------------
+
+    def _find(self, handle: JobHandle) -> _Job | None:
+        return self._jobs.get(handle.native_id) if handle.backend == self.name else None
+
+    def _status(self, handle: JobHandle, now: float) -> JobStatus:
+        job = self._find(handle)
+        if job is None:
+            return JobStatus(handle, JobState.UNKNOWN, reason="not a job of this local backend")
+        wall = None
+        if job.started is not None:
+            wall = (job.ended if job.ended is not None else now) - job.started
+        return JobStatus(
+            job.handle,
+            job.state,
+            exit_code=job.exit_code,
+            reason=job.reason,
+            out_of_memory=job.out_of_memory,
+            time_limit=job.time_limit,
+            wall_seconds=wall,
+            peak_memory_bytes=job.peak or None,
+        )
+
+
+def _fits(job: _Job, cpus: float, memory: int) -> bool:
+    return job.cpus <= cpus and job.memory <= memory
+
+
+def _file_name(name: str) -> str:
+    return _NOT_FILE_NAME.sub("_", name)[:64] or "job"
+
+
+def _outcome(job: _Job, code: int) -> tuple[JobState, int, str | None]:
+    reason = None
+    if code < 0:
+        reason = f"killed by {signal.Signals(-code).name}"
+        code = 128 - code
+    elif code:
+        reason = f"exited with code {code}"
+    if job.cancelled:
+        return JobState.CANCELLED, code, "cancelled"
+    if job.out_of_memory:
+        memory = job.spec.request.memory
+        return JobState.FAILED, code, f"out of memory: used more than the {memory} bytes requested"
+    if job.time_limit:
+        limit = job.spec.request.time
+        return JobState.FAILED, code, f"time limit of {limit} s exceeded"
+    return (JobState.SUCCEEDED if code == 0 else JobState.FAILED), code, reason
+
+
+def _scan_sessions(sessions: Iterable[int]) -> dict[int, tuple[int, int]]:
+    """Per session id: the summed resident bytes and the highest single-process high-water mark."""
+    usage = dict.fromkeys(sessions, (0, 0))
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return usage  # no procfs: wait4 alone measures
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as file:
+                stat = file.read()
+        except OSError:
+            continue  # exited since listdir
+        # The command name is in parentheses and may hold spaces; fields follow the last ')'.
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        session = int(fields[3])
+        if session not in usage:
+            continue
+        total, highest = usage[session]
+        usage[session] = (total + int(fields[21]) * _PAGE_SIZE, max(highest, _high_water(pid)))
+    return usage
+
+
+def _high_water(pid: str) -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as file:
+            for line in file:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024  # always kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
