@@ -7,12 +7,12 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import SeqeraError
-from . import explain
+from . import explain, run
 
 __all__ = ["main"]
 
 EXIT_USAGE = 2
-_COMMANDS = (explain,)
+_COMMANDS = (explain, run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

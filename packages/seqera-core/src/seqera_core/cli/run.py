@@ -1,0 +1,408 @@
+"""``seqera run``: one command on any backend; waits, streams its output, exits with its code."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import re
+import signal
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+import attrs
+
+from ..backends.base import Backend, JobHandle, JobSpec, JobState, JobStatus
+from ..backends.local import LocalBackend
+from ..dialects import nextflow, slurm
+from ..dialects._values import number
+from ..errors import ResourceError, SeqeraError
+from ..models import Accelerator, ResourceRequest
+from ..units import GB, GIB, KB, KIB, MB, MIB, TIB, ceil_scale, format_bytes, format_seconds
+
+__all__ = [
+    "DURATION_FORMS",
+    "SIZE_FORMS",
+    "add_parser",
+    "parse_duration",
+    "parse_size",
+    "run",
+]
+
+BACKENDS = ("local", "slurm", "pbs", "torque")
+EXIT_INTERRUPTED = 130
+# Where the batch backends live and how to build them; imported only when asked for.
+_BATCH = {
+    "slurm": ("seqera_core.backends.slurm", "SlurmBackend", {}),
+    "pbs": ("seqera_core.backends.pbs", "PbsBackend", {"dialect": "pro"}),
+    "torque": ("seqera_core.backends.pbs", "PbsBackend", {"dialect": "torque"}),
+}
+# The longest pause between polls: local polls are free, a scheduler's are not.
+_MAX_DELAY = {"local": 0.25}
+_BATCH_MAX_DELAY = 5.0
+
+_SIZE_UNITS = {
+    "B": 1, "kB": KB, "KB": KB, "MB": MB, "GB": GB, "TB": 1000 * GB,
+    "KiB": KIB, "MiB": MIB, "GiB": GIB, "TiB": TIB,
+}  # fmt: skip
+_SIZE = re.compile(r"(\d+(?:\.\d+)?) ?([A-Za-z]+)", re.ASCII)
+_COMPOUND = re.compile(r"(?:\d+(?:\.\d+)?[dhms])+", re.ASCII)
+_CLOCK = re.compile(r"(?:\d+-)?\d+:\d\d:\d\d", re.ASCII)
+SIZE_FORMS = (
+    "a number and a case-sensitive unit: B, kB (or KB), MB, GB, TB in powers of 1000, or "
+    "KiB, MiB, GiB, TiB in powers of 1024, e.g. 4GB, 4GiB, 512MB, 1.5GiB; a bare number, "
+    "a one-letter unit (4G) or a lowercase unit (4gb) is ambiguous and refused"
+)
+DURATION_FORMS = (
+    "parts <number><unit> in the order d, h, m, s (case-sensitive; m is minutes), e.g. 1h, "
+    "90m, 1h30m, 1.5h, or a clock [D-]HH:MM:SS, e.g. 01:30:00 or 2-00:00:00; a bare number "
+    "is ambiguous and refused"
+)
+
+
+def _item(flags: str, text: str) -> str:
+    return textwrap.fill(text, 88, initial_indent=f"  {flags:<19}", subsequent_indent=" " * 21)
+
+
+_EPILOG = f"""\
+units:
+{_item("--memory, --disk", SIZE_FORMS + ".")}
+{_item("--time", DURATION_FORMS + ".")}
+
+exit status:
+  the job's own exit code; 128+N when the job was killed by signal N (a time limit
+  sends SIGTERM, then SIGKILL; an out-of-memory kill is SIGKILL) or 1 when the
+  backend reports no code for a job that did not succeed; 2 for invalid input or a
+  job no platform can run; 130 after Ctrl-C (143 after SIGTERM), which cancel the job.
+
+The job's stdin is empty; its stdout and stderr are streamed while it runs.
+The local backend needs no configuration and never runs more than the machine holds.
+"""
+
+
+def parse_size(text: str, flag: str = "--memory") -> int:
+    """Bytes of a size such as ``4GB`` (10^9) or ``4GiB`` (2^30), rounded up to a whole byte."""
+    match = _SIZE.fullmatch(text.strip())
+    if match is None or match.group(2) not in _SIZE_UNITS:
+        raise ResourceError(flag, text, SIZE_FORMS)
+    size = ceil_scale(Fraction(match.group(1)), _SIZE_UNITS[match.group(2)])
+    if size <= 0:
+        raise ResourceError(flag, text, f"a size greater than 0: {SIZE_FORMS}")
+    return size
+
+
+def parse_duration(text: str, flag: str = "--time") -> int:
+    """Whole seconds of ``1h30m`` (Nextflow's parser) or ``[D-]HH:MM:SS`` (Slurm's), rounded up."""
+    value = text.strip()
+    seconds: int | None = None
+    if _COMPOUND.fullmatch(value) and _in_order(value):
+        seconds = nextflow.parse_duration(value, flag)
+    elif _CLOCK.fullmatch(value):
+        seconds = slurm.parse_time(value, flag)
+    if seconds is None:
+        raise ResourceError(flag, text, DURATION_FORMS)
+    if seconds <= 0:
+        raise ResourceError(flag, text, f"a duration greater than 0: {DURATION_FORMS}")
+    return seconds
+
+
+def _in_order(text: str) -> bool:
+    units = re.sub(r"[\d.]", "", text)
+    # Each unit at most once, largest first: "30m1h" or "1h1h" is a typo, not a duration.
+    return units == "".join(u for u in "dhms" if u in units) and len(set(units)) == len(units)
+
+
+def _cpus(text: str) -> float:
+    expected = "a number of cores greater than 0, e.g. 2 or 0.5"
+    value = number("--cpus", text, expected)
+    if value <= 0:
+        raise ResourceError("--cpus", text, expected)
+    return value
+
+
+def _gpus(text: str) -> Accelerator:
+    kind, _, count = text.rpartition(":")
+    expected = "a count of at least 1, or TYPE:COUNT, e.g. 2 or a100:2"
+    value = number("--gpus", count, expected, integer=True)
+    if value < 1 or (kind == "" and ":" in text):
+        raise ResourceError("--gpus", text, expected)
+    return Accelerator(int(value), kind or None)
+
+
+def _label(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ResourceError("--label", text, "KEY=VALUE, e.g. project=rnaseq")
+    return key.strip(), value
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``seqera run``."""
+    parser = commands.add_parser(
+        "run",
+        help="run one command on a backend and wait for it, like sbatch --wait",
+        description=(
+            "Validate the resources, submit COMMAND to a backend, stream its output while it "
+            "runs and exit with its exit code."
+        ),
+        usage="seqera run [options] -- COMMAND [ARGS...]",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(run=run)
+    parser.add_argument("--backend", choices=BACKENDS, default="local", help="default: local")
+    # Values are parsed in run() so a bad one raises ResourceError (exit 2, flag named).
+    parser.add_argument("--cpus", metavar="N", help="cores, e.g. 2 or 0.5")
+    parser.add_argument("--memory", metavar="SIZE", help="e.g. 4GB or 4GiB (see units)")
+    parser.add_argument("--time", metavar="DURATION", help="time limit, e.g. 1h30m or 01:30:00")
+    parser.add_argument("--disk", metavar="SIZE", help="scratch space, e.g. 20GB")
+    parser.add_argument("--gpus", metavar="[TYPE:]N", help="accelerators, e.g. 1 or a100:2")
+    parser.add_argument("--queue", help="queue or partition")
+    parser.add_argument("--account", help="account to charge")
+    parser.add_argument("--platform", metavar="FILE", help="platform definition to check against")
+    parser.add_argument(
+        "--label", action="append", default=[], metavar="KEY=VALUE", help="repeatable"
+    )
+    parser.add_argument("--name", help="job name (default: the command's name)")
+    parser.add_argument("--workdir", metavar="DIR", help="where the job runs (default: here)")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="report submission, wall time and memory"
+    )
+    # Not "command": the top-level parser keeps the subcommand's name there.
+    parser.add_argument(
+        "argv", nargs=argparse.REMAINDER, metavar="COMMAND", help="the command, after --"
+    )
+
+
+def _request(args: argparse.Namespace) -> ResourceRequest:
+    return ResourceRequest(
+        cpus=None if args.cpus is None else _cpus(args.cpus),
+        memory=None if args.memory is None else parse_size(args.memory, "--memory"),
+        disk=None if args.disk is None else parse_size(args.disk, "--disk"),
+        time=None if args.time is None else parse_duration(args.time, "--time"),
+        accelerator=None if args.gpus is None else _gpus(args.gpus),
+        queue=args.queue,
+        account=args.account,
+        labels=dict(_label(text) for text in args.label),
+    )
+
+
+def _checked(path: str, request: ResourceRequest) -> ResourceRequest:
+    """The request after the platform's checks; raises SeqeraError (exit 2) on an error."""
+    try:
+        platforms = importlib.import_module("seqera_core.platforms")
+    except ModuleNotFoundError as exc:
+        if exc.name != "seqera_core.platforms":
+            raise
+        raise SeqeraError(
+            "--platform: platform definitions are not available in this version of seqera-core"
+        ) from None
+    report = platforms.validate(platforms.load(path), request)
+    for warning in getattr(report, "warnings", ()):
+        print(f"seqera run: warning: {warning}", file=sys.stderr)
+    for suggestion in getattr(report, "suggestions", ()):
+        print(f"seqera run: suggestion: {suggestion}", file=sys.stderr)
+    errors = list(getattr(report, "errors", ()))
+    if errors:
+        raise SeqeraError(f"the job cannot run on platform {path}: " + "; ".join(map(str, errors)))
+    effective = getattr(report, "request", None)
+    checked = effective if isinstance(effective, ResourceRequest) else request
+    queue = getattr(report, "queue", None)
+    return checked if queue is None else attrs.evolve(checked, queue=str(queue))
+
+
+def _backend(name: str, logdir: str) -> Backend:
+    if name == "local":
+        return LocalBackend(workdir=logdir)
+    module_name, class_name, options = _BATCH[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            raise
+        raise SeqeraError(f"backend {name!r} is not available: {module_name} is missing") from None
+    factory: Any = getattr(module, class_name, None)
+    if factory is None:
+        raise SeqeraError(f"backend {name!r} is not available: {module_name} has no {class_name}")
+    backend: Backend = factory(**options)
+    return backend
+
+
+class _Tail:
+    """Copies what a job appends to a log file onto one of our streams."""
+
+    def __init__(self, path: str | None, stream: IO[str]) -> None:
+        self.path, self.stream, self.offset = path, stream, 0
+
+    def pump(self) -> None:
+        if self.path is None:
+            return
+        try:
+            with open(self.path, "rb") as file:
+                file.seek(self.offset)
+                data = file.read()
+        except OSError:
+            return  # not created yet (pending, or a shared file system lagging)
+        if not data:
+            return
+        self.offset += len(data)
+        self.stream.flush()
+        binary = getattr(self.stream, "buffer", None)
+        if binary is not None:
+            binary.write(data)
+            binary.flush()
+        else:
+            self.stream.write(data.decode(errors="replace"))
+            self.stream.flush()
+
+
+class _Terminated(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt and SIGTERM ``_Terminated`` while the job is waited for."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum: int, frame: FrameType | None) -> None:
+        raise _Terminated(signum)
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
+
+
+def _wait(backend: Backend, handle: JobHandle, tails: list[_Tail], limit: float) -> JobStatus:
+    delay, ceiling = 0.02, _MAX_DELAY.get(backend.name, _BATCH_MAX_DELAY)
+    deadline = time.monotonic() + limit
+    while True:
+        (status,) = backend.poll([handle])
+        for tail in tails:
+            tail.pump()
+        if status.state.finished or time.monotonic() >= deadline:
+            return status
+        time.sleep(delay)
+        delay = min(delay * 1.5, ceiling)
+
+
+def _exit_status(status: JobStatus) -> int:
+    if status.state is JobState.SUCCEEDED:
+        return 0
+    if status.exit_code:
+        return status.exit_code
+    return 1  # failed or cancelled without a code: still a failure
+
+
+def _report(status: JobStatus, request: ResourceRequest, verbose: bool) -> None:
+    job = f"job {status.handle.native_id}"
+    if status.time_limit and request.time:
+        _say(f"{job} killed: time limit of {format_seconds(request.time)} exceeded")
+    elif status.out_of_memory:
+        asked = f" (requested {format_bytes(request.memory)})" if request.memory else ""
+        _say(f"{job} killed: out of memory{asked}")
+    elif status.state is JobState.CANCELLED:
+        _say(f"{job} was cancelled")
+    elif status.state is not JobState.SUCCEEDED and (status.exit_code or 0) >= 126:
+        _say(f"{job} failed: {status.reason or 'no reason given'}")
+    if verbose:
+        wall = "?" if status.wall_seconds is None else f"{status.wall_seconds:.2f} s"
+        peak = status.peak_memory_bytes
+        memory = "?" if peak is None else format_bytes(peak)
+        _say(f"{job} {status.state.value}, exit {status.exit_code}, wall {wall}, peak {memory}")
+
+
+def _say(message: str) -> None:
+    sys.stdout.flush()
+    print(f"seqera run: {message}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Submit, wait and stream; returns the job's exit status. Invalid input raises SeqeraError."""
+    command = list(args.argv)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        raise ResourceError("COMMAND", command, "a command after --, e.g. seqera run -- echo hi")
+    request = _request(args)
+    if args.platform:
+        request = _checked(args.platform, request)
+    with tempfile.TemporaryDirectory(prefix="seqera-run-") as logdir:
+        backend = _backend(args.backend, logdir)
+        try:
+            return _submit_and_wait(backend, command, request, args, logdir)
+        finally:
+            if isinstance(backend, LocalBackend):
+                backend.close()  # never leave a local job behind, whatever happened
+
+
+def _submit_and_wait(
+    backend: Backend,
+    command: list[str],
+    request: ResourceRequest,
+    args: argparse.Namespace,
+    logdir: str,
+) -> int:
+    local = isinstance(backend, LocalBackend)
+    # base.JobSpec's bare `converter=tuple` leaves mypy an unsolved TypeVar for `command`.
+    argv: Any = tuple(command)
+    spec = JobSpec(
+        args.name or Path(command[0]).name,
+        argv,
+        request,
+        workdir=args.workdir or os.getcwd(),
+        labels=request.labels,
+        # Locally stdout and stderr stay apart so each reaches our own stream.
+        stdout=os.path.join(logdir, "stdout") if local else None,
+        stderr=os.path.join(logdir, "stderr") if local else None,
+    )
+    handle: JobHandle | None = None
+    tails: list[_Tail] = []
+    with _interruptible():
+        try:
+            (handle,) = backend.submit([spec])
+            if args.verbose:
+                _say(f"submitted job {handle.native_id} to {backend.name}")
+            tails.append(_Tail(handle.stdout, sys.stdout))
+            if handle.stderr != handle.stdout:
+                tails.append(_Tail(handle.stderr, sys.stderr))
+            status = _wait(backend, handle, tails, limit=float("inf"))
+        except (KeyboardInterrupt, _Terminated) as exc:
+            signum = exc.signum if isinstance(exc, _Terminated) else signal.SIGINT
+            return _cancel(backend, handle, tails, signum)
+    if handle.stdout is None:
+        sys.stdout.write(backend.logs(handle))
+    _report(status, request, args.verbose)
+    return _exit_status(status)
+
+
+def _cancel(backend: Backend, handle: JobHandle | None, tails: list[_Tail], signum: int) -> int:
+    # A second Ctrl-C must not abandon a job half-way through its kill grace.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if handle is not None:
+        _say(f"interrupted: cancelling job {handle.native_id}")
+        backend.cancel([handle])
+        grace = backend.kill_grace if isinstance(backend, LocalBackend) else 0.0
+        status = _wait(backend, handle, tails, limit=grace + 10.0)
+        if not status.state.finished:
+            _say(f"job {handle.native_id} is still {status.state.value} after cancelling")
+    return 128 + signum

@@ -1,0 +1,225 @@
+"""``seqera run``: exit codes, output, units on the command line, limits and Ctrl-C."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from seqera_core.cli import main
+from seqera_core.cli import run as run_command
+from seqera_core.cli.run import parse_duration, parse_size
+from seqera_core.errors import ResourceError
+from seqera_core.units import GB, GIB, MB, MIB
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
+
+SEQERA = Path(sys.executable).parent / "seqera"
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"  # an unreaped orphan is not running
+
+
+def test_exit_code_and_output(capfd: pytest.CaptureFixture[str]) -> None:
+    status = main(["run", "--", "sh", "-c", "echo out; echo oops >&2; exit 3"])
+    out, err = capfd.readouterr()
+    assert status == 3
+    assert out == "out\n"
+    assert "oops\n" in err
+
+
+def test_success_with_resources_labels_and_workdir(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["--cpus", "1", "--memory", "512MB", "--time", "1m", "--disk", "1GiB", "--gpus", "1"]
+    script = 'pwd; echo "$SEQERA_LABEL_PROJECT $SEQERA_JOB_NAME"'
+    labels = ["--label", "project=rnaseq", "--name", "demo", "--workdir", str(tmp_path)]
+    status = main(["run", *argv, *labels, "-v", "--", "sh", "-c", script])
+    out, err = capfd.readouterr()
+    assert status == 0
+    assert out == f"{tmp_path}\nrnaseq demo\n"
+    assert "submitted job" in err and "succeeded" in err and "wall" in err
+
+
+def test_command_options_belong_to_the_command(capfd: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--", "sh", "-c", 'echo "$@"', "x", "--cpus", "-v"]) == 0
+    assert capfd.readouterr().out == "--cpus -v\n"
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--memory", "4 gb"),
+        ("--memory", "4gb"),
+        ("--memory", "4G"),
+        ("--memory", "4096"),
+        ("--memory", "0GB"),
+        ("--disk", "lots"),
+        ("--time", "90"),
+        ("--time", "1H"),
+        ("--time", "30m1h"),
+        ("--time", "1:30"),
+        ("--time", "0s"),
+        ("--cpus", "two"),
+        ("--cpus", "0"),
+        ("--gpus", "0"),
+        ("--gpus", ":2"),
+        ("--label", "novalue"),
+    ],
+)
+def test_invalid_values_exit_2_naming_the_flag(
+    capfd: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    assert main(["run", flag, value, "--", "true"]) == 2
+    err = capfd.readouterr().err
+    assert err.startswith(f"seqera run: error: {flag}: {value!r} is not valid")
+
+
+def test_memory_error_lists_the_accepted_forms(capfd: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--memory", "4 gb", "--", "true"]) == 2
+    err = capfd.readouterr().err
+    assert "4GB" in err and "4GiB" in err and "case-sensitive" in err
+
+
+def test_a_job_larger_than_the_machine_exits_2(capfd: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--cpus", "100000", "--", "true"]) == 2
+    assert "cpus: 100000 is not valid; expected at most" in capfd.readouterr().err
+
+
+def test_missing_command_exits_2(capfd: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--cpus", "1"]) == 2
+    assert "COMMAND" in capfd.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("4GB", 4 * GB),
+        ("4GiB", 4 * GIB),
+        ("512MB", 512 * MB),
+        ("1.5GiB", 3 * GIB // 2),
+        ("4 GiB", 4 * GIB),
+        ("1kB", 1000),
+        ("0.0001KB", 1),  # rounds up: never less than asked
+        ("100B", 100),
+    ],
+)
+def test_sizes(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("1h", 3600),
+        ("90m", 5400),
+        ("1h30m", 5400),
+        ("1.5h", 5400),
+        ("2d12h", 216000),
+        ("45s", 45),
+        ("01:30:00", 5400),
+        ("100:00:00", 360000),
+        ("2-00:00:00", 172800),
+    ],
+)
+def test_durations(text: str, seconds: int) -> None:
+    assert parse_duration(text) == seconds
+
+
+def test_duration_errors_name_the_flag() -> None:
+    with pytest.raises(ResourceError) as error:
+        parse_duration("1 hour", "--time")
+    assert error.value.field == "--time" and error.value.value == "1 hour"
+
+
+def test_time_limit_is_reported(capfd: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--time", "1s", "--", "sleep", "10"]) == 128 + signal.SIGTERM
+    assert "time limit of 1s exceeded" in capfd.readouterr().err
+
+
+def test_out_of_memory_is_reported(capfd: pytest.CaptureFixture[str]) -> None:
+    hog = "import time; b = b'x' * (200 * 2**20); time.sleep(10)"
+    status = main(["run", "--memory", f"{100 * MIB}B", "--", sys.executable, "-c", hog])
+    assert status == 128 + signal.SIGKILL
+    assert "out of memory (requested 100 MiB)" in capfd.readouterr().err
+
+
+def test_killed_and_missing_commands(capfd: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--", "sh", "-c", "kill -9 $$"]) == 137
+    assert "killed by SIGKILL" in capfd.readouterr().err
+    assert main(["run", "--", "/nonexistent/tool"]) == 127
+    assert "/nonexistent/tool" in capfd.readouterr().err
+
+
+def test_an_unavailable_backend_exits_2(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = ("seqera_core.backends.not_written_yet", "SlurmBackend", {})
+    monkeypatch.setitem(run_command._BATCH, "slurm", missing)
+    assert main(["run", "--backend", "slurm", "--", "true"]) == 2
+    assert "backend 'slurm' is not available" in capfd.readouterr().err
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("seqera_core.platforms") is not None,
+    reason="platform definitions exist: covered by the platform tests",
+)
+def test_platform_says_it_is_not_available_yet(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert main(["run", "--platform", str(tmp_path / "p.yaml"), "--", "true"]) == 2
+    assert "--platform: platform definitions are not available" in capfd.readouterr().err
+
+
+def _start(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
+    """The console script running a job whose child prints its pid and sleeps."""
+    if not SEQERA.exists():
+        pytest.skip(f"no console script at {SEQERA}")
+    process = subprocess.Popen(
+        [str(SEQERA), "run", "--", "sh", "-c", "sleep 30 & echo $!; wait"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert process.stdout is not None
+    # Streamed while the job runs: the job is still sleeping when its pid arrives.
+    child = int(process.stdout.readline())
+    assert alive(child)
+    return process, child
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_cancels_the_job(tmp_path: Path, signum: int, status: int) -> None:
+    process, child = _start(tmp_path)
+    started = time.monotonic()
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=10)
+    assert process.returncode == status
+    assert "cancelling job" in err
+    assert time.monotonic() - started < 5
+    assert not alive(child)
+
+
+def test_console_script_exit_code(tmp_path: Path) -> None:
+    if not SEQERA.exists():
+        pytest.skip(f"no console script at {SEQERA}")
+    done = subprocess.run(
+        [str(SEQERA), "run", "--", "sh", "-c", "echo hi; exit 3"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONWARNINGS": "error"},
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (3, "hi\n", "")
