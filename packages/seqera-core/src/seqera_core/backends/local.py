@@ -14,8 +14,9 @@ Measurement: ``peak_memory_bytes`` is the largest of
     but only when it exceeds this process's own peak at spawn time: Linux starts a child's
     high-water mark at the parent's resident size (fork copies it, exec keeps it), so a
     smaller value says nothing about the job.
-A spike shorter than ``sample_interval`` in a process that is not waited for can be missed.
-``None`` means nothing informative was measured (typically a job that ran for a few ms).
+A spike shorter than ``sample_interval`` in a process that is not waited for can be missed,
+and a job shorter than that may only have one early sample, a lower bound. ``None`` means
+nothing was measured.
 
 Ending: the job's leader is started in a new session, so signals go to the whole process
 group. When the leader exits, processes it left behind in its group are killed (Slurm
@@ -28,6 +29,7 @@ A job killed by signal N reports exit code 128 + N, as shells do.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import os
 import re
@@ -55,6 +57,7 @@ _NOT_ENV_NAME = re.compile(r"[^A-Z0-9_]", re.ASCII)
 _NOT_FILE_NAME = re.compile(r"[^A-Za-z0-9._-]", re.ASCII)
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 _INF = math.inf
+_BACKFILL_DEPTH = 256
 
 
 def _machine_cpus() -> float:
@@ -277,6 +280,17 @@ class LocalBackend(Backend):
             os.write(self._wake_fd, b"x")
 
     def _monitor(self, wake_read: int) -> None:
+        try:
+            self._loop(wake_read)
+        except BaseException:
+            # Never leave a dead thread registered: the next submit or cancel starts a new
+            # one, which picks the running jobs up again. The traceback goes to excepthook.
+            with self._lock:
+                if self._thread is threading.current_thread():
+                    self._stop(wake_read)
+            raise
+
+    def _loop(self, wake_read: int) -> None:
         next_sample = 0.0
         while True:
             with self._lock:
@@ -329,10 +343,11 @@ class LocalBackend(Backend):
             if self._start(job, now):
                 free_cpus -= job.cpus
                 free_memory -= job.memory
-        if len(self._queue) < 2:
+        if len(self._queue) < 2 or free_cpus < 1:  # every job holds at least one core
             return
         shadow, spare_cpus, spare_memory = self._reservation(self._queue[0], free_cpus, free_memory)
-        for job in list(self._queue)[1:]:
+        # Like Slurm's bf_max_job_test: a long queue costs a bounded scan per wake-up.
+        for job in list(itertools.islice(self._queue, 1, 1 + _BACKFILL_DEPTH)):
             if not _fits(job, free_cpus, free_memory):
                 continue
             limit = job.spec.request.time
@@ -373,8 +388,13 @@ class LocalBackend(Backend):
         assert stdout is not None and stderr is not None
         try:
             out = open(stdout, "wb")  # noqa: SIM115 - handed to the child, closed below
+        except OSError as exc:
+            self._finish(job, now, JobState.FAILED, None, f"cannot open a log file: {exc}")
+            return False
+        try:
             err = out if stderr == stdout else open(stderr, "wb")  # noqa: SIM115
         except OSError as exc:
+            out.close()
             self._finish(job, now, JobState.FAILED, None, f"cannot open a log file: {exc}")
             return False
         try:
@@ -466,7 +486,9 @@ class LocalBackend(Backend):
 
     def _signal(self, job: _Job, signum: signal.Signals) -> None:
         self.calls["kill"] += 1
-        with contextlib.suppress(ProcessLookupError):  # the group is already empty
+        # ESRCH: the group is already empty. EPERM: only setuid members are left; nothing
+        # more can be done from here, and the job's leader is what the state follows.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(job.pid, signum)
 
     def _finish(
