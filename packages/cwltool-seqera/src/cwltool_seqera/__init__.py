@@ -1,4 +1,4 @@
-"""cwltool-seqera: not yet implemented beyond installing; see the project's issues."""
+"""cwltool-seqera: installs and imports; its engine integration is a later issue."""
 
 __version__ = "0.1.0"
 

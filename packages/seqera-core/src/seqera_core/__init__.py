@@ -1,6 +1,6 @@
 """seqera-core: one resource request for every workflow engine, scheduler and cloud."""
 
-from .errors import ResourceError, SeqeraError, WireError
+from .errors import ResourceError, SeqeraError, UsageError, WireError
 from .limits import Capped, apply_limits
 from .models import Accelerator, ResourceLimits, ResourceRequest, ResourceResponse, Submission
 
@@ -15,6 +15,7 @@ __all__ = [
     "ResourceResponse",
     "SeqeraError",
     "Submission",
+    "UsageError",
     "WireError",
     "apply_limits",
 ]

@@ -1,20 +1,25 @@
 """Exceptions raised by seqera-core.
 
-SeqeraError
- ├── ResourceError      a resource value is malformed or out of range (ValueError)
- └── WireError          a JSON document does not match the wire format (ValueError)
+SeqeraError                 anything else, e.g. a scheduler failed (the CLI exits 1)
+ ├── UsageError             invalid input, or a job that cannot run (the CLI exits 2)
+ │    └── ResourceError     a resource value is malformed or out of range (ValueError)
+ └── WireError              a JSON document does not match the wire format (ValueError)
 """
 
 from __future__ import annotations
 
-__all__ = ["ResourceError", "SeqeraError", "WireError"]
+__all__ = ["ResourceError", "SeqeraError", "UsageError", "WireError"]
 
 
 class SeqeraError(Exception):
     """Base class of every error seqera-core raises on purpose."""
 
 
-class ResourceError(SeqeraError, ValueError):
+class UsageError(SeqeraError):
+    """Input that cannot be used, or a job that no configured platform can run."""
+
+
+class ResourceError(UsageError, ValueError):
     """A resource value that cannot be used: names the field, the value and what was expected."""
 
     def __init__(self, field: str, value: object, expected: str) -> None:

@@ -1,4 +1,4 @@
-"""seqera-nextflow-sidecar: not yet implemented beyond installing; see the project's issues."""
+"""seqera-nextflow-sidecar: installs and imports; its engine integration is a later issue."""
 
 __version__ = "0.1.0"
 

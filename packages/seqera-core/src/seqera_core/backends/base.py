@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import enum
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from attrs import field, frozen
 
@@ -16,6 +16,13 @@ __all__ = ["Backend", "JobHandle", "JobSpec", "JobState", "JobStatus"]
 
 def _str_map(value: Mapping[str, object] | None) -> dict[str, str]:
     return {} if value is None else {str(k): str(v) for k, v in value.items()}
+
+
+def _argv(value: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(value, str):
+        # a lone string would become one argv element per character
+        raise TypeError("command must be a sequence of arguments, not a string")
+    return tuple(str(part) for part in value)
 
 
 class JobState(enum.Enum):
@@ -39,7 +46,7 @@ class JobSpec:
     """One job to submit: an argv (never a shell string), its resources and where it runs."""
 
     name: str
-    command: tuple[str, ...] = field(converter=tuple)
+    command: tuple[str, ...] = field(converter=_argv)
     request: ResourceRequest = field(factory=ResourceRequest)
     workdir: str | None = None
     env: Mapping[str, str] = field(factory=dict, converter=_str_map, hash=False)

@@ -6,31 +6,35 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ..errors import SeqeraError
+from ..errors import SeqeraError, UsageError
 from . import explain, run
 
 __all__ = ["main"]
 
 EXIT_USAGE = 2
+EXIT_FAILURE = 1
 _COMMANDS = (explain, run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``seqera`` command line; returns the exit status (2 for invalid input)."""
+    """Run the ``seqera`` command line; returns the exit status (2 for invalid input, 1 for
+    a failure such as an unreachable scheduler).
+    """
     parser = argparse.ArgumentParser(
         prog="seqera", description="Resource translation and dispatch for workflow engines."
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    # `_subcommand`, so no subcommand option can overwrite it
+    commands = parser.add_subparsers(dest="_subcommand", required=True)
     for command in _COMMANDS:
         command.add_parser(commands)
     args = parser.parse_args(argv)
     try:
         status: int = args.run(args)
-    except SeqeraError as exc:
-        print(f"seqera {args.command}: error: {exc}", file=sys.stderr)
+    except UsageError as exc:
+        print(f"seqera {args._subcommand}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except SeqeraError as exc:
+        print(f"seqera {args._subcommand}: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     return status
 
-
-if __name__ == "__main__":
-    sys.exit(main())

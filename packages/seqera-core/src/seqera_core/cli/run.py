@@ -25,7 +25,7 @@ from ..backends.base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from ..backends.local import LocalBackend
 from ..dialects import nextflow, slurm
 from ..dialects._values import number
-from ..errors import ResourceError, SeqeraError
+from ..errors import ResourceError, UsageError
 from ..models import Accelerator, ResourceRequest
 from ..units import GB, GIB, KB, KIB, MB, MIB, TIB, ceil_scale, format_bytes, format_seconds
 
@@ -197,13 +197,13 @@ def _request(args: argparse.Namespace) -> ResourceRequest:
 
 
 def _checked(path: str, request: ResourceRequest) -> ResourceRequest:
-    """The request after the platform's checks; raises SeqeraError (exit 2) on an error."""
+    """The request after the platform's checks; raises UsageError (exit 2) on an error."""
     try:
         platforms = importlib.import_module("seqera_core.platforms")
     except ModuleNotFoundError as exc:
         if exc.name != "seqera_core.platforms":
             raise
-        raise SeqeraError(
+        raise UsageError(
             "--platform: platform definitions are not available in this version of seqera-core"
         ) from None
     report = platforms.validate(platforms.load(path), request)
@@ -213,7 +213,7 @@ def _checked(path: str, request: ResourceRequest) -> ResourceRequest:
         print(f"seqera run: suggestion: {suggestion}", file=sys.stderr)
     errors = list(getattr(report, "errors", ()))
     if errors:
-        raise SeqeraError(f"the job cannot run on platform {path}: " + "; ".join(map(str, errors)))
+        raise UsageError(f"the job cannot run on platform {path}: " + "; ".join(map(str, errors)))
     effective = getattr(report, "request", None)
     checked = effective if isinstance(effective, ResourceRequest) else request
     queue = getattr(report, "queue", None)
@@ -229,10 +229,10 @@ def _backend(name: str, logdir: str) -> Backend:
     except ModuleNotFoundError as exc:
         if exc.name != module_name:
             raise
-        raise SeqeraError(f"backend {name!r} is not available: {module_name} is missing") from None
+        raise UsageError(f"backend {name!r} is not available: {module_name} is missing") from None
     factory: Any = getattr(module, class_name, None)
     if factory is None:
-        raise SeqeraError(f"backend {name!r} is not available: {module_name} has no {class_name}")
+        raise UsageError(f"backend {name!r} is not available: {module_name} has no {class_name}")
     backend: Backend = factory(**options)
     return backend
 
@@ -335,7 +335,7 @@ def _say(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Submit, wait and stream; returns the job's exit status. Invalid input raises SeqeraError."""
+    """Submit, wait and stream; returns the job's exit status. Invalid input raises UsageError."""
     command = list(args.argv)
     if command[:1] == ["--"]:
         command = command[1:]
