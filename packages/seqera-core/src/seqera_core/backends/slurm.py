@@ -1,0 +1,239 @@
+"""Slurm: ``sbatch --parsable``, one ``squeue`` per poll, ``sacct`` for forgotten jobs, ``scancel``.
+
+Status comes from ``squeue -t all`` for every id at once; its ``exit_code`` field is the
+batch script's raw wait status. A finished job stays listed for ``MinJobAge`` seconds
+(``man slurm.conf``); after that it is looked up, batched too, in the first history source
+that works here, found once and remembered: ``sacct`` (slurmdbd accounting), else
+``sacct -c`` (``JobCompType=jobcomp/filetxt``). ``scontrol show job`` reads the same table
+as ``squeue``, so it cannot see a purged job; the exit code the job script writes is the
+last resort (see ``_batch``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..dialects.slurm import submission
+from ._batch import (
+    BatchBackend,
+    CommandResult,
+    JobFiles,
+    Observed,
+    SchedulerError,
+    encode_labels,
+    from_wait_status,
+    job_labels,
+    shell_exit,
+)
+from .base import JobHandle, JobSpec, JobState
+
+__all__ = ["SlurmBackend", "parse_sacct", "parse_squeue", "slurm_state"]
+
+# Job state codes, ``man squeue`` (JOB STATE CODES) and ``man sacct`` (JOB STATE CODES),
+# Slurm 22.05. Value: (common state, reason when it says more than the state).
+_STATES: dict[str, tuple[JobState, str | None]] = {
+    "PENDING": (JobState.PENDING, None),  # awaiting resource allocation
+    "CONFIGURING": (JobState.PENDING, "configuring"),  # allocated, nodes booting
+    "REQUEUED": (JobState.PENDING, "requeued"),  # being requeued
+    "REQUEUE_FED": (JobState.PENDING, "requeued"),  # requeued by a federation
+    "REQUEUE_HOLD": (JobState.PENDING, "requeued, held"),  # requeued and held
+    "RESV_DEL_HOLD": (JobState.PENDING, "held: reservation deleted"),
+    "RUNNING": (JobState.RUNNING, None),  # has an allocation
+    "COMPLETING": (JobState.RUNNING, "completing"),  # some processes may still be active
+    "SIGNALING": (JobState.RUNNING, "signaling"),  # being signaled
+    "STAGE_OUT": (JobState.RUNNING, "staging out"),  # burst buffer stage-out
+    "RESIZING": (JobState.RUNNING, "resizing"),  # about to change size
+    "SUSPENDED": (JobState.RUNNING, "suspended"),  # allocation kept, execution suspended
+    "STOPPED": (JobState.RUNNING, "stopped"),  # SIGSTOP; allocation kept
+    "COMPLETED": (JobState.SUCCEEDED, None),  # all processes exited 0
+    "FAILED": (JobState.FAILED, None),  # non-zero exit code or other failure
+    "TIMEOUT": (JobState.FAILED, "time limit reached"),
+    "OUT_OF_MEMORY": (JobState.FAILED, "out of memory"),  # OOM (cgroup) event
+    "NODE_FAIL": (JobState.FAILED, "node failure"),
+    "BOOT_FAIL": (JobState.FAILED, "node boot failure"),
+    "DEADLINE": (JobState.FAILED, "deadline reached"),  # ended on its --deadline
+    "PREEMPTED": (JobState.FAILED, "preempted"),  # ended by preemption
+    "SPECIAL_EXIT": (JobState.FAILED, "special exit"),  # requeued in a special state
+    "CANCELLED": (JobState.CANCELLED, "cancelled"),  # by the user or an administrator
+    "REVOKED": (JobState.CANCELLED, "revoked"),  # a federation sibling started instead
+}
+# What sbatch/squeue print when slurmctld is busy, restarting or briefly unreachable
+# (slurm_strerror texts of ESLURM_*/SLURM_PROTOCOL_* errors).
+_TRANSIENT = (
+    "Socket timed out",
+    "Unable to contact slurm controller",
+    "temporarily unable to accept job",
+    "Resource temporarily unavailable",
+    "Zero Bytes were transmitted or received",
+    "Connection refused",
+    "Communication connection failure",
+)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SQUEUE_FORMAT = "JobID:|,State:|,Reason:|,exit_code:|"
+_SACCT_FIELDS = "JobIDRaw,State,ExitCode"
+# What slurmstepd writes to the job's stderr when it kills a step for memory
+# (jobacct_gather OverMemoryKill) or the kernel's OOM killer hit it (task/cgroup).
+_OOM_MARKERS = ("Exceeded job memory limit", "exceeded memory limit", "oom-kill", "oom_kill")
+
+
+def slurm_state(name: str, exit_code: int | None = None, reason: str | None = None) -> Observed:
+    """The common view of a Slurm state name (``CANCELLED by 0`` reads as ``CANCELLED``)."""
+    word = name.split()[0].rstrip("+") if name.strip() else "UNKNOWN"
+    state, why = _STATES.get(word, (JobState.UNKNOWN, f"Slurm state {name}"))
+    if reason and reason not in ("None", "(null)"):
+        why = f"{why}: {reason}" if why else reason
+    return Observed(
+        state,
+        exit_code if state.finished else None,
+        why,
+        out_of_memory=word == "OUT_OF_MEMORY",
+        time_limit=word == "TIMEOUT",
+    )
+
+
+def _with_signal_reason(seen: Observed, signal_reason: str | None) -> Observed:
+    if signal_reason is None or seen.state is not JobState.FAILED or seen.reason:
+        return seen
+    return Observed(seen.state, seen.exit_code, signal_reason, seen.out_of_memory, seen.time_limit)
+
+
+def parse_squeue(text: str) -> dict[str, Observed]:
+    """Jobs from ``squeue -h -O JobID:|,State:|,Reason:|,exit_code:|``."""
+    jobs = {}
+    for line in text.splitlines():
+        fields = [f.strip() for f in line.split("|")]
+        if len(fields) < 4 or not fields[0]:
+            continue
+        job_id, state, reason, raw = fields[:4]
+        code, signal_reason = from_wait_status(int(raw)) if raw.isdigit() else (None, None)
+        jobs[job_id] = _with_signal_reason(slurm_state(state, code, reason), signal_reason)
+    return jobs
+
+
+def parse_sacct(text: str) -> dict[str, Observed]:
+    """Jobs from ``sacct -n -P -o JobIDRaw,State,ExitCode`` (``ExitCode`` is ``code:signal``)."""
+    jobs = {}
+    for line in text.splitlines():
+        fields = line.strip().split("|")
+        if len(fields) < 3 or not fields[0] or "." in fields[0]:
+            continue  # steps (123.batch) are not the job
+        code_text, _, sig_text = fields[2].partition(":")
+        code = int(code_text) if code_text.isdigit() else None
+        sig = int(sig_text) if sig_text.isdigit() else None
+        shell_code, signal_reason = shell_exit(code, sig)
+        # A requeued job has a line per run in the jobcomp file: the last one wins.
+        jobs[fields[0]] = _with_signal_reason(slurm_state(fields[1], shell_code), signal_reason)
+    return jobs
+
+
+def _pattern_path(path: str) -> str:
+    # sbatch expands %j, %x, ... in --output/--error (man sbatch, "filename pattern").
+    return path.replace("%", "%%")
+
+
+class SlurmBackend(BatchBackend):
+    """Slurm through its commands. Accepts every :class:`BatchBackend` argument.
+
+    Args:
+        history: ``"sacct"``, ``"jobcomp"`` or ``"none"`` to skip probing for where
+            finished jobs are found; by default the first one that works is used.
+    """
+
+    name = "slurm"
+    _TRANSIENT = _TRANSIENT
+
+    def __init__(self, *, history: str | None = None, **options: Any) -> None:
+        super().__init__(**options)
+        if history not in (None, "sacct", "jobcomp", "none"):
+            raise ValueError(f"history must be sacct, jobcomp or none, not {history!r}")
+        self.history = history
+
+    def _submit_argv(self, spec: JobSpec, files: JobFiles) -> list[str]:
+        argv = [
+            "sbatch",
+            "--parsable",
+            f"--job-name={_CONTROL.sub('_', spec.name)}",
+            f"--output={_pattern_path(str(files.stdout))}",
+            f"--error={_pattern_path(str(files.stderr))}",
+            f"--chdir={spec.workdir or files.directory}",
+        ]
+        labels = job_labels(spec)
+        if labels:
+            argv.append(f"--comment={encode_labels(labels)}")
+        argv += submission(spec.request).args
+        argv.append(str(files.script))
+        return argv
+
+    def _parse_submit(self, stdout: str) -> str:
+        # --parsable prints "jobid" or "jobid;cluster" (man sbatch).
+        job_id = stdout.strip().splitlines()[-1].split(";")[0].strip() if stdout.strip() else ""
+        if not job_id:
+            raise SchedulerError(f"sbatch printed no job id: {stdout!r}")
+        return job_id
+
+    def _find_submitted(self, files: JobFiles) -> str | None:
+        # The batch script's path is unique to the job: %o is the command squeue shows.
+        result = self._run(["squeue", "-h", "--me", "-t", "all", "-O", "JobID:|,Command:|"])
+        for line in result.stdout.splitlines() if result.ok else ():
+            job_id, _, command = line.partition("|")
+            if command.strip().rstrip("|") == str(files.script):
+                return job_id.strip()
+        return None
+
+    def _active(self, ids: Sequence[str]) -> dict[str, Observed]:
+        argv = ["squeue", "-h", "-t", "all", "-j", ",".join(ids), "-O", _SQUEUE_FORMAT]
+        result = self._run_retrying(argv)
+        if not result.ok:
+            if "Invalid job id" in result.stderr:
+                return {}  # squeue fails only when no id is known at all
+            raise SchedulerError("squeue failed", result)
+        return parse_squeue(result.stdout)
+
+    def _finished_lookup(self, ids: Sequence[str]) -> dict[str, Observed]:
+        sources = [self.history] if self.history else ["sacct", "jobcomp"]
+        for source in sources:
+            if source == "none":
+                return {}
+            argv = ["sacct", "-n", "-P", "-X", "-j", ",".join(ids), "-o", _SACCT_FIELDS]
+            if source == "jobcomp":
+                argv.insert(1, "-c")
+            result = self._run(argv)
+            if result.ok:
+                self.history = source  # it works here: keep using it
+                return parse_sacct(result.stdout)
+            if result.returncode is None or self._transient(result):
+                return {}  # say nothing about this source yet; ask again next poll
+        self.history = "none"
+        return {}
+
+    def _settle(self, handle: JobHandle, seen: Observed) -> Observed:
+        # Without task/cgroup, Slurm reports an over-memory kill as FAILED with signal 9;
+        # slurmstepd says why in the job's stderr.
+        if seen.state is JobState.FAILED and not seen.out_of_memory and seen.exit_code == 137:
+            tail = _tail(handle.stderr) + _tail(handle.stdout)
+            if any(marker in tail for marker in _OOM_MARKERS):
+                return Observed(seen.state, seen.exit_code, "out of memory", True, seen.time_limit)
+        return seen
+
+    def _cancel_argv(self, ids: Sequence[str]) -> list[str]:
+        return ["scancel", *ids]
+
+    def _cancel_failed(self, result: CommandResult) -> bool:
+        # scancel exits 1 when a job already ended; the others are still cancelled.
+        harmless = ("already completing or completed", "Invalid job id specified")
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        return not lines or not all(any(h in line for h in harmless) for line in lines)
+
+
+def _tail(path: str | None, size: int = 8192) -> str:
+    if not path:
+        return ""
+    try:
+        with open(path, "rb") as stream:
+            stream.seek(0, 2)
+            stream.seek(max(0, stream.tell() - size))
+            return stream.read().decode(errors="replace")
+    except OSError:
+        return ""
