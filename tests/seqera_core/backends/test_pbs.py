@@ -1,0 +1,251 @@
+"""PBS Pro and Torque without a server: argv, and parsers on recorded ``qstat`` outputs.
+
+The PBS Pro outputs are in shared/fixtures/pbs (see its README for which are real
+captures). The Torque text is real output of Debian's slurm-wlm-torque ``qstat -f``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from seqera_core.backends._batch import CommandResult, SchedulerError, decode_labels
+from seqera_core.backends.base import JobHandle, JobSpec, JobState
+from seqera_core.backends.pbs import (
+    PbsBackend,
+    parse_pro_json,
+    parse_torque,
+    pbs_exit,
+    pbs_job_name,
+)
+from seqera_core.models import Accelerator, ResourceRequest
+from seqera_core.units import GIB
+
+FIXTURES = Path(__file__).parents[3] / "shared" / "fixtures" / "pbs"
+POLARIS = "polaris-pbs-01.hsn.cm.polaris.alcf.anl.gov"
+# Debian slurm-wlm-torque 22.05 `qstat -f 13` on a completed job (tabs as printed).
+TORQUE_WRAPPER = (
+    "Job Id:\t13\n\tJob_Name = tq\n\tJob_Owner = root@localhost\n\tjob_state = C\n"
+    "\tqueue = debug\n\texec_host = localhost/2\n\tResource_List.walltime = 00:02:00\n"
+    "\tResource_List.nodect = 1\n\tResource_List.ncpus = 2\n\n"
+)
+# Torque's own layout: four-space indent and, for completed jobs, exit_status.
+TORQUE = (
+    "Job Id: 21.head.cluster\n    Job_Name = a\n    job_state = C\n    exit_status = 2\n"
+    "Job Id: 22.head.cluster\n    Job_Name = b\n    job_state = R\n"
+    "Job Id: 23.head.cluster\n    Job_Name = c\n    job_state = C\n    exit_status = 271\n"
+)
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+class FakePbs:
+    """Answers each program from a list of replies (the last one repeats), recording argv."""
+
+    def __init__(self, replies: Mapping[str, Sequence[CommandResult]]) -> None:
+        self.replies = {name: list(items) for name, items in replies.items()}
+        self.argvs: list[list[str]] = []
+        self.cwds: list[str | None] = []
+
+    def __call__(
+        self, argv: Sequence[str], timeout: float, cwd: str | None, env: Mapping[str, str] | None
+    ) -> CommandResult:
+        assert isinstance(argv, list)
+        self.argvs.append(list(argv))
+        self.cwds.append(cwd)
+        queue = self.replies[argv[0]]
+        return queue.pop(0) if len(queue) > 1 else queue[0]
+
+
+def result(stdout: str = "", stderr: str = "", code: int = 0) -> CommandResult:
+    return CommandResult(["x"], code, stdout, stderr)
+
+
+def pbs(tmp_path: Path, runner: FakePbs, dialect: str = "pro") -> PbsBackend:
+    return PbsBackend(
+        dialect=dialect, work_dir=tmp_path / "jobs", runner=runner, sleep=lambda _: None
+    )
+
+
+REQUEST = ResourceRequest(
+    cpus=2,
+    memory=3 * GIB,
+    time=5400,
+    accelerator=Accelerator(1),
+    queue="workq",
+    account="proj",
+    extra={"pbs.project": "p1"},
+    labels={"run": "r,1"},
+)
+
+
+def test_pro_submission_argv(tmp_path: Path) -> None:
+    runner = FakePbs({"qsub": [result("1234.pbs01\n")]})
+    spec = JobSpec("3 bad name!", ["true"], REQUEST, labels={"team": "a'b\"c"})
+    [handle] = pbs(tmp_path, runner).submit([spec])
+    argv = runner.argvs[0]
+    assert argv[:3] == ["qsub", "-N", "j3_bad_name_"]
+    assert argv[3:7] == ["-o", "stdout", "-e", "stderr"]  # relative to qsub's cwd
+    assert runner.cwds[0] == str(Path(argv[-1]).parent)
+    assert argv[7:9] == ["-k", "doe"]
+    joined = " ".join(argv)
+    assert "-l select=1:ncpus=2:mem=3072mb:ngpus=1 -l walltime=01:30:00" in joined
+    assert "-q workq -A proj -P p1" in joined
+    variables = argv[argv.index("-v") + 1]
+    assert variables.startswith("SEQERA_LABELS=")
+    assert not set(variables) & set(",'\"\\")  # nothing qsub -v would parse
+    assert decode_labels(variables.removeprefix("SEQERA_LABELS=")) == {
+        "run": "r,1",
+        "team": "a'b\"c",
+    }
+    assert handle.native_id == "1234.pbs01" and handle.backend == "pbs"
+
+
+def test_torque_submission_argv(tmp_path: Path) -> None:
+    runner = FakePbs({"qsub": [result("17\n")]})
+    [handle] = pbs(tmp_path, runner, "torque").submit([JobSpec("t", ["true"], REQUEST)])
+    argv = runner.argvs[0]
+    assert argv[argv.index("-l") + 1] == "nodes=1:ppn=2:gpus=1,mem=3072mb,walltime=01:30:00"
+    assert "-v" not in argv and "-k" not in argv
+    assert handle.backend == "torque"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("align", "align"),
+        ("bwa mem|sort", "bwa_mem_sort"),
+        ("1st", "j1st"),
+        ("_x", "j_x"),
+        ("", "job"),
+        ("a.b+c-d_e", "a.b+c-d_e"),
+        ("x" * 300, "x" * 230),
+    ],
+)
+def test_job_names_follow_check_job_name(name: str, expected: str) -> None:
+    assert pbs_job_name(name) == expected
+
+
+def test_queued_and_held_from_a_real_polaris_capture() -> None:
+    jobs = parse_pro_json(fixture("queued.json"))
+    queued = jobs[f"359322.{POLARIS}"]
+    assert queued.state is JobState.PENDING
+    assert queued.reason == "Not Running: Job is requesting an exclusive node and node is in use"
+    held = jobs[f"412020.{POLARIS}"]  # held after failed starts: Exit_status -3, not finished
+    assert held.state is JobState.PENDING and held.exit_code is None
+    assert held.reason == "job held, too many failed attempts to run"
+
+
+def test_running_from_a_real_capture() -> None:
+    [(job_id, running)] = parse_pro_json(fixture("running.json")).items()
+    assert job_id == "1.pbs" and running.state is JobState.RUNNING and running.exit_code is None
+
+
+def test_finished_from_a_real_capture() -> None:
+    jobs = parse_pro_json(fixture("finished.json"))
+    assert {k: (v.state, v.exit_code) for k, v in jobs.items()} == {
+        "1004.pbs": (JobState.SUCCEEDED, 0),
+        "1005.pbs": (JobState.SUCCEEDED, 0),
+        "1006.pbs": (JobState.RUNNING, None),
+    }
+
+
+def test_failed_jobs() -> None:
+    jobs = parse_pro_json(fixture("failed.json"))
+    assert (jobs["1010.pbs"].state, jobs["1010.pbs"].exit_code) == (JobState.FAILED, 3)
+    walltime = jobs["1011.pbs"]
+    assert walltime.state is JobState.FAILED and walltime.time_limit and not walltime.out_of_memory
+    memory = jobs["1012.pbs"]
+    assert memory.out_of_memory and memory.exit_code is None and memory.reason == "out of memory"
+    killed = jobs["1013.pbs"]
+    assert (killed.exit_code, killed.reason) == (137, "killed by SIGKILL")
+
+
+def test_deleted_jobs() -> None:
+    jobs = parse_pro_json(fixture("deleted.json"))
+    running = jobs["1020.pbs"]
+    assert running.state is JobState.CANCELLED and running.exit_code == 143
+    queued = jobs["1021.pbs"]
+    assert queued.state is JobState.CANCELLED and queued.exit_code is None
+
+
+def test_exit_status_rules() -> None:
+    assert pbs_exit(0).state is JobState.SUCCEEDED
+    assert pbs_exit(-1).reason is not None and pbs_exit(-1).reason.startswith("JOB_EXEC_FAIL1")
+    assert pbs_exit(-99).reason == "PBS exit status -99"
+    assert pbs_exit(None).state is JobState.FAILED  # the exit file decides later
+    assert pbs_exit(271, 92, "x and exceeded resource walltime").time_limit
+
+
+def test_no_jobs_key_when_nothing_matched() -> None:
+    assert parse_pro_json('{"timestamp":1,"pbs_version":"2024.1.2","pbs_server":"s"}') == {}
+    assert parse_pro_json("") == {}
+
+
+def test_torque_text() -> None:
+    wrapper = parse_torque(TORQUE_WRAPPER)
+    assert wrapper["13"].state is JobState.FAILED and wrapper["13"].exit_code is None
+    jobs = parse_torque(TORQUE)
+    assert (jobs["21.head.cluster"].state, jobs["21.head.cluster"].exit_code) == (
+        JobState.FAILED,
+        2,
+    )
+    assert jobs["22.head.cluster"].state is JobState.RUNNING
+    assert jobs["23.head.cluster"].exit_code == 143
+
+
+def test_poll_is_one_qstat_for_many_and_tolerates_unknown_ids(tmp_path: Path) -> None:
+    runner = FakePbs(
+        {"qstat": [result(fixture("finished.json"), "qstat: Unknown Job Id 9.pbs\n", 35)]}
+    )
+    backend = pbs(tmp_path, runner)
+    handles = [JobHandle("pbs", i) for i in ("1004.pbs", "1006", "9.pbs")]
+    statuses = backend.poll(handles)
+    assert [s.state for s in statuses] == [JobState.SUCCEEDED, JobState.RUNNING, JobState.UNKNOWN]
+    assert runner.argvs == [["qstat", "-x", "-f", "-F", "json", "1004.pbs", "1006", "9.pbs"]]
+    backend.poll(handles)
+    assert runner.argvs[-1][-2:] == ["1006", "9.pbs"]  # finished jobs are not asked again
+
+
+def test_qstat_failures(tmp_path: Path) -> None:
+    unknown = FakePbs({"qstat": [result("", "qstat: Unknown Job Id 9.pbs\n", 153)]})
+    assert pbs(tmp_path, unknown).poll([JobHandle("pbs", "9.pbs")])[0].state is JobState.UNKNOWN
+    broken = FakePbs({"qstat": [result("{not json")]})
+    [status] = pbs(tmp_path, broken).poll([JobHandle("pbs", "1.pbs")])
+    assert status.state is JobState.UNKNOWN and "not understood" in (status.reason or "")
+
+
+def test_torque_completed_without_exit_status_reads_the_exit_file(tmp_path: Path) -> None:
+    runner = FakePbs(
+        {"qsub": [result("13\n")], "qstat": [result(TORQUE_WRAPPER)], "qdel": [result()]}
+    )
+    backend = pbs(tmp_path, runner, "torque")
+    [handle] = backend.submit([JobSpec("t", ["true"])])
+    (Path(runner.argvs[0][-1]).parent / "exitcode").write_text("0\n")
+    [status] = backend.poll([handle])
+    assert (status.state, status.exit_code) == (JobState.SUCCEEDED, 0)
+
+
+def test_torque_job_we_cancelled_is_cancelled(tmp_path: Path) -> None:
+    runner = FakePbs({"qstat": [result(TORQUE_WRAPPER)], "qdel": [result(code=1)]})
+    backend = pbs(tmp_path, runner, "torque")
+    backend.cancel([JobHandle("torque", "13"), JobHandle("torque", "14")])
+    assert runner.argvs == [["qdel", "13", "14"]]
+    assert backend.poll([JobHandle("torque", "13")])[0].state is JobState.CANCELLED
+
+
+def test_qdel_errors(tmp_path: Path) -> None:
+    done = FakePbs({"qdel": [result(stderr="qdel: Job has finished 1.pbs\n", code=35)]})
+    pbs(tmp_path, done).cancel([JobHandle("pbs", "1.pbs")])
+    denied = FakePbs({"qdel": [result(stderr="qdel: Unauthorized Request 1.pbs\n", code=159)]})
+    with pytest.raises(SchedulerError, match="Unauthorized"):
+        pbs(tmp_path, denied).cancel([JobHandle("pbs", "1.pbs")])
+
+
+def test_dialect_is_checked(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="dialect"):
+        PbsBackend(dialect="sge", work_dir=tmp_path)
