@@ -1,6 +1,22 @@
 """Dispatch backends: the local machine, Slurm, PBS Pro and Torque (ECS lives in an extra)."""
 
+from ._batch import BatchBackend, RetryPolicy, SchedulerError, SubmitError
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from .local import LocalBackend
+from .pbs import PbsBackend
+from .slurm import SlurmBackend
 
-__all__ = ["Backend", "JobHandle", "JobSpec", "JobState", "JobStatus", "LocalBackend"]
+__all__ = [
+    "Backend",
+    "BatchBackend",
+    "JobHandle",
+    "JobSpec",
+    "JobState",
+    "JobStatus",
+    "LocalBackend",
+    "PbsBackend",
+    "RetryPolicy",
+    "SchedulerError",
+    "SlurmBackend",
+    "SubmitError",
+]
