@@ -1,0 +1,140 @@
+"""A real one-node Slurm for the integration tests, started once per session by slurm/slurm-up.sh.
+
+The cluster is tuned to make the interesting cases quick: finished jobs leave ``squeue``
+after ``MinJobAge=2`` s (about 10 s in practice: slurmctld purges on a timer), ``--mem`` is
+enforced (``CR_Core_Memory`` with ``OverMemoryKill``, sampled every second), and a job over
+its time limit gets ``KillWait=2`` s between SIGTERM and SIGKILL. It advertises 16 CPUs so
+many small jobs run at once on a small machine. Finished jobs are recorded by
+``jobcomp/filetxt`` (``sacct -c``); there is no slurmdbd.
+
+On a developer machine the tests skip, with the reason, when Slurm cannot start; with
+``CI=true`` that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import pytest
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+SCRIPT = Path(__file__).parent / "slurm" / "slurm-up.sh"
+CONF_LINES = (
+    "JobAcctGatherParams=OverMemoryKill",
+    "JobAcctGatherFrequency=task=1",
+    "DefMemPerCPU=64",
+    "KillWait=2",
+)
+
+
+def unavailable(message: str) -> None:
+    """Skip on a developer machine, fail under CI: a component that cannot start is a failure."""
+    if IN_CI:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@attrs.frozen
+class SlurmCluster:
+    """A running cluster: its directory, slurm.conf and the environment its clients need."""
+
+    directory: Path
+    conf: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment for Slurm clients (and the Torque wrappers)."""
+        return {"SLURM_CONF": str(self.conf)}
+
+    def _pid(self) -> int | None:
+        try:
+            return int((self.directory / "run" / "slurmctld.pid").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def stop_controller(self) -> None:
+        """Stop slurmctld (only the one this cluster started, by its PID file)."""
+        pid = self._pid()
+        if pid is None:
+            return
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+        raise AssertionError("slurmctld did not stop")
+
+    def start_controller(self) -> None:
+        """Start slurmctld again; it recovers queued jobs from its state directory."""
+        subprocess.run(["slurmctld", "-f", str(self.conf)], check=True, timeout=60)
+
+
+def _free_port() -> int:
+    # Ports of our own, so a cluster someone else runs on 6817/6818 is left alone.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _start(directory: Path) -> SlurmCluster:
+    if os.geteuid() != 0:
+        unavailable("starting Slurm daemons needs root")
+    if shutil.which("apt-get") is None and shutil.which("slurmctld") is None:
+        unavailable("Slurm is not installed and apt-get is not available to install it")
+    env = {
+        **os.environ,
+        "SLURM_DIR": str(directory),
+        "MIN_JOB_AGE": "2",
+        "SLURM_CPUS": "16",
+        "SELECT_PARAMS": "CR_Core_Memory",
+        "EXTRA_CONF": "\n".join(CONF_LINES),
+        "SLURMCTLD_PORT": str(_free_port()),
+        "SLURMD_PORT": str(_free_port()),
+    }
+    try:
+        done = subprocess.run(
+            ["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=900
+        )
+    except subprocess.TimeoutExpired:
+        unavailable("slurm-up.sh did not finish in 15 minutes")
+        raise  # not reached
+    if done.returncode != 0:
+        log = directory / "log" / "slurmctld.log"
+        tail = log.read_text()[-2000:] if log.exists() else ""
+        unavailable(
+            f"slurm-up.sh failed ({done.returncode}):\n{done.stdout[-2000:]}\n"
+            f"{done.stderr[-2000:]}\n{tail}"
+        )
+    return SlurmCluster(directory, directory / "slurm.conf")
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """A one-node Slurm, SLURM_CONF set for the whole session, every daemon stopped after."""
+    directory = tmp_path_factory.mktemp("slurm")
+    try:
+        cluster = _start(directory)
+        with pytest.MonkeyPatch.context() as patch:
+            # Commands run by the backends, and srun inside jobs, find the cluster this way.
+            patch.setenv("SLURM_CONF", str(cluster.conf))
+            yield cluster
+    finally:
+        subprocess.run(
+            ["bash", str(SCRIPT), "down"],
+            env={**os.environ, "SLURM_DIR": str(directory)},
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )

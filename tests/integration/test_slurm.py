@@ -1,0 +1,240 @@
+"""The Slurm backend against a real one-node Slurm (see conftest.py for how it is tuned).
+
+The time-limit job is submitted by the first test and checked by the last, so its minute
+under ``--time=1`` overlaps the rest of the module instead of adding to it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from seqera_core.backends._batch import RetryPolicy, decode_labels
+from seqera_core.backends.base import JobHandle, JobSpec, JobState, JobStatus
+from seqera_core.backends.slurm import SlurmBackend
+from seqera_core.models import ResourceRequest
+from seqera_core.units import MIB
+
+from .conftest import SlurmCluster
+
+pytestmark = pytest.mark.integration
+
+RETRY = RetryPolicy(attempts=10, first_delay=0.5, max_delay=4)
+
+
+def make_backend(path: Path, **options: object) -> SlurmBackend:
+    return SlurmBackend(work_dir=path, **{"retry": RETRY, **options})
+
+
+@pytest.fixture
+def backend(slurm: SlurmCluster, tmp_path: Path) -> SlurmBackend:
+    return make_backend(tmp_path / "jobs")
+
+
+def wait(
+    backend: SlurmBackend, handles: Sequence[JobHandle], limit: float = 120, every: float = 0.5
+) -> list[JobStatus]:
+    deadline = time.monotonic() + limit
+    while True:
+        statuses = backend.poll(handles)
+        if all(s.state.finished for s in statuses):
+            return statuses
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not finished after {limit} s: {statuses}")
+        time.sleep(every)
+
+
+def in_squeue(job_id: str) -> bool:
+    done = subprocess.run(
+        ["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%i"], capture_output=True, text=True
+    )
+    return job_id in done.stdout.split()
+
+
+def scontrol(job_id: str) -> dict[str, str]:
+    out = subprocess.run(
+        ["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, check=True
+    ).stdout
+    fields = {}
+    for item in out.split():
+        key, _, value = item.partition("=")
+        fields[key] = value
+    return fields
+
+
+@pytest.fixture(scope="module")
+def time_limited(
+    slurm: SlurmCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[SlurmBackend, JobHandle]]:
+    backend = make_backend(tmp_path_factory.mktemp("timeout"))
+    [handle] = backend.submit([JobSpec("over-time", ["sleep", "600"], ResourceRequest(time=60))])
+    yield backend, handle
+    backend.cancel([handle])
+
+
+def test_time_limited_job_is_running(time_limited: tuple[SlurmBackend, JobHandle]) -> None:
+    backend, handle = time_limited
+    assert wait_for_state(backend, handle, JobState.RUNNING) is JobState.RUNNING
+
+
+def wait_for_state(backend: SlurmBackend, handle: JobHandle, state: JobState) -> JobState:
+    deadline = time.monotonic() + 60
+    current = JobState.UNKNOWN
+    while time.monotonic() < deadline and current is not state:
+        current = backend.poll([handle])[0].state
+        time.sleep(0.5)
+    return current
+
+
+def test_success_with_output_and_labels(backend: SlurmBackend, tmp_path: Path) -> None:
+    spec = JobSpec(
+        "hello",
+        ["sh", "-c", 'echo "hello $WHO from $SEQERA_LABEL_TEAM"; echo oops >&2'],
+        env={"WHO": "world"},
+        labels={"team": "core; x=1"},
+    )
+    [handle] = backend.submit([spec])
+    comment = scontrol(handle.native_id)["Comment"]
+    assert decode_labels(comment) == {"team": "core; x=1"}
+    [status] = wait(backend, [handle])
+    assert (status.state, status.exit_code) == (JobState.SUCCEEDED, 0)
+    assert backend.logs(handle) == "hello world from core; x=1\noops\n"
+
+
+def test_non_zero_exit(backend: SlurmBackend) -> None:
+    [handle] = backend.submit([JobSpec("exit-3", ["sh", "-c", "exit 3"])])
+    [status] = wait(backend, [handle])
+    assert (status.state, status.exit_code) == (JobState.FAILED, 3)
+
+
+def test_out_of_memory_kill(backend: SlurmBackend) -> None:
+    # tail keeps all of a newline-free stream in memory: 300 MiB against a 32 MiB limit.
+    hog = ["sh", "-c", "head -c 300M /dev/zero | tail"]
+    [handle] = backend.submit([JobSpec("hog", hog, ResourceRequest(memory=32 * MIB))])
+    [status] = wait(backend, [handle])
+    assert status.state is JobState.FAILED and status.out_of_memory, status
+
+
+def test_cancel_many_with_one_scancel(backend: SlurmBackend) -> None:
+    handles = backend.submit([JobSpec(f"nap-{i}", ["sleep", "300"]) for i in range(3)])
+    backend.cancel(handles)
+    statuses = wait(backend, handles)
+    assert {s.state for s in statuses} == {JobState.CANCELLED}
+    assert backend.calls["scancel"] == 1
+
+
+def test_requested_resources_reach_the_scheduler(backend: SlurmBackend) -> None:
+    request = ResourceRequest(cpus=1.5, memory=300 * MIB + 1, time=9 * 60 + 30, queue="debug")
+    [handle] = backend.submit([JobSpec("sized", ["sleep", "300"], request)])
+    try:
+        job = scontrol(handle.native_id)
+        assert job["NumCPUs"] == "2" and job["CPUs/Task"] == "2"  # cpus rounded up
+        assert job["MinMemoryNode"] == "301M"  # memory rounded up to whole MiB
+        assert job["TimeLimit"] == "00:10:00"  # time rounded up to whole minutes
+        assert job["Partition"] == "debug" and job["JobName"] == "sized"
+    finally:
+        backend.cancel([handle])
+
+
+def test_quoting_survives_the_whole_trip(backend: SlurmBackend, tmp_path: Path) -> None:
+    evil = "a b; $(touch PWNED) `id` 'q' \"d\" \\ %j\n#SBATCH --mem=1T"
+    workdir = tmp_path / "dir with space;$x"
+    workdir.mkdir()
+    spec = JobSpec(
+        evil,
+        ["printf", "%s|%s|%s", evil, "$HOME", "*"],
+        workdir=str(workdir),
+        env={"EVIL": evil},
+        stdout="out %j.txt",
+    )
+    [handle] = backend.submit([spec])
+    [status] = wait(backend, [handle])
+    assert status.state is JobState.SUCCEEDED, backend.logs(handle)
+    assert (workdir / "out %j.txt").read_text() == f"{evil}|$HOME|*"
+    assert not list(tmp_path.rglob("PWNED"))
+    assert scontrol_gone_or_name(handle.native_id, evil)
+
+
+def scontrol_gone_or_name(job_id: str, name: str) -> bool:
+    done = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True)
+    return done.returncode != 0 or f"JobName={name.splitlines()[0]}" in done.stdout
+
+
+def test_two_hundred_jobs_one_squeue_per_poll(backend: SlurmBackend) -> None:
+    handles = backend.submit([JobSpec(f"many-{i}", ["true"]) for i in range(200)])
+    polls = 0
+    deadline = time.monotonic() + 180
+    while True:
+        statuses = backend.poll(handles)
+        polls += 1
+        if all(s.state.finished for s in statuses) or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert {s.state for s in statuses} == {JobState.SUCCEEDED}
+    assert {s.exit_code for s in statuses} == {0}
+    assert backend.calls["sbatch"] == 200
+    assert backend.calls["squeue"] == polls
+    assert backend.calls["sacct"] <= polls  # at most one history lookup per poll
+
+
+def test_job_gone_from_squeue_before_the_first_poll(backend: SlurmBackend) -> None:
+    handles = backend.submit(
+        [JobSpec("quick-ok", ["true"]), JobSpec("quick-bad", ["sh", "-c", "exit 5"])]
+    )
+    deadline = time.monotonic() + 90
+    while any(in_squeue(h.native_id) for h in handles):
+        assert time.monotonic() < deadline, "MinJobAge=2 should purge finished jobs"
+        time.sleep(1)
+    ok, bad = backend.poll(handles)
+    assert (ok.state, ok.exit_code) == (JobState.SUCCEEDED, 0)
+    assert (bad.state, bad.exit_code) == (JobState.FAILED, 5)
+    assert backend.history == "jobcomp"  # sacct without slurmdbd failed, sacct -c worked
+    assert backend.calls == {"sbatch": 2, "squeue": 1, "sacct": 2}
+
+
+def test_without_any_history_the_exit_file_answers(slurm: SlurmCluster, tmp_path: Path) -> None:
+    backend = make_backend(tmp_path / "jobs", history="none")
+    [handle] = backend.submit([JobSpec("no-history", ["sh", "-c", "exit 4"])])
+    deadline = time.monotonic() + 90
+    while in_squeue(handle.native_id):
+        assert time.monotonic() < deadline
+        time.sleep(1)
+    [status] = backend.poll([handle])
+    assert (status.state, status.exit_code) == (JobState.FAILED, 4)
+    assert "sacct" not in backend.calls
+
+
+def test_controller_restart_loses_nothing(slurm: SlurmCluster, backend: SlurmBackend) -> None:
+    queued = backend.submit([JobSpec(f"survivor-{i}", ["sleep", "8"]) for i in range(3)])
+    slurm.stop_controller()
+    down_since = time.monotonic()
+    submitted: list[JobHandle] = []
+    try:
+        thread = threading.Thread(
+            target=lambda: submitted.extend(backend.submit([JobSpec("late", ["true"])]))
+        )
+        thread.start()
+        # While slurmctld is down a poll answers UNKNOWN rather than raising or hanging
+        # (each Slurm client itself tries for about 9 s before it gives up).
+        impatient = make_backend(backend.work_dir, retry=RetryPolicy(attempts=1))
+        assert {s.state for s in impatient.poll(queued)} == {JobState.UNKNOWN}
+        # Down long enough for sbatch to fail at least once: "Unable to contact slurm controller".
+        time.sleep(max(0.0, 12 - (time.monotonic() - down_since)))
+    finally:
+        slurm.start_controller()
+    thread.join(90)
+    assert len(submitted) == 1
+    assert backend.calls["sbatch"] > 4  # 3, and the late one at least twice
+    statuses = wait(backend, [*queued, *submitted])
+    assert [s.state for s in statuses] == [JobState.SUCCEEDED] * 4
+
+
+def test_time_limit_kill(time_limited: tuple[SlurmBackend, JobHandle]) -> None:
+    backend, handle = time_limited
+    [status] = wait(backend, [handle], limit=150, every=2)
+    assert status.state is JobState.FAILED and status.time_limit, status

@@ -1,0 +1,97 @@
+"""The Torque dialect end to end through Debian's slurm-wlm-torque qsub/qstat/qdel on Slurm.
+
+The wrappers report no exit status (``job_state = C`` only) and forget a job when Slurm
+purges it, so exit codes come from the file the job script writes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from seqera_core.backends._batch import RetryPolicy
+from seqera_core.backends.base import JobHandle, JobSpec, JobState, JobStatus
+from seqera_core.backends.pbs import PbsBackend
+from seqera_core.models import ResourceRequest
+from seqera_core.units import MIB
+
+from .conftest import SlurmCluster
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def torque(slurm: SlurmCluster, tmp_path: Path) -> PbsBackend:
+    retry = RetryPolicy(attempts=10, first_delay=0.5, max_delay=4)
+    return PbsBackend(dialect="torque", work_dir=tmp_path / "jobs", retry=retry)
+
+
+def wait(backend: PbsBackend, handles: Sequence[JobHandle], limit: float = 120) -> list[JobStatus]:
+    deadline = time.monotonic() + limit
+    while True:
+        statuses = backend.poll(handles)
+        if all(s.state.finished for s in statuses):
+            return statuses
+        assert time.monotonic() < deadline, f"not finished after {limit} s: {statuses}"
+        time.sleep(0.5)
+
+
+def test_success_failure_and_logs(torque: PbsBackend) -> None:
+    handles = torque.submit(
+        [
+            JobSpec("ok", ["sh", "-c", 'echo "hi $SEQERA_LABEL_RUN"'], labels={"run": "r 1"}),
+            JobSpec("bad", ["sh", "-c", "echo no >&2; exit 7"]),
+        ]
+    )
+    ok, bad = wait(torque, handles)
+    assert (ok.state, ok.exit_code) == (JobState.SUCCEEDED, 0)
+    assert (bad.state, bad.exit_code) == (JobState.FAILED, 7)
+    assert torque.logs(handles[0]) == "hi r 1\n"
+    assert torque.logs(handles[1]) == "no\n"
+    assert torque.calls["qsub"] == 2
+
+
+def test_resources_reach_slurm_through_the_wrapper(torque: PbsBackend) -> None:
+    request = ResourceRequest(cpus=2, memory=200 * MIB, time=150)
+    [handle] = torque.submit([JobSpec("sized job", ["sleep", "300"], request)])
+    try:
+        out = subprocess.run(
+            ["scontrol", "show", "job", "-o", handle.native_id],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        fields = dict(item.partition("=")[::2] for item in out.split())
+        assert fields["NumCPUs"] == "2"  # ppn=2 becomes -n2
+        assert fields["MinMemoryNode"] == "200M"
+        assert fields["TimeLimit"] == "00:03:00"  # walltime 00:02:30, Slurm rounds to minutes
+        assert fields["JobName"] == "sized_job"
+    finally:
+        torque.cancel([handle])
+
+
+def test_cancel_with_one_qdel(torque: PbsBackend) -> None:
+    handles = torque.submit([JobSpec(f"nap{i}", ["sleep", "300"]) for i in range(3)])
+    torque.cancel(handles)
+    statuses = wait(torque, handles)
+    assert {s.state for s in statuses} == {JobState.CANCELLED}
+    assert torque.calls["qdel"] == 1
+
+
+def test_many_jobs_one_qstat_per_poll(torque: PbsBackend) -> None:
+    handles = torque.submit([JobSpec(f"t{i}", ["sh", "-c", f"exit {i % 3}"]) for i in range(30)])
+    polls = 0
+    deadline = time.monotonic() + 120
+    while True:
+        statuses = torque.poll(handles)
+        polls += 1
+        if all(s.state.finished for s in statuses):
+            break
+        assert time.monotonic() < deadline
+        time.sleep(1)
+    assert [s.exit_code for s in statuses] == [i % 3 for i in range(30)]
+    assert torque.calls["qstat"] == polls
