@@ -7,8 +7,9 @@ reads logs. A scheduler supplies only argv builders, output parsers and a state 
 
 Safety: commands are argv lists run without a shell. Inside the generated script every
 value from the caller (command, working directory, environment, labels) is quoted with
-:func:`shlex.quote`; no caller value is ever written to a comment line, so none can
-become an ``#SBATCH``/``#PBS`` directive. Scheduler options go as separate argv elements.
+:func:`shlex.quote`, its newlines spelled as a variable, so no line of the script starts
+with caller text and none can become an ``#SBATCH``/``#PBS`` directive. Scheduler options
+go as separate argv elements.
 
 Robustness: every command has a timeout, after which its whole process group is killed
 (wrappers such as Debian's Torque ``qsub`` spawn children that would keep the pipes
