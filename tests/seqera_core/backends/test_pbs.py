@@ -215,8 +215,21 @@ def test_qstat_failures(tmp_path: Path) -> None:
     unknown = FakePbs({"qstat": [result("", "qstat: Unknown Job Id 9.pbs\n", 153)]})
     assert pbs(tmp_path, unknown).poll([JobHandle("pbs", "9.pbs")])[0].state is JobState.UNKNOWN
     broken = FakePbs({"qstat": [result("{not json")]})
-    [status] = pbs(tmp_path, broken).poll([JobHandle("pbs", "1.pbs")])
-    assert status.state is JobState.UNKNOWN and "not understood" in (status.reason or "")
+    with pytest.raises(SchedulerError, match="not understood"):
+        pbs(tmp_path, broken).poll([JobHandle("pbs", "1.pbs")])
+    server_down = FakePbs(
+        {
+            "qstat": [
+                result(
+                    "", "Connection refused\nqstat: cannot connect to server pbs01 (errno=111)", 2
+                )
+            ]
+        }
+    )
+    backend = PbsBackend(work_dir=tmp_path, runner=server_down, sleep=lambda _: None)
+    [status] = backend.poll([JobHandle("pbs", "1.pbs")])
+    assert status.state is JobState.UNKNOWN and "cannot connect" in (status.reason or "")
+    assert backend.calls["qstat"] == 6  # the default RetryPolicy's attempts
 
 
 def test_torque_completed_without_exit_status_reads_the_exit_file(tmp_path: Path) -> None:

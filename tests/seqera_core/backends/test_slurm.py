@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from seqera_core.backends._batch import (
     CommandResult,
     RetryPolicy,
+    SchedulerError,
     SubmitError,
     decode_labels,
     encode_labels,
@@ -316,8 +317,14 @@ def test_cancel_is_one_scancel_and_tolerates_finished_jobs(tmp_path: Path) -> No
     slurm = backend(tmp_path, runner)
     slurm.cancel([JobHandle("slurm", "3"), JobHandle("slurm", "4")])
     assert runner.argvs == [["scancel", "3", "4"]]
-    with pytest.raises(Exception, match="permission denied"):
+    with pytest.raises(SchedulerError, match="permission denied"):
         slurm.cancel([JobHandle("slurm", "5")])
+
+
+def test_a_broken_squeue_is_an_error_not_an_unknown_state(tmp_path: Path) -> None:
+    runner = FakeSlurm({"squeue": [CommandResult(["squeue"], 127, "", "No such file")]})
+    with pytest.raises(SchedulerError, match="squeue failed"):
+        backend(tmp_path, runner).poll([JobHandle("slurm", "1")])
 
 
 def test_unreachable_controller_gives_unknown_not_an_exception(tmp_path: Path) -> None:

@@ -356,7 +356,11 @@ class BatchBackend(Backend):
             self._sleep(delay)
 
     def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
-        """Every handle's status: one listing call, plus one history call if any were missing."""
+        """Every handle's status: one listing call, plus one history call if any were missing.
+
+        Raises:
+            SchedulerError: the listing failed for a reason retrying does not cure.
+        """
         ids = list(dict.fromkeys(h.native_id for h in handles if h.native_id not in self._finished))
         seen: dict[str, Observed] = {}
         unreachable: str | None = None
@@ -364,6 +368,10 @@ class BatchBackend(Backend):
             try:
                 seen = self._active(ids)
             except SchedulerError as exc:
+                # Still failing after the retries: the scheduler is down or overloaded, so
+                # say UNKNOWN (not finished: callers poll again). Anything else is a fault.
+                if exc.result is None or not self._transient(exc.result):
+                    raise
                 unreachable = str(exc)
             missing = [i for i in ids if i not in seen]
             if missing and unreachable is None:
@@ -418,10 +426,10 @@ class BatchBackend(Backend):
         ids = list(dict.fromkeys(h.native_id for h in handles if h.native_id not in self._finished))
         if not ids:
             return
-        self._cancelled.update(ids)
         result = self._run_retrying(self._cancel_argv(ids))
         if not result.ok and self._cancel_failed(result):
             raise SchedulerError("cancel failed", result)
+        self._cancelled.update(ids)
 
     def logs(self, handle: JobHandle) -> str:
         """The job's stdout so far, then its stderr if kept apart."""
