@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
+
 from seqera_core import (
     Accelerator,
     ResourceError,

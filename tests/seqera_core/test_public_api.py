@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 import pytest
+
 import seqera_core
 
 MODULES = [

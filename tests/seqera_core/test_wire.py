@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from seqera_core import (
     Accelerator,
     ResourceLimits,

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from importlib import metadata
 
-import seqera_sidecar
+import seqera_sidecar as package
 
 
 def test_installed_with_its_version() -> None:
-    assert metadata.version("seqera-nextflow-sidecar") == seqera_sidecar.__version__
+    assert metadata.version("seqera-nextflow-sidecar") == package.__version__
 
 
 def test_depends_on_the_core() -> None:
     requirements = metadata.requires("seqera-nextflow-sidecar") or []
     assert any(r.split(";")[0].strip().startswith("seqera-core") for r in requirements)
-    assert seqera_sidecar.__all__ == sorted(seqera_sidecar.__all__)
+    assert package.__all__ == sorted(package.__all__)

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+
 from seqera_core.backends import LocalBackend
 from seqera_core.backends.base import JobHandle, JobSpec, JobState, JobStatus
 from seqera_core.errors import ResourceError

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from seqera_core.cli import main
 from seqera_core.cli import run as run_command
 from seqera_core.cli.run import parse_duration, parse_size

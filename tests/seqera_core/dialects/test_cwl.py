@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from seqera_core.dialects import cwl
 from seqera_core.errors import ResourceError
-
 from tests.conftest import require
 
 MIB = 2**20

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from seqera_core.dialects import nextflow
 from seqera_core.errors import ResourceError
 

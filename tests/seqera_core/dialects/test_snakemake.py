@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from seqera_core.dialects import snakemake
 from seqera_core.errors import ResourceError
-
 from tests.conftest import require
 
 MB = 10**6

@@ -1,4 +1,4 @@
-"""snakemake-executor-plugin-seqera: installs and imports; its engine integration is a later issue."""
+"""snakemake-executor-plugin-seqera: installs; the engine integration is a later issue."""
 
 __version__ = "0.1.0"
 

@@ -37,4 +37,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"seqera {args._subcommand}: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     return status
-
