@@ -51,7 +51,8 @@ def _whole(minimum: int, what: str) -> Any:
     return check
 
 
-def _str_map(value: Mapping[str, Any] | None) -> dict[str, str]:
+def string_map(value: Mapping[str, Any] | None) -> dict[str, str]:
+    """A plain dict of strings (labels, environments); values are coerced with ``str``."""
     return {} if value is None else {str(k): str(v) for k, v in value.items()}
 
 
@@ -95,8 +96,8 @@ class ResourceRequest:
     input_bytes: int | None = field(default=None, validator=_whole(0, "bytes"))
     queue: str | None = None
     account: str | None = None
-    labels: Mapping[str, str] = field(factory=dict, converter=_str_map, hash=False)
-    extra: Mapping[str, str] = field(factory=dict, converter=_str_map, hash=False)
+    labels: Mapping[str, str] = field(factory=dict, converter=string_map, hash=False)
+    extra: Mapping[str, str] = field(factory=dict, converter=string_map, hash=False)
 
 
 @frozen

@@ -9,13 +9,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from attrs import field, frozen
 
-from ..models import ResourceRequest
+from ..models import ResourceRequest, string_map
 
 __all__ = ["Backend", "JobHandle", "JobSpec", "JobState", "JobStatus"]
-
-
-def _str_map(value: Mapping[str, object] | None) -> dict[str, str]:
-    return {} if value is None else {str(k): str(v) for k, v in value.items()}
 
 
 def _argv(value: Iterable[str]) -> tuple[str, ...]:
@@ -49,8 +45,8 @@ class JobSpec:
     command: tuple[str, ...] = field(converter=_argv)
     request: ResourceRequest = field(factory=ResourceRequest)
     workdir: str | None = None
-    env: Mapping[str, str] = field(factory=dict, converter=_str_map, hash=False)
-    labels: Mapping[str, str] = field(factory=dict, converter=_str_map, hash=False)
+    env: Mapping[str, str] = field(factory=dict, converter=string_map, hash=False)
+    labels: Mapping[str, str] = field(factory=dict, converter=string_map, hash=False)
     stdout: str | None = None
     stderr: str | None = None
 

@@ -13,15 +13,9 @@ from ..dialects.engines import BACKENDS, ENGINES, GENERIC_KEYS, submission, tran
 from ..limits import apply_limits
 from ..models import ResourceRequest, Submission
 from ..units import format_bytes, format_seconds
+from ._args import key_value
 
 __all__ = ["add_parser", "run"]
-
-
-def _key_value(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key.strip(), value
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,7 +38,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--set",
         dest="values",
         action="append",
-        type=_key_value,
         default=[],
         metavar="KEY=VALUE",
         help="any resource in the engine's own words, e.g. mem_mb=4000 or ramMin=1000.5",
@@ -58,7 +51,7 @@ def _declared(args: argparse.Namespace) -> dict[str, Any]:
     for name, key in GENERIC_KEYS[args.engine].items():
         if getattr(args, name) is not None:
             values[key] = getattr(args, name)
-    values.update(args.values)
+    values.update(key_value("--set", text) for text in args.values)
     return values
 
 

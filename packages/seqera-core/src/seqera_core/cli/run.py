@@ -28,6 +28,7 @@ from ..dialects._values import number
 from ..errors import ResourceError, UsageError
 from ..models import Accelerator, ResourceRequest
 from ..units import GB, GIB, KB, KIB, MB, MIB, TIB, ceil_scale, format_bytes, format_seconds
+from ._args import key_value
 
 __all__ = [
     "DURATION_FORMS",
@@ -138,13 +139,6 @@ def _gpus(text: str) -> Accelerator:
     return Accelerator(int(value), kind or None)
 
 
-def _label(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise ResourceError("--label", text, "KEY=VALUE, e.g. project=rnaseq")
-    return key.strip(), value
-
-
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``seqera run``."""
     parser = commands.add_parser(
@@ -192,7 +186,7 @@ def _request(args: argparse.Namespace) -> ResourceRequest:
         accelerator=None if args.gpus is None else _gpus(args.gpus),
         queue=args.queue,
         account=args.account,
-        labels=dict(_label(text) for text in args.label),
+        labels=dict(key_value("--label", text) for text in args.label),
     )
 
 
