@@ -17,7 +17,11 @@ CORE = "packages/seqera-core[http,ecs]"
 # session name -> (packages to install editable, test folder, extra test requirements)
 PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     # snakemake and cwltool are the oracles the unit dialects are checked against.
-    "core": ((CORE,), "tests/seqera_core", ("snakemake>=9,<10", "cwltool>=3.1")),
+    "core": (
+        (CORE, "tests/fixtures/seqera-test-resolver"),
+        "tests/seqera_core",
+        ("snakemake>=9,<10", "cwltool>=3.1"),
+    ),
     "snakemake": (
         (CORE, "packages/snakemake-executor-plugin-seqera"),
         "tests/snakemake_executor_plugin_seqera",

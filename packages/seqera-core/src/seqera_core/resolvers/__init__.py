@@ -1,0 +1,16 @@
+"""Resolvers: optimise a task's resources before it runs, never blocking it."""
+
+from .base import ENTRY_POINT_GROUP, DefaultResolver, Resolver, discover
+from .chain import Resolution, resolve
+from .http import BATCH_LIMIT, HttpResolver
+
+__all__ = [
+    "BATCH_LIMIT",
+    "ENTRY_POINT_GROUP",
+    "DefaultResolver",
+    "HttpResolver",
+    "Resolution",
+    "Resolver",
+    "discover",
+    "resolve",
+]
