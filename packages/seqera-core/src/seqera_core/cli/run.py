@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import importlib
 import os
-import re
 import signal
 import sys
 import tempfile
@@ -14,7 +13,6 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
-from fractions import Fraction
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
@@ -23,11 +21,11 @@ import attrs
 
 from ..backends.base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from ..backends.local import LocalBackend
-from ..dialects import nextflow, slurm
 from ..dialects._values import number
+from ..dialects.human import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size
 from ..errors import ResourceError, UsageError
 from ..models import Accelerator, ResourceRequest
-from ..units import GB, GIB, KB, KIB, MB, MIB, TIB, ceil_scale, format_bytes, format_seconds
+from ..units import format_bytes, format_seconds
 from ._args import key_value
 
 __all__ = [
@@ -51,24 +49,6 @@ _BATCH = {
 _MAX_DELAY = {"local": 0.25}
 _BATCH_MAX_DELAY = 5.0
 
-_SIZE_UNITS = {
-    "B": 1, "kB": KB, "KB": KB, "MB": MB, "GB": GB, "TB": 1000 * GB,
-    "KiB": KIB, "MiB": MIB, "GiB": GIB, "TiB": TIB,
-}  # fmt: skip
-_SIZE = re.compile(r"(\d+(?:\.\d+)?) ?([A-Za-z]+)", re.ASCII)
-_COMPOUND = re.compile(r"(?:\d+(?:\.\d+)?[dhms])+", re.ASCII)
-_CLOCK = re.compile(r"(?:\d+-)?\d+:\d\d:\d\d", re.ASCII)
-SIZE_FORMS = (
-    "a number and a case-sensitive unit: B, kB (or KB), MB, GB, TB in powers of 1000, or "
-    "KiB, MiB, GiB, TiB in powers of 1024, e.g. 4GB, 4GiB, 512MB, 1.5GiB; a bare number, "
-    "a one-letter unit (4G) or a lowercase unit (4gb) is ambiguous and refused"
-)
-DURATION_FORMS = (
-    "parts <number><unit> in the order d, h, m, s (case-sensitive; m is minutes), e.g. 1h, "
-    "90m, 1h30m, 1.5h, or a clock [D-]HH:MM:SS, e.g. 01:30:00 or 2-00:00:00; a bare number "
-    "is ambiguous and refused"
-)
-
 
 def _item(flags: str, text: str) -> str:
     return textwrap.fill(text, 88, initial_indent=f"  {flags:<19}", subsequent_indent=" " * 21)
@@ -88,38 +68,6 @@ exit status:
 The job's stdin is empty; its stdout and stderr are streamed while it runs.
 The local backend needs no configuration and never runs more than the machine holds.
 """
-
-
-def parse_size(text: str, flag: str = "--memory") -> int:
-    """Bytes of a size such as ``4GB`` (10^9) or ``4GiB`` (2^30), rounded up to a whole byte."""
-    match = _SIZE.fullmatch(text.strip())
-    if match is None or match.group(2) not in _SIZE_UNITS:
-        raise ResourceError(flag, text, SIZE_FORMS)
-    size = ceil_scale(Fraction(match.group(1)), _SIZE_UNITS[match.group(2)])
-    if size <= 0:
-        raise ResourceError(flag, text, f"a size greater than 0: {SIZE_FORMS}")
-    return size
-
-
-def parse_duration(text: str, flag: str = "--time") -> int:
-    """Whole seconds of ``1h30m`` (Nextflow's parser) or ``[D-]HH:MM:SS`` (Slurm's), rounded up."""
-    value = text.strip()
-    seconds: int | None = None
-    if _COMPOUND.fullmatch(value) and _in_order(value):
-        seconds = nextflow.parse_duration(value, flag)
-    elif _CLOCK.fullmatch(value):
-        seconds = slurm.parse_time(value, flag)
-    if seconds is None:
-        raise ResourceError(flag, text, DURATION_FORMS)
-    if seconds <= 0:
-        raise ResourceError(flag, text, f"a duration greater than 0: {DURATION_FORMS}")
-    return seconds
-
-
-def _in_order(text: str) -> bool:
-    units = re.sub(r"[\d.]", "", text)
-    # Each unit at most once, largest first: "30m1h" or "1h1h" is a typo, not a duration.
-    return units == "".join(u for u in "dhms" if u in units) and len(set(units)) == len(units)
 
 
 def _cpus(text: str) -> float:
