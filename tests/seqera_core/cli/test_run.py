@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -171,15 +170,24 @@ def test_an_unavailable_backend_exits_2(
     assert "backend 'slurm' is not available" in capfd.readouterr().err
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("seqera_core.platforms") is not None,
-    reason="platform definitions exist: covered by the platform tests",
-)
-def test_platform_says_it_is_not_available_yet(
+PLATFORM = Path(__file__).parents[3] / "shared" / "platforms" / "slurm-cluster.yaml"
+
+
+def test_platform_rejects_an_impossible_job_before_running_it(
     capfd: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    assert main(["run", "--platform", str(tmp_path / "p.yaml"), "--", "true"]) == 2
-    assert "--platform: platform definitions are not available" in capfd.readouterr().err
+    marker = tmp_path / "ran"
+    argv = ["run", "--platform", str(PLATFORM), "--memory", "900GB", "--", "touch", str(marker)]
+    assert main(argv) == 2
+    err = capfd.readouterr().err
+    assert "exceeds queue normal (512 GiB)" in err and "queue hugemem allows" in err
+    assert not marker.exists()
+
+
+def test_platform_checks_pass_and_the_job_runs(capfd: pytest.CaptureFixture[str]) -> None:
+    argv = ["run", "--platform", str(PLATFORM), "--memory", "1GB", "--time", "1m", "--", "true"]
+    assert main(argv) == 0
+    assert "queue short is the cheapest" in capfd.readouterr().err
 
 
 def _start(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:

@@ -7,15 +7,23 @@ import json
 import shlex
 from typing import Any
 
-from .. import wire
+from .. import platforms, wire
 from ..checks import suspicious
 from ..dialects.engines import BACKENDS, ENGINES, GENERIC_KEYS, submission, translate
 from ..limits import apply_limits
 from ..models import ResourceRequest, Submission
+from ..platforms import ValidationReport
 from ..units import format_bytes, format_seconds
 from ._args import key_value
 
-__all__ = ["add_parser", "run"]
+__all__ = [
+    "add_engine_options",
+    "add_parser",
+    "declared",
+    "platform_lines",
+    "report_document",
+    "run",
+]
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,12 +37,21 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     explain.set_defaults(run=run)
-    explain.add_argument("--engine", choices=ENGINES, required=True)
     explain.add_argument("--backend", choices=BACKENDS, default="local")
+    add_engine_options(explain)
+    explain.add_argument(
+        "--platform", metavar="FILE", help="also choose a queue and estimate the cost"
+    )
+    explain.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """``--engine``, the generic resource flags, ``--set`` and ``--process``."""
+    parser.add_argument("--engine", choices=ENGINES, required=True)
     for name in ("cpus", "memory", "time", "disk", "accelerator"):
         keys = ", ".join(f"{e}: {GENERIC_KEYS[e][name]}" for e in ENGINES)
-        explain.add_argument(f"--{name}", metavar="VALUE", help=f"the engine's own key ({keys})")
-    explain.add_argument(
+        parser.add_argument(f"--{name}", metavar="VALUE", help=f"the engine's own key ({keys})")
+    parser.add_argument(
         "--set",
         dest="values",
         action="append",
@@ -42,11 +59,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="KEY=VALUE",
         help="any resource in the engine's own words, e.g. mem_mb=4000 or ramMin=1000.5",
     )
-    explain.add_argument("--process", help="process, rule or step name")
-    explain.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--process", help="process, rule or step name")
 
 
-def _declared(args: argparse.Namespace) -> dict[str, Any]:
+def declared(args: argparse.Namespace) -> dict[str, Any]:
+    """The engine's resources from the generic flags and ``--set``, in the engine's words."""
     values: dict[str, Any] = {}
     for name, key in GENERIC_KEYS[args.engine].items():
         if getattr(args, name) is not None:
@@ -86,12 +103,31 @@ def _human(
     return "\n".join(lines)
 
 
+def platform_lines(report: ValidationReport) -> list[str]:
+    """The validation report as ``error:``/``warning:``/``suggestion:``/queue lines."""
+    lines = [f"error: {e}" for e in report.errors]
+    lines += [f"warning: {w}" for w in report.warnings]
+    lines += [f"suggestion: {s}" for s in report.suggestions]
+    if report.queue is not None:
+        lines.append(f"queue: {report.queue}")
+    if report.hourly_cost is not None:
+        total = (
+            "" if report.estimated_cost is None else f", {report.estimated_cost:.4f} for the job"
+        )
+        lines.append(f"cost: {report.hourly_cost:.4f} per hour{total}")
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
-    """Print the explanation; a ResourceError propagates to the caller."""
-    declared = _declared(args)
-    translation = translate(args.engine, declared, process=args.process)
+    """Print the explanation; exit 2 when the platform cannot run the job."""
+    values = declared(args)
+    translation = translate(args.engine, values, process=args.process)
     capped = apply_limits(translation.request)
     request = capped.request
+    report = None
+    if args.platform:
+        report = platforms.validate(platforms.load(args.platform), request)
+        request = report.request
     result = submission(args.backend, request)
     messages = {
         "capped": list(capped.notes),
@@ -107,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         document = {
             "engine": args.engine,
-            "declared": declared,
+            "declared": values,
+            "platform": None if report is None else report_document(report),
             "request": wire.unstructure(request),
             "backend": args.backend,
             "native": {"args": list(result.args), "values": dict(result.native)},
@@ -117,5 +154,19 @@ def run(args: argparse.Namespace) -> int:
         }
         print(json.dumps(document, indent=2, sort_keys=True))
     else:
-        print(_human(args.engine, declared, request, result, messages))
-    return 0
+        print(_human(args.engine, values, request, result, messages))
+        if report is not None:
+            print("\n".join(platform_lines(report)))
+    return 2 if report is not None and report.errors else 0
+
+
+def report_document(report: ValidationReport) -> dict[str, Any]:
+    """The validation report as JSON-ready values."""
+    return {
+        "errors": list(report.errors),
+        "warnings": list(report.warnings),
+        "suggestions": list(report.suggestions),
+        "queue": report.queue,
+        "hourly_cost": report.hourly_cost,
+        "estimated_cost": report.estimated_cost,
+    }

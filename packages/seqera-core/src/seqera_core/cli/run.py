@@ -17,8 +17,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-import attrs
-
+from .. import platforms
 from ..backends.base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from ..backends.local import LocalBackend
 from ..dialects._values import number
@@ -139,27 +138,15 @@ def _request(args: argparse.Namespace) -> ResourceRequest:
 
 
 def _checked(path: str, request: ResourceRequest) -> ResourceRequest:
-    """The request after the platform's checks; raises UsageError (exit 2) on an error."""
-    try:
-        platforms = importlib.import_module("seqera_core.platforms")
-    except ModuleNotFoundError as exc:
-        if exc.name != "seqera_core.platforms":
-            raise
-        raise UsageError(
-            "--platform: platform definitions are not available in this version of seqera-core"
-        ) from None
+    """The request after the platform's checks (queue chosen); UsageError (exit 2) on an error."""
     report = platforms.validate(platforms.load(path), request)
-    for warning in getattr(report, "warnings", ()):
+    for warning in report.warnings:
         print(f"seqera run: warning: {warning}", file=sys.stderr)
-    for suggestion in getattr(report, "suggestions", ()):
+    for suggestion in report.suggestions:
         print(f"seqera run: suggestion: {suggestion}", file=sys.stderr)
-    errors = list(getattr(report, "errors", ()))
-    if errors:
-        raise UsageError(f"the job cannot run on platform {path}: " + "; ".join(map(str, errors)))
-    effective = getattr(report, "request", None)
-    checked = effective if isinstance(effective, ResourceRequest) else request
-    queue = getattr(report, "queue", None)
-    return checked if queue is None else attrs.evolve(checked, queue=str(queue))
+    if report.errors:
+        raise UsageError(f"the job cannot run on platform {path}: " + "; ".join(report.errors))
+    return report.request
 
 
 def _backend(name: str, logdir: str) -> Backend:

@@ -1,0 +1,44 @@
+"""``seqera validate``: can this platform run the job, and on which queue?"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .. import platforms, wire
+from ..dialects.engines import translate
+from ..limits import apply_limits
+from .explain import add_engine_options, declared, platform_lines, report_document
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``seqera validate``."""
+    parser = commands.add_parser(
+        "validate",
+        help="check an engine's resources against a platform definition before submitting",
+        description=(
+            "Print errors (the job can never run here), warnings and suggestions, and the "
+            "queue that would be chosen. Exits 2 when there are errors, 0 otherwise."
+        ),
+    )
+    parser.set_defaults(run=run)
+    parser.add_argument("--platform", metavar="FILE", required=True, help="platform YAML")
+    add_engine_options(parser)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the report; 2 on errors."""
+    translation = translate(args.engine, declared(args), process=args.process)
+    platform = platforms.load(args.platform)
+    report = platforms.validate(platform, apply_limits(translation.request).request)
+    if args.json:
+        document = {"platform": platform.name, **report_document(report)}
+        document["request"] = wire.unstructure(report.request)
+        print(json.dumps(document, indent=2, sort_keys=True))
+    else:
+        print(f"platform {platform.name} ({platform.scheduler}, {platform.source})")
+        print("\n".join(platform_lines(report)) or "ok")
+    return 2 if report.errors else 0
