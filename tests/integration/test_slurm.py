@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from seqera_core.backends._batch import RetryPolicy, decode_labels
+from seqera_core.backends._batch import RetryPolicy
 from seqera_core.backends.base import JobHandle, JobSpec, JobState, JobStatus
 from seqera_core.backends.slurm import SlurmBackend
+from seqera_core.labels import decode_labels
 from seqera_core.models import ResourceRequest
 from seqera_core.units import MIB
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from seqera_core.backends._batch import CommandResult, SchedulerError, decode_labels
+from seqera_core.backends._batch import CommandResult, SchedulerError
 from seqera_core.backends.base import JobHandle, JobSpec, JobState
 from seqera_core.backends.pbs import (
     PbsBackend,
@@ -20,6 +20,7 @@ from seqera_core.backends.pbs import (
     pbs_exit,
     pbs_job_name,
 )
+from seqera_core.labels import decode_labels
 from seqera_core.models import Accelerator, ResourceRequest
 from seqera_core.units import GIB
 

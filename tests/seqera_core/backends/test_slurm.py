@@ -22,12 +22,11 @@ from seqera_core.backends._batch import (
     RetryPolicy,
     SchedulerError,
     SubmitError,
-    decode_labels,
-    encode_labels,
     run_command,
 )
 from seqera_core.backends.base import JobHandle, JobSpec, JobState
 from seqera_core.backends.slurm import SlurmBackend, parse_sacct, parse_squeue, slurm_state
+from seqera_core.labels import decode_labels, encode_labels
 from seqera_core.models import Accelerator, ResourceRequest
 from seqera_core.units import GIB
 

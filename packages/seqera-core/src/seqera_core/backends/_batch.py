@@ -34,7 +34,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from urllib.parse import quote, unquote
 
 import attrs
 from attrs import field, frozen
@@ -52,8 +51,6 @@ __all__ = [
     "RetryPolicy",
     "SchedulerError",
     "SubmitError",
-    "decode_labels",
-    "encode_labels",
     "from_wait_status",
     "job_labels",
     "job_script",
@@ -66,28 +63,6 @@ EXIT_FILE = "exitcode"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 _NOT_ENV_NAME = re.compile(r"[^A-Z0-9_]", re.ASCII)
 _NOT_FILE_NAME = re.compile(r"[^A-Za-z0-9._+-]", re.ASCII)
-# Characters left as they are by encode_labels; everything else is %XX (UTF-8), so the
-# result holds no ';' '=' ',' quote, backslash, whitespace or control character: it
-# survives qsub -v parsing and tools that split `scontrol show job -o` on spaces.
-_LABEL_SAFE = "_.:/@+-~"
-
-
-def encode_labels(labels: Mapping[str, str]) -> str:
-    """``k=v;k=v`` with every character outside ``[A-Za-z0-9_.:/@+~-]`` percent-encoded.
-
-    The one place labels become a scheduler string (Slurm ``--comment``, PBS ``-v``);
-    swap it for ``seqera_core.labels`` once that exists.
-    """
-    return ";".join(
-        f"{quote(k, safe=_LABEL_SAFE)}={quote(v, safe=_LABEL_SAFE)}"
-        for k, v in sorted(labels.items())
-    )
-
-
-def decode_labels(text: str) -> dict[str, str]:
-    """The labels :func:`encode_labels` encoded."""
-    pairs = (item.partition("=") for item in text.split(";") if item)
-    return {unquote(k): unquote(v) for k, _, v in pairs}
 
 
 class SchedulerError(SeqeraError):

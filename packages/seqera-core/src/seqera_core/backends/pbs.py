@@ -18,13 +18,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..dialects.pbs import pro_submission, torque_submission
+from ..labels import encode_labels
 from ._batch import (
     BatchBackend,
     CommandResult,
     JobFiles,
     Observed,
     SchedulerError,
-    encode_labels,
     job_labels,
     shell_exit,
 )

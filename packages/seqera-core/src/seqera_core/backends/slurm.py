@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..dialects.slurm import submission
+from ..labels import encode_labels
 from ._batch import (
     BatchBackend,
     CommandResult,
     JobFiles,
     Observed,
     SchedulerError,
-    encode_labels,
     from_wait_status,
     job_labels,
     shell_exit,
