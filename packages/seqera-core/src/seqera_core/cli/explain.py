@@ -14,7 +14,7 @@ from ..limits import apply_limits
 from ..models import ResourceRequest, Submission
 from ..platforms import ValidationReport
 from ..units import format_bytes, format_seconds
-from ._args import key_value
+from ._args import key_value, settings
 
 __all__ = [
     "add_engine_options",
@@ -37,7 +37,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     explain.set_defaults(run=run)
-    explain.add_argument("--backend", choices=BACKENDS, default="local")
+    explain.add_argument("--backend", choices=BACKENDS, help="default: from seqera config")
     add_engine_options(explain)
     explain.add_argument(
         "--platform", metavar="FILE", help="also choose a queue and estimate the cost"
@@ -124,9 +124,11 @@ def run(args: argparse.Namespace) -> int:
     translation = translate(args.engine, values, process=args.process)
     capped = apply_limits(translation.request)
     request = capped.request
+    config = settings(backend=args.backend, platform=args.platform)
+    args.backend = config.get("backend")
     report = None
-    if args.platform:
-        report = platforms.validate(platforms.load(args.platform), request)
+    if config.get("platform"):
+        report = platforms.validate(platforms.load(config.get("platform")), request)
         request = report.request
     result = submission(args.backend, request)
     messages = {

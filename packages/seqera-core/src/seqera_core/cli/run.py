@@ -17,6 +17,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
+import attrs
+
 from .. import platforms
 from ..backends.base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from ..backends.local import LocalBackend
@@ -25,7 +27,7 @@ from ..dialects.human import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_s
 from ..errors import ResourceError, UsageError
 from ..models import Accelerator, ResourceRequest
 from ..units import format_bytes, format_seconds
-from ._args import key_value
+from ._args import key_value, settings
 
 __all__ = [
     "DURATION_FORMS",
@@ -100,7 +102,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(run=run)
-    parser.add_argument("--backend", choices=BACKENDS, default="local", help="default: local")
+    parser.add_argument(
+        "--backend", choices=BACKENDS, help="default: from seqera config, else local"
+    )
     # Values are parsed in run() so a bad one raises ResourceError (exit 2, flag named).
     parser.add_argument("--cpus", metavar="N", help="cores, e.g. 2 or 0.5")
     parser.add_argument("--memory", metavar="SIZE", help="e.g. 4GB or 4GiB (see units)")
@@ -152,6 +156,8 @@ def _checked(path: str, request: ResourceRequest) -> ResourceRequest:
 def _backend(name: str, logdir: str) -> Backend:
     if name == "local":
         return LocalBackend(workdir=logdir)
+    if name not in _BATCH:
+        raise UsageError(f"backend {name!r} cannot run jobs from seqera run yet")
     module_name, class_name, options = _BATCH[name]
     try:
         module = importlib.import_module(module_name)
@@ -270,11 +276,14 @@ def run(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         raise ResourceError("COMMAND", command, "a command after --, e.g. seqera run -- echo hi")
+    config = settings(backend=args.backend, platform=args.platform)
     request = _request(args)
-    if args.platform:
-        request = _checked(args.platform, request)
+    if config.get("labels"):  # the user's configured labels, under the --label ones
+        request = attrs.evolve(request, labels={**config.get("labels"), **request.labels})
+    if config.get("platform"):
+        request = _checked(config.get("platform"), request)
     with tempfile.TemporaryDirectory(prefix="seqera-run-") as logdir:
-        backend = _backend(args.backend, logdir)
+        backend = _backend(config.get("backend"), logdir)
         try:
             return _submit_and_wait(backend, command, request, args, logdir)
         finally:

@@ -7,7 +7,9 @@ import json
 
 from .. import platforms, wire
 from ..dialects.engines import translate
+from ..errors import UsageError
 from ..limits import apply_limits
+from ._args import settings
 from .explain import add_engine_options, declared, platform_lines, report_document
 
 __all__ = ["add_parser", "run"]
@@ -24,7 +26,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     parser.set_defaults(run=run)
-    parser.add_argument("--platform", metavar="FILE", required=True, help="platform YAML")
+    parser.add_argument("--platform", metavar="FILE", help="platform YAML (default: from config)")
     add_engine_options(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -32,7 +34,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Print the report; 2 on errors."""
     translation = translate(args.engine, declared(args), process=args.process)
-    platform = platforms.load(args.platform)
+    path = settings(platform=args.platform).get("platform")
+    if not path:
+        raise UsageError(
+            "--platform: no platform given here, in SEQERA_PLATFORM or in a config file"
+        )
+    platform = platforms.load(path)
     report = platforms.validate(platform, apply_limits(translation.request).request)
     if args.json:
         document = {"platform": platform.name, **report_document(report)}

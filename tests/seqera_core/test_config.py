@@ -1,0 +1,99 @@
+"""Layered configuration: user file < project file < environment < flags, with provenance."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seqera_core import ResourceError
+from seqera_core.config import load_config
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    user = tmp_path / "home" / ".config" / "seqera"
+    user.mkdir(parents=True)
+    (user / "config.yaml").write_text(
+        "backend: slurm\nplatform: sites/hpc.yaml\nresolver:\n  url: http://127.0.0.1:1\n"
+        "  token: t0k3n\nlabels:\n  team: genomics\n"
+    )
+    return tmp_path / "home"
+
+
+def test_each_layer_overrides_the_one_before(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "seqera.yaml").write_text("backend: pbs\nlabels: {team: imaging}\n")
+    environ = {"SEQERA_RESOLVER_TIMEOUT": "2.5", "SEQERA_LABELS": "team=env,cost=42"}
+    config = load_config(environ=environ, cwd=project, home=home, flags={"backend": "torque"})
+    assert config.get("backend") == "torque" and config.sources["backend"] == "command line"
+    assert config.get("platform") == str(home / ".config/seqera/sites/hpc.yaml")
+    assert config.sources["platform"] == str(home / ".config/seqera/config.yaml")
+    assert config.get("labels") == {"team": "env", "cost": "42"}
+    assert config.sources["labels"] == "$SEQERA_LABELS"
+    assert config.get("resolver.timeout") == 2.5
+    assert config.get("resolver.url") == "http://127.0.0.1:1"
+
+
+def test_xdg_config_home_and_defaults(tmp_path: Path) -> None:
+    xdg = tmp_path / "xdg"
+    (xdg / "seqera").mkdir(parents=True)
+    (xdg / "seqera" / "config.yaml").write_text("backend: pbs\n")
+    config = load_config(environ={"XDG_CONFIG_HOME": str(xdg)}, cwd=tmp_path, home=tmp_path)
+    assert config.get("backend") == "pbs"
+    empty = load_config(environ={}, cwd=tmp_path, home=tmp_path / "nobody")
+    assert empty.values == {"backend": "local", "auto_labels": "all"}
+    assert empty.sources["backend"] == "default"
+
+
+def test_flags_that_were_not_given_do_not_count(home: Path, tmp_path: Path) -> None:
+    config = load_config(environ={}, cwd=tmp_path, home=home, flags={"backend": None})
+    assert config.get("backend") == "slurm"
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("backend: lsf\n", "backend"),
+        ("memory: 4 GB\n", "memory"),
+        ("resolver:\n  timeout: soon\n", "resolver.timeout"),
+        ("labels: [a, b]\n", "labels"),
+    ],
+)
+def test_bad_values_name_the_file_and_key(tmp_path: Path, text: str, field: str) -> None:
+    (tmp_path / "seqera.yaml").write_text(text)
+    with pytest.raises(ResourceError) as info:
+        load_config(environ={}, cwd=tmp_path, home=tmp_path)
+    assert str(tmp_path / "seqera.yaml") in info.value.field and field in info.value.field
+
+
+def test_bad_environment_value() -> None:
+    with pytest.raises(ResourceError, match=r"\$SEQERA_LABELS"):
+        load_config(environ={"SEQERA_LABELS": "novalue"}, cwd=Path("/"), home=Path("/nonexistent"))
+
+
+def test_config_command_shows_sources_and_masks_secrets(home: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "seqera_core.cli", "config", "--json"],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+        env={"HOME": str(home), "PATH": "/usr/bin:/bin", "SEQERA_BACKEND": "pbs"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["backend"] == {"value": "pbs", "source": "$SEQERA_BACKEND"}
+    assert document["resolver.token"]["value"] == "***"
+
+
+def test_validate_reads_the_platform_from_the_environment(tmp_path: Path) -> None:
+    platform = Path(__file__).parents[2] / "shared" / "platforms" / "slurm-cluster.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "seqera_core.cli", "validate", "--engine", "snakemake",
+         "--set", "mem_mb=900000"],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "SEQERA_PLATFORM": str(platform)},
+    )  # fmt: skip
+    assert done.returncode == 2 and "queue hugemem allows" in done.stdout
