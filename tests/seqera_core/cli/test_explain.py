@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from seqera_core.cli import main
+from tests.conftest import require
 
 
 def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
@@ -101,3 +102,19 @@ def test_console_script_as_a_user_runs_it() -> None:
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert bad.returncode == 2 and "memory: '4 GiB'" in bad.stderr
+
+
+def test_an_installed_resolver_gives_the_effective_values(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require("seqera_test_resolver", "the test plugin package is installed by the core session")
+    monkeypatch.setenv("SEQERA_TEST_RESOLVER", "1")
+    doc = _json(capsys, "--engine", "nextflow", "--memory", "2 GB", "--backend", "slurm",
+                "--label", "team=genomics")  # fmt: skip
+    assert doc["resolver"] == "doubling"
+    assert doc["request"] == {"memory_bytes": 2 * 2**30, "attempt": 1}  # declared, kept
+    effective = doc["effective"]
+    assert isinstance(effective, dict) and effective["memory_bytes"] == 4 * 2**30
+    native = doc["native"]
+    assert isinstance(native, dict) and "--mem=4096M" in native["args"]
+    assert doc["labels"] == "--comment=nextflow/engine=nextflow;team=genomics"

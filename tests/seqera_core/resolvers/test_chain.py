@@ -101,8 +101,10 @@ def test_caps_by_resource_limits_then_queue() -> None:
     )
 
 
-def test_discovery_from_an_installed_plugin() -> None:
+def test_discovery_from_an_installed_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
     require("seqera_test_resolver", "the test plugin package is installed by the core session")
+    assert [r.name for r in discover()] == ["default"]  # the plugin's enabled() says no
+    monkeypatch.setenv("SEQERA_TEST_RESOLVER", "1")
     found = discover()
     names = [r.name for r in found]
     # the broken entry point is skipped, the disabled one left out, the default is last

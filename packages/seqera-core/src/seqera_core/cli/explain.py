@@ -8,11 +8,15 @@ import shlex
 from typing import Any
 
 from .. import platforms, wire
+from ..backends.local import LABEL_PREFIX
 from ..checks import suspicious
+from ..config import Config
 from ..dialects.engines import BACKENDS, ENGINES, GENERIC_KEYS, submission, translate
-from ..limits import apply_limits
+from ..labels import ecs_tags, encode_labels, run_labels
 from ..models import ResourceRequest, Submission
+from ..pipeline import prepare
 from ..platforms import ValidationReport
+from ..resolvers import HttpResolver, Resolver, discover
 from ..units import format_bytes, format_seconds
 from ._args import key_value, settings
 
@@ -41,6 +45,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_engine_options(explain)
     explain.add_argument(
         "--platform", metavar="FILE", help="also choose a queue and estimate the cost"
+    )
+    explain.add_argument(
+        "--label", action="append", default=[], metavar="KEY=VALUE", help="a run label"
     )
     explain.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -118,21 +125,50 @@ def platform_lines(report: ValidationReport) -> list[str]:
     return lines
 
 
+def _resolvers(config: Config) -> list[Resolver]:
+    found = discover()
+    url = config.get("resolver.url")
+    if url:
+        token, timeout = config.get("resolver.token"), config.get("resolver.timeout", 5.0)
+        found.append(HttpResolver(url, token=token, timeout=timeout))
+    return found
+
+
+def _label_form(backend: str, labels: dict[str, str]) -> object:
+    # How each backend's users find the labels again (see seqera_core.labels).
+    if not labels:
+        return None
+    if backend == "slurm":
+        return f"--comment={encode_labels(labels)}"
+    if backend == "pbs":
+        return f"-v SEQERA_LABELS={encode_labels(labels)}"
+    if backend == "ecs":
+        return ecs_tags(labels)
+    return {f"{LABEL_PREFIX}{k.upper()}": v for k, v in labels.items()}
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the explanation; exit 2 when the platform cannot run the job."""
     values = declared(args)
     translation = translate(args.engine, values, process=args.process)
-    capped = apply_limits(translation.request)
-    request = capped.request
     config = settings(backend=args.backend, platform=args.platform)
-    args.backend = config.get("backend")
-    report = None
-    if config.get("platform"):
-        report = platforms.validate(platforms.load(config.get("platform")), request)
-        request = report.request
-    result = submission(args.backend, request)
+    backend = config.get("backend")
+    path = config.get("platform")
+    user = {**config.get("labels", {}), **dict(key_value("--label", t) for t in args.label)}
+    prepared = prepare(
+        translation.request,
+        platform=platforms.load(path) if path else None,
+        resolvers=_resolvers(config),
+        run_labels=run_labels(
+            args.engine, {"engine": args.engine}, user, auto=config.get("auto_labels")
+        ),
+    )
+    request, report = prepared.request, prepared.report
+    result = submission(backend, request)
+    labels = _label_form(backend, dict(prepared.labels))
+    resolver = prepared.resolution.resolver if prepared.resolution else None
     messages = {
-        "capped": list(capped.notes),
+        "capped": list(prepared.notes),
         "note": list(result.notes),
         "warning": [
             *suspicious(request),
@@ -147,19 +183,37 @@ def run(args: argparse.Namespace) -> int:
             "engine": args.engine,
             "declared": values,
             "platform": None if report is None else report_document(report),
-            "request": wire.unstructure(request),
-            "backend": args.backend,
+            "request": wire.unstructure(translation.request),
+            "effective": wire.unstructure(request),
+            "resolver": resolver,
+            "backend": backend,
             "native": {"args": list(result.args), "values": dict(result.native)},
+            "labels": labels,
             "capped": messages["capped"],
             "notes": messages["note"],
             "warnings": messages["warning"],
         }
         print(json.dumps(document, indent=2, sort_keys=True))
     else:
-        print(_human(args.engine, values, request, result, messages))
+        print(_human(args.engine, values, translation.request, result, messages))
+        if request != translation.request:
+            print(f"effective ({resolver or 'not resolved'}): {_values(request)}")
+        if labels is not None:
+            print(f"labels: {json.dumps(labels) if not isinstance(labels, str) else labels}")
         if report is not None:
             print("\n".join(platform_lines(report)))
-    return 2 if report is not None and report.errors else 0
+    return 0 if prepared.ok else 2
+
+
+def _values(request: ResourceRequest) -> str:
+    shown = {
+        "cpus": request.cpus,
+        "memory": None if request.memory is None else format_bytes(request.memory),
+        "disk": None if request.disk is None else format_bytes(request.disk),
+        "time": None if request.time is None else format_seconds(request.time),
+        "queue": request.queue,
+    }
+    return " ".join(f"{k}={v}" for k, v in shown.items() if v is not None)
 
 
 def report_document(report: ValidationReport) -> dict[str, Any]:
