@@ -22,6 +22,12 @@ MODULES = [
     "seqera_core.dialects.pbs",
     "seqera_core.dialects.ecs",
     "seqera_core.backends",
+    "seqera_core.labels",
+    "seqera_core.platforms",
+    "seqera_core.config",
+    "seqera_core.pipeline",
+    "seqera_core.resolvers",
+    "seqera_core.dialects.human",
 ]
 
 
