@@ -97,3 +97,13 @@ def test_validate_reads_the_platform_from_the_environment(tmp_path: Path) -> Non
         env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "SEQERA_PLATFORM": str(platform)},
     )  # fmt: skip
     assert done.returncode == 2 and "queue hugemem allows" in done.stdout
+
+
+def test_auto_labels_from_the_environment_and_files(tmp_path: Path) -> None:
+    environ = {"SEQERA_AUTO_LABELS": "run-id,project"}
+    config = load_config(environ=environ, cwd=tmp_path, home=tmp_path)
+    assert config.get("auto_labels") == ["run-id", "project"]
+    (tmp_path / "seqera.yaml").write_text("auto_labels: none\n")
+    assert load_config(environ={}, cwd=tmp_path, home=tmp_path).get("auto_labels") == "none"
+    with pytest.raises(ResourceError, match="auto_labels"):
+        load_config(environ={"SEQERA_AUTO_LABELS": "runName"}, cwd=tmp_path, home=tmp_path)

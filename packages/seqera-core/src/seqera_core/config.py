@@ -16,6 +16,7 @@ import yaml
 from attrs import field, frozen
 
 from .errors import ResourceError
+from .labels import METADATA
 
 __all__ = ["KEYS", "Config", "load_config"]
 
@@ -69,6 +70,14 @@ def _check(key: str, value: Any, where: str) -> Any:
         if seconds <= 0:
             raise ResourceError(f"{where}: {key}", value, "a number of seconds > 0")
         return seconds
+    if key == "auto_labels":
+        names = value.split(",") if isinstance(value, str) else value
+        if value in ("all", "none"):
+            return value
+        if not isinstance(names, list) or not set(map(str, names)) <= set(METADATA):
+            expected = f"all, none, or a list of {', '.join(METADATA)}"
+            raise ResourceError(f"{where}: auto_labels", value, expected)
+        return [str(n).strip() for n in names]
     if key == "labels":
         if isinstance(value, str):  # SEQERA_LABELS=team=genomics,project=x
             pairs = [item.partition("=") for item in value.split(",") if item]
