@@ -1,16 +1,20 @@
-"""Capping a request by its resource limits, saying what was capped."""
+"""Capping resources by limits, saying what was capped."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 from attrs import frozen
 
-from .models import ResourceRequest
+from .models import ResourceLimits, ResourceRequest, ResourceResponse
 from .units import format_bytes, format_seconds
 
-__all__ = ["Capped", "apply_limits"]
+__all__ = ["Capped", "apply_limits", "cap"]
+
+T = TypeVar("T", ResourceRequest, ResourceResponse)
+
+_SHOWN = {"cpus": str, "memory": format_bytes, "disk": format_bytes, "time": format_seconds}
 
 
 @frozen
@@ -21,22 +25,21 @@ class Capped:
     notes: tuple[str, ...] = ()
 
 
-def apply_limits(request: ResourceRequest) -> Capped:
-    """Lower each value above ``request.resource_limits`` to the limit (Nextflow semantics)."""
-    limits = request.resource_limits
+def cap(values: T, limits: ResourceLimits | None, source: str) -> tuple[T, tuple[str, ...]]:
+    """Lower each of cpus, memory, disk and time above ``limits``; one note per change."""
     if limits is None:
-        return Capped(request)
+        return values, ()
     changes: dict[str, Any] = {}
     notes = []
-    shown = {"cpus": str, "memory": format_bytes, "disk": format_bytes, "time": format_seconds}
-    for name, show in shown.items():
-        value = getattr(request, name)
-        limit = getattr(limits, name)
+    for name, show in _SHOWN.items():
+        value, limit = getattr(values, name), getattr(limits, name)
         if value is not None and limit is not None and value > limit:
             changes[name] = limit
-            notes.append(
-                f"{name} {show(value)} capped to the resource limit {show(limit)}"  # type: ignore[operator]
-            )
-    if not changes:
-        return Capped(request)
-    return Capped(attrs.evolve(request, **changes), tuple(notes))
+            notes.append(f"{name} {show(value)} capped to the {source} {show(limit)}")  # type: ignore[operator]
+    return (attrs.evolve(values, **changes) if changes else values), tuple(notes)
+
+
+def apply_limits(request: ResourceRequest) -> Capped:
+    """Lower each value above ``request.resource_limits`` to the limit (Nextflow semantics)."""
+    capped, notes = cap(request, request.resource_limits, "resource limit")
+    return Capped(capped, notes)

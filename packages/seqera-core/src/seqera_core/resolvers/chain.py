@@ -7,11 +7,10 @@ import logging
 import math
 from collections.abc import Sequence
 
-import attrs
 from attrs import frozen
 
+from ..limits import cap
 from ..models import ResourceLimits, ResourceRequest, ResourceResponse
-from ..units import format_bytes, format_seconds
 from .base import Resolver
 
 __all__ = ["Resolution", "resolve"]
@@ -55,22 +54,6 @@ def _declared(request: ResourceRequest, defaults: ResourceResponse) -> ResourceR
     )
 
 
-def _cap(
-    response: ResourceResponse, limits: ResourceLimits | None, source: str
-) -> tuple[ResourceResponse, list[str]]:
-    if limits is None:
-        return response, []
-    changes: dict[str, float | int] = {}
-    notes = []
-    shown = {"cpus": str, "memory": format_bytes, "disk": format_bytes, "time": format_seconds}
-    for name, show in shown.items():
-        value, limit = getattr(response, name), getattr(limits, name)
-        if limit is not None and value > limit:
-            changes[name] = limit
-            notes.append(f"{name} {show(value)} capped to the {source} {show(limit)}")  # type: ignore[operator]
-    return attrs.evolve(response, **changes), notes  # type: ignore[arg-type]
-
-
 def resolve(
     request: ResourceRequest,
     resolvers: Sequence[Resolver],
@@ -109,6 +92,6 @@ def resolve(
             break
         effective, source = answer, name
         break
-    effective, notes = _cap(effective, request.resource_limits, "resource limit")
-    effective, queue_notes = _cap(effective, caps, "queue limit")
-    return Resolution(request, effective, source, tuple(notes + queue_notes))
+    effective, notes = cap(effective, request.resource_limits, "resource limit")
+    effective, queue_notes = cap(effective, caps, "queue limit")
+    return Resolution(request, effective, source, notes + queue_notes)
