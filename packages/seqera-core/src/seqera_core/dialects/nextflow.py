@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import ResourceError
 from ..models import Accelerator, ResourceLimits, ResourceRequest
-from ..units import ceil_div
+from ..units import ceil_div, format_seconds
 
 __all__ = [
     "format_duration",
@@ -164,12 +164,7 @@ def format_duration(seconds: int) -> str:
     """The exact Nextflow duration string for whole seconds, e.g. ``'1d 2h 30m'``."""
     if seconds < 0:
         raise ResourceError("time", seconds, "a non-negative number of seconds")
-    parts = []
-    for unit, length in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        count, seconds = divmod(seconds, length)
-        if count:
-            parts.append(f"{count}{unit}")
-    return " ".join(parts) or "0s"
+    return format_seconds(seconds)  # its `1d 2h 3m 4s` parts are Nextflow's own units
 
 
 def _cpus(value: Any, field: str = "cpus") -> int:
