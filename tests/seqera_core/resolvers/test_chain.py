@@ -3,23 +3,38 @@
 from __future__ import annotations
 
 import logging
+import sys
 import threading
+import time
+from importlib.metadata import entry_points
 
+import attrs
 import pytest
 
 from seqera_core import ResourceLimits, ResourceRequest, ResourceResponse
-from seqera_core.resolvers import DefaultResolver, Resolver, discover, resolve
+from seqera_core.resolvers import (
+    ENTRY_POINT_GROUP,
+    DefaultResolver,
+    Resolution,
+    Resolver,
+    discover,
+    resolve,
+)
 from tests.conftest import require
 
 GIB = 2**30
 DEFAULTS = ResourceResponse(cpus=1, memory=GIB, disk=10 * GIB, time=3600)
+REQUEST = ResourceRequest(cpus=2, memory=4 * GIB, process="ALIGN", task_index=3, attempt=2)
+TASK = "ALIGN #3 (attempt 2)"
 
 
 class Fixed(Resolver):
     def __init__(self, name: str, priority: int, answer: object) -> None:
         self.name, self.priority, self.answer = name, priority, answer
+        self.calls = 0
 
     def resolve(self, request: ResourceRequest) -> ResourceResponse | None:
+        self.calls += 1
         if isinstance(self.answer, BaseException):
             raise self.answer
         return self.answer  # type: ignore[return-value]
@@ -30,61 +45,93 @@ class Hanging(Resolver):
 
     def __init__(self) -> None:
         self.release = threading.Event()
+        self.calls = 0
 
     def resolve(self, request: ResourceRequest) -> None:
+        self.calls += 1
         self.release.wait(10)
 
 
-REQUEST = ResourceRequest(cpus=2, memory=4 * GIB, process="ALIGN", task_index=3, attempt=2)
+def _response(**values: object) -> ResourceResponse:
+    """A response whose values never met the model's validators."""
+    answer = ResourceResponse.__new__(ResourceResponse)
+    for name, value in values.items():
+        object.__setattr__(answer, name, value)
+    return answer
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
 def test_lowest_priority_wins_and_declared_is_kept() -> None:
     low = Fixed("low", -10, ResourceResponse(cpus=4, memory=GIB, disk=GIB, time=60))
     high = Fixed("high", 5, ResourceResponse(cpus=8, memory=GIB, disk=GIB, time=60))
     result = resolve(REQUEST, [high, DefaultResolver(), low], defaults=DEFAULTS)
-    assert result.resolver == "low" and result.effective.cpus == 4
-    assert result.declared is REQUEST
+    assert result == Resolution(REQUEST, low.answer, "low", ())  # type: ignore[arg-type]
+    assert result.declared is REQUEST and high.calls == 0
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        result.resolver = "other"  # type: ignore[misc]
 
 
-def test_no_opinion_falls_through_to_declared_plus_defaults() -> None:
+def test_no_opinion_falls_through_to_the_next_then_declared_plus_defaults() -> None:
+    later = Fixed("later", 1, ResourceResponse(cpus=3, memory=GIB, disk=GIB, time=60))
+    assert resolve(REQUEST, [Fixed("none", 0, None), later], defaults=DEFAULTS).resolver == "later"
     result = resolve(REQUEST, [Fixed("none", 0, None), DefaultResolver()], defaults=DEFAULTS)
-    assert result.resolver == "declared"
+    assert result.resolver == "declared" and result.notes == ()
     assert result.effective == ResourceResponse(cpus=2, memory=4 * GIB, disk=10 * GIB, time=3600)
+    assert resolve(REQUEST, [], defaults=DEFAULTS).effective == result.effective
 
 
 @pytest.mark.parametrize(
-    "answer",
+    ("answer", "why"),
     [
-        RuntimeError("boom"),
-        "lots of memory",
-        {"cpus": 1},
-        ResourceResponse.__new__(ResourceResponse),  # attributes never set
+        (RuntimeError("boom"), "failed (RuntimeError: boom)"),
+        (SystemExit(3), "failed (SystemExit: 3)"),
+        ("lots of memory", "malformed"),
+        ({"cpus": 1}, "malformed"),
+        (_response(cpus=-1, memory=1, disk=1, time=1), "malformed"),
+        (_response(cpus=1, memory=1.5, disk=1, time=1), "malformed"),
+        (_response(cpus=float("nan"), memory=1, disk=1, time=1), "malformed"),
+        (_response(cpus=1), "malformed"),  # memory, disk and time never set
     ],
 )
 def test_failure_or_garbage_warns_once_and_uses_declared(
-    caplog: pytest.LogCaptureFixture, answer: object
+    caplog: pytest.LogCaptureFixture, answer: object, why: str
 ) -> None:
-    if isinstance(answer, ResourceResponse):
-        object.__setattr__(answer, "cpus", -1)
-        for name in ("memory", "disk", "time"):
-            object.__setattr__(answer, name, 1)
-    with caplog.at_level(logging.WARNING):
-        result = resolve(REQUEST, [Fixed("bad", 0, answer)], defaults=DEFAULTS)
+    other = Fixed("other", 5, ResourceResponse(cpus=9, memory=GIB, disk=GIB, time=60))
+    result = resolve(REQUEST, [Fixed("bad", 0, answer), other], defaults=DEFAULTS)
     assert result.resolver == "declared" and result.effective.memory == 4 * GIB
-    warnings = [r.getMessage() for r in caplog.records]
-    assert len(warnings) == 1
-    assert "bad" in warnings[0] and "ALIGN #3 (attempt 2)" in warnings[0]
+    assert other.calls == 0  # the declared values, not another resolver's guess
+    (warning,) = _warnings(caplog)
+    assert warning.startswith("resolver bad ") and TASK in warning and why in warning
+    assert result.notes == (warning.split(f" for {TASK}")[0] + "; declared values used",)
 
 
-def test_a_hanging_resolver_is_bounded_by_the_timeout(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_hanging_resolver_is_bounded_and_holds_one_daemon_thread(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     hanging = Hanging()
     try:
-        with caplog.at_level(logging.WARNING):
-            result = resolve(REQUEST, [hanging], defaults=DEFAULTS, timeout=0.2)
+        started = time.monotonic()
+        result = resolve(REQUEST, [hanging], defaults=DEFAULTS, timeout=0.2)
+        assert time.monotonic() - started < 1
+        assert result.resolver == "declared" and result.effective.memory == 4 * GIB
+        (warning,) = _warnings(caplog)
+        assert warning.startswith("resolver hanging timed out after 0.2 s") and TASK in warning
+        threads = [t for t in threading.enumerate() if t.name == "seqera-resolver-hanging"]
+        assert len(threads) == 1 and threads[0].daemon  # never keeps the process alive
+        caplog.clear()
+        # While the abandoned call runs, the resolver is skipped: no second thread.
+        again = resolve(REQUEST, [hanging], defaults=DEFAULTS, timeout=0.2)
+        assert again.resolver == "declared" and hanging.calls == 1
+        (warning,) = _warnings(caplog)
+        assert "resolver hanging was skipped" in warning and TASK in warning
     finally:
         hanging.release.set()
-    assert result.resolver == "declared"
-    assert "timed out" in caplog.records[0].getMessage()
+    threads[0].join(2)
+    resolve(REQUEST, [hanging], defaults=DEFAULTS, timeout=0.2)
+    assert hanging.calls == 2  # asked again once the earlier call returned
 
 
 def test_caps_by_resource_limits_then_queue() -> None:
@@ -94,6 +141,7 @@ def test_caps_by_resource_limits_then_queue() -> None:
         request, [big], defaults=DEFAULTS, caps=ResourceLimits(cpus=16, memory=16 * GIB)
     )
     assert (result.effective.cpus, result.effective.memory) == (16, 16 * GIB)
+    assert result.declared is request and result.resolver == "big"
     assert result.notes == (
         "memory 64 GiB capped to the resource limit 32 GiB",
         "cpus 64 capped to the queue limit 16",
@@ -101,13 +149,33 @@ def test_caps_by_resource_limits_then_queue() -> None:
     )
 
 
-def test_discovery_from_an_installed_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_defaults_are_capped_too() -> None:
+    request = ResourceRequest(resource_limits=ResourceLimits(time=600))
+    result = resolve(request, [], defaults=DEFAULTS)
+    assert result.effective.time == 600 and result.resolver == "declared"
+    assert result.notes == ("time 1h capped to the resource limit 10m",)
+
+
+def test_the_default_resolver_is_registered_by_seqera_core() -> None:
+    (entry,) = [e for e in entry_points(group=ENTRY_POINT_GROUP) if e.name == "default"]
+    assert entry.load() is DefaultResolver
+    assert DefaultResolver().resolve(REQUEST) is None
+    assert DefaultResolver().enabled()
+
+
+def test_discovery_from_an_installed_plugin(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     require("seqera_test_resolver", "the test plugin package is installed by the core session")
     assert [r.name for r in discover()] == ["default"]  # the plugin's enabled() says no
     monkeypatch.setenv("SEQERA_TEST_RESOLVER", "1")
+    caplog.clear()
     found = discover()
-    names = [r.name for r in found]
-    # the broken entry point is skipped, the disabled one left out, the default is last
-    assert names == ["doubling", "default"]
+    # the disabled one is left out, the broken one skipped with a warning, default last
+    assert [r.name for r in found] == ["doubling", "default"]
+    (warning,) = _warnings(caplog)
+    assert "'broken'" in warning and "skipped" in warning
     result = resolve(REQUEST, found, defaults=DEFAULTS)
     assert result.resolver == "doubling" and result.effective.memory == 8 * GIB
+    assert result.declared.memory == 4 * GIB
+    assert "seqera_test_resolver" in sys.modules

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
-import math
+import threading
 from collections.abc import Sequence
 
+import attrs
 from attrs import frozen
 
 from ..limits import cap
 from ..models import ResourceLimits, ResourceRequest, ResourceResponse
-from .base import Resolver
+from .base import DefaultResolver, Resolver
 
 __all__ = ["Resolution", "resolve"]
 
 _LOG = logging.getLogger("seqera_core.resolvers")
-# One small shared pool: a hung resolver holds one thread until it returns, never the caller.
-_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="seqera-resolver")
+
+# Threads of calls that timed out, by id(resolver). A hung resolver is skipped until its
+# abandoned call ends, so it holds at most one thread instead of one per task. The thread
+# keeps its resolver alive, so the id cannot be reused while the entry matters.
+_ABANDONED: dict[int, threading.Thread] = {}
+_ABANDONED_LOCK = threading.Lock()
 
 
 @frozen
@@ -30,19 +34,19 @@ class Resolution:
     notes: tuple[str, ...] = ()
 
 
+class _Fallback(Exception):
+    """Why a resolver's answer cannot be used; the message completes "resolver X ..."."""
+
+
 def _task(request: ResourceRequest) -> str:
     name = request.process or "task"
     index = "" if request.task_index is None else f" #{request.task_index}"
     return f"{name}{index} (attempt {request.attempt})"
 
 
-def _valid(answer: object) -> bool:
-    if not isinstance(answer, ResourceResponse):
-        return False
-    return all(
-        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-        for v in (answer.cpus, answer.memory, answer.disk, answer.time)
-    )
+def _name(resolver: Resolver) -> str:
+    name = getattr(resolver, "name", None)
+    return name if isinstance(name, str) and name else type(resolver).__name__
 
 
 def _declared(request: ResourceRequest, defaults: ResourceResponse) -> ResourceResponse:
@@ -52,6 +56,52 @@ def _declared(request: ResourceRequest, defaults: ResourceResponse) -> ResourceR
         disk=request.disk if request.disk is not None else defaults.disk,
         time=request.time if request.time is not None else defaults.time,
     )
+
+
+def _ask(resolver: Resolver, request: ResourceRequest, timeout: float) -> object:
+    """The resolver's raw answer, from a daemon thread given ``timeout`` seconds."""
+    key = id(resolver)
+    with _ABANDONED_LOCK:
+        earlier = _ABANDONED.get(key)
+        if earlier is not None and earlier.is_alive():
+            raise _Fallback("was skipped (an earlier call timed out and is still running)")
+        _ABANDONED.pop(key, None)
+    outcome: list[tuple[bool, object]] = []
+
+    def call() -> None:
+        try:
+            outcome.append((True, resolver.resolve(request)))
+        except BaseException as exc:  # even sys.exit(): it would only end this thread
+            outcome.append((False, exc))
+
+    # A daemon thread, so that a resolver that never returns cannot keep the process alive.
+    thread = threading.Thread(target=call, name=f"seqera-resolver-{_name(resolver)}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        with _ABANDONED_LOCK:
+            _ABANDONED[key] = thread
+        raise _Fallback(f"timed out after {timeout:g} s")
+    if not outcome:
+        raise _Fallback("ended without an answer")
+    ok, value = outcome[0]
+    if not ok:
+        raise _Fallback(f"failed ({type(value).__name__}: {value})")
+    return value
+
+
+def _checked(answer: object) -> ResourceResponse | None:
+    if answer is None:
+        return None
+    if not isinstance(answer, ResourceResponse):
+        raise _Fallback(f"gave a malformed answer ({type(answer).__name__}, not a response)")
+    try:
+        # The model's own rules (whole bytes and seconds, values > 0), which an answer
+        # built around its constructor has never met.
+        attrs.validate(answer)
+    except Exception as exc:
+        raise _Fallback(f"gave a malformed answer ({exc})") from None
+    return answer
 
 
 def resolve(
@@ -64,34 +114,27 @@ def resolve(
 ) -> Resolution:
     """Ask ``resolvers`` (lowest priority first) for ``request``'s effective resources.
 
-    The first valid answer wins. An exception, a timeout or a malformed answer logs one
-    warning naming the resolver and the task and moves on; the declared values (missing
-    ones from ``defaults``) are the final fallback. The result is capped by the request's
-    ``resource_limits`` and then by ``caps`` (a queue's limits).
+    The first answer that is not ``None`` wins. An exception, a timeout or a malformed
+    answer logs one warning naming the resolver and the task, and the declared values
+    (missing ones from ``defaults``) are used. The result is capped by the request's
+    ``resource_limits`` and then by ``caps`` (a queue's limits); each cap is a note.
     """
     effective, source = _declared(request, defaults), "declared"
+    notes: tuple[str, ...] = ()
     for resolver in sorted(resolvers, key=lambda r: r.priority):
-        name = getattr(resolver, "name", type(resolver).__name__)
-        future = _POOL.submit(resolver.resolve, request)
+        if type(resolver) is DefaultResolver:
+            continue  # no opinion, known without a thread
+        name = _name(resolver)
         try:
-            answer = future.result(timeout=timeout)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            _LOG.warning("resolver %s timed out after %s s for %s; "
-                         "using the declared values", name, timeout, _task(request))  # fmt: skip
+            answer = _checked(_ask(resolver, request, timeout))
+        except _Fallback as why:
+            _LOG.warning("resolver %s %s for %s; using the declared values",
+                         name, why, _task(request))  # fmt: skip
+            notes = (f"resolver {name} {why}; declared values used",)
             break
-        except Exception as exc:
-            _LOG.warning("resolver %s failed for %s (%s: %s); using the declared values",
-                         name, _task(request), type(exc).__name__, exc)  # fmt: skip
+        if answer is not None:
+            effective, source = answer, name
             break
-        if answer is None:
-            continue
-        if not _valid(answer):
-            _LOG.warning("resolver %s gave a malformed answer for %s (%r); "
-                         "using the declared values", name, _task(request), answer)  # fmt: skip
-            break
-        effective, source = answer, name
-        break
-    effective, notes = cap(effective, request.resource_limits, "resource limit")
+    effective, limit_notes = cap(effective, request.resource_limits, "resource limit")
     effective, queue_notes = cap(effective, caps, "queue limit")
-    return Resolution(request, effective, source, notes + queue_notes)
+    return Resolution(request, effective, source, notes + limit_notes + queue_notes)
