@@ -1,37 +1,41 @@
-"""The HTTP resolver against a real HTTP server on 127.0.0.1."""
+"""The HTTP resolver against a real HTTP server on 127.0.0.1, checked against the contract."""
 
 from __future__ import annotations
 
 import json
 import logging
+import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
-import yaml
 
-from seqera_core import ResourceRequest, ResourceResponse
-from seqera_core.resolvers import HttpResolver, resolve
+from seqera_core import ResourceRequest, ResourceResponse, SeqeraError, UsageError, WireError
+from seqera_core.resolvers import BATCH_LIMIT, HttpResolver, resolve
+
+from ._contract import Contract
 
 GIB = 2**30
-SHARED = Path(__file__).parents[3] / "shared"
-REQUEST_SCHEMA = json.loads((SHARED / "schemas/resource-request.schema.json").read_text())
-RESPONSE_SCHEMA = json.loads((SHARED / "schemas/resource-response.schema.json").read_text())
 DEFAULTS = ResourceResponse(cpus=1, memory=GIB, disk=GIB, time=3600)
+ONE, BATCH = "/v1/resources/resolve", "/v1/resources/resolve/batch"
 
 Behaviour = Callable[["Server", str, Any], tuple[int, Any]]
 
 
 class Server:
-    """A real HTTP server whose answers a test chooses; it records every request."""
+    """A real HTTP server whose answers a test chooses.
 
-    def __init__(self, behaviour: Behaviour) -> None:
+    It records every request, validates each body it receives and each 200 body it
+    returns against the contract, and lists what did not match in ``problems``.
+    """
+
+    def __init__(self, behaviour: Behaviour, contract: Contract, check_answers: bool) -> None:
         self.behaviour = behaviour
         self.requests: list[tuple[str, Any, str | None]] = []
+        self.problems: list[str] = []
         self.release = threading.Event()
         server = self
 
@@ -39,9 +43,17 @@ class Server:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append((self.path, body, self.headers.get("Authorization")))
-                status, answer = server.behaviour(server, self.path, body)
-                self.send_response(status)
+                found = [e.message for e in contract.request(self.path).iter_errors(body)]
+                server.problems.extend(f"request to {self.path}: {m}" for m in found)
+                if found:  # what a real sidecar answers to a document off the schema
+                    status, answer = 400, {"problems": found}
+                else:
+                    status, answer = server.behaviour(server, self.path, body)
+                if status == 200 and check_answers:
+                    errors = contract.response(self.path, 200).iter_errors(answer)
+                    server.problems.extend(f"answer from {self.path}: {e.message}" for e in errors)
                 payload = b"" if answer is None else json.dumps(answer).encode()
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
@@ -53,8 +65,15 @@ class Server:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # A short poll interval so that shutdown() does not wait half a second.
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self.thread.start()
+
+    def paths(self) -> list[str]:
+        """The path of every request received, in order."""
+        return [path for path, _, _ in self.requests]
 
     def stop(self) -> None:
         self.release.set()
@@ -62,141 +81,240 @@ class Server:
         self.httpd.server_close()
 
 
+Serve = Callable[..., Server]
+
+
 @pytest.fixture
-def serve() -> Iterator[Callable[[Behaviour], Server]]:
+def serve(contract: Contract) -> Iterator[Serve]:
+    """Start servers on 127.0.0.1; stop them and check they saw only valid bodies."""
     servers: list[Server] = []
 
-    def start(behaviour: Behaviour) -> Server:
-        servers.append(Server(behaviour))
+    def start(behaviour: Behaviour, *, check_answers: bool = True) -> Server:
+        servers.append(Server(behaviour, contract, check_answers))
         return servers[-1]
 
     yield start
     for server in servers:
         server.stop()
+    assert [p for s in servers for p in s.problems] == []
 
 
-def _optimiser(server: Server, path: str, body: Any) -> tuple[int, Any]:
-    def answer(request: dict[str, Any]) -> dict[str, Any] | None:
-        jsonschema.validate(request, REQUEST_SCHEMA)
-        if request.get("process") == "UNKNOWN":
-            return None
-        return {"cpus": 2, "memory_bytes": request["memory_bytes"] // 2, "disk_bytes": GIB,
-                "time_seconds": 600}  # fmt: skip
+def _answer(request: dict[str, Any]) -> dict[str, Any] | None:
+    if request.get("process") == "UNKNOWN":
+        return None
+    return {"cpus": 2, "memory_bytes": request["memory_bytes"] // 2, "disk_bytes": GIB,
+            "time_seconds": 600}  # fmt: skip
 
-    if path == "/v1/resources/resolve":
-        result = answer(body)
+
+def optimiser(server: Server, path: str, body: Any) -> tuple[int, Any]:
+    """Half the declared memory; no opinion on the process UNKNOWN."""
+    if path == ONE:
+        result = _answer(body)
         return (204, None) if result is None else (200, result)
-    assert path == "/v1/resources/resolve/batch" and len(body["requests"]) <= 100
-    return 200, {"responses": [answer(r) for r in body["requests"]]}
+    return 200, {"responses": [_answer(r) for r in body["requests"]]}
 
 
-def _request(process: str = "ALIGN", memory: int = 8 * GIB, attempt: int = 1) -> ResourceRequest:
-    return ResourceRequest(cpus=4, memory=memory, process=process, attempt=attempt)
+def _request(process: str = "ALIGN", memory: int = 8 * GIB, **more: Any) -> ResourceRequest:
+    return ResourceRequest(cpus=4, memory=memory, process=process, **more)
 
 
-def test_resolves_validates_and_sends_the_token(serve: Callable[[Behaviour], Server]) -> None:
-    server = serve(_optimiser)
-    resolver = HttpResolver(server.url, token="s3cret")
-    answer = resolver.resolve(_request())
-    assert answer == ResourceResponse(cpus=2, memory=4 * GIB, disk=GIB, time=600)
-    jsonschema.validate({"cpus": 2, "memory_bytes": 4 * GIB, "disk_bytes": GIB,
-                         "time_seconds": 600}, RESPONSE_SCHEMA)  # fmt: skip
-    assert server.requests[0][2] == "Bearer s3cret"
-    assert resolver.resolve(_request(process="UNKNOWN")) is None  # 204: no opinion
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
-def test_cache_keyed_on_process_declared_values_and_attempt(
-    serve: Callable[[Behaviour], Server],
-) -> None:
-    server = serve(_optimiser)
+def test_one_answer_with_the_token(serve: Serve) -> None:
+    server = serve(optimiser)
+    with HttpResolver(server.url, token="s3cret") as resolver:
+        answer = resolver.resolve(_request(labels={"sample": "s1"}, task_index=7))
+        assert answer == ResourceResponse(cpus=2, memory=4 * GIB, disk=GIB, time=600)
+        assert resolver.resolve(_request(process="UNKNOWN")) is None  # 204: no opinion
+    assert server.paths() == [ONE, ONE]
+    assert [auth for _, _, auth in server.requests] == ["Bearer s3cret"] * 2
+    assert server.requests[0][1]["memory_bytes"] == 8 * GIB
+    assert "s3cret" not in repr(resolver)
+
+
+def test_no_token_no_authorization_header(serve: Serve) -> None:
+    server = serve(optimiser)
+    HttpResolver(server.url).resolve(_request())
+    assert server.requests[0][2] is None
+
+
+def test_through_the_chain_declared_is_kept(serve: Serve) -> None:
+    server = serve(optimiser)
+    request = _request()
+    result = resolve(request, [HttpResolver(server.url)], defaults=DEFAULTS, timeout=2)
+    assert result.resolver == "http" and result.effective.memory == 4 * GIB
+    assert result.declared is request
+
+
+def test_cache_keyed_on_process_declared_values_and_attempt(serve: Serve) -> None:
+    server = serve(optimiser)
     resolver = HttpResolver(server.url)
-    for _ in range(3):
-        resolver.resolve(_request())
+    for index in range(3):
+        resolver.resolve(_request(task_index=index))  # another task of the same process
     resolver.resolve(_request(attempt=2))
     resolver.resolve(_request(memory=16 * GIB))
-    assert len(server.requests) == 3
+    resolver.resolve(_request(process="SORT"))
+    resolver.resolve(_request(process="UNKNOWN"))
+    resolver.resolve(_request(process="UNKNOWN"))  # "no opinion" is cached too
+    assert len(server.requests) == 5
 
 
-def test_batch_in_chunks_of_100(serve: Callable[[Behaviour], Server]) -> None:
-    server = serve(_optimiser)
+def test_cache_is_bounded(serve: Serve) -> None:
+    server = serve(optimiser)
+    resolver = HttpResolver(server.url, cache_size=2)
+    for memory in (2, 4, 6, 2):  # 2 GiB was evicted by 6 GiB
+        resolver.resolve(_request(memory=memory * GIB))
+    assert len(server.requests) == 4
+
+
+def test_batch_in_chunks_of_100_in_order(serve: Serve) -> None:
+    server = serve(optimiser)
     resolver = HttpResolver(server.url)
-    requests = [_request(memory=(i + 2) * GIB) for i in range(250)] + [_request("UNKNOWN")]
+    resolver.resolve(_request(memory=2 * GIB))  # already cached: not sent again
+    requests = [_request(memory=(i + 2) * GIB) for i in range(250)]
+    requests += [_request("UNKNOWN"), requests[10]]  # no opinion, and a duplicate
     answers = resolver.resolve_many(requests)
-    assert [len(body["requests"]) for _, body, _ in server.requests] == [100, 100, 51]
-    assert answers[0] is not None and answers[0].memory == GIB
-    assert answers[-1] is None
-    resolver.resolve(requests[5])  # cached by the batch
-    assert len(server.requests) == 3
+    batches = [body["requests"] for path, body, _ in server.requests if path == BATCH]
+    assert [len(b) for b in batches] == [BATCH_LIMIT, BATCH_LIMIT, 50]
+    assert [a.memory if a else None for a in answers] == [
+        (i + 2) * GIB // 2 for i in range(250)
+    ] + [None, 6 * GIB]
+    resolver.resolve(requests[5])
+    resolver.resolve_many(requests[:120])
+    assert len(server.requests) == 4  # everything above came from the cache
 
 
-def test_500_is_retried_then_the_declared_values_are_used(
-    serve: Callable[[Behaviour], Server], caplog: pytest.LogCaptureFixture
+def test_batch_with_a_malformed_item_names_it(serve: Serve) -> None:
+    good = {"cpus": 1, "memory_bytes": GIB, "disk_bytes": GIB, "time_seconds": 60}
+    server = serve(lambda s, p, b: (200, {"responses": [good, {"cpus": 1}]}), check_answers=False)
+    with pytest.raises(WireError, match=r"responses\[1\]"):
+        HttpResolver(server.url).resolve_many([_request(), _request(process="SORT")])
+
+
+def test_batch_with_the_wrong_number_of_answers(serve: Serve) -> None:
+    server = serve(lambda s, p, b: (200, {"responses": []}), check_answers=False)
+    with pytest.raises(WireError, match="expected a list of 1"):
+        HttpResolver(server.url).resolve_many([_request()])
+
+
+def test_500_is_retried_with_backoff_then_declared(
+    serve: Serve, caplog: pytest.LogCaptureFixture
 ) -> None:
     server = serve(lambda s, p, b: (500, {"error": "down"}))
-    resolver = HttpResolver(server.url, retries=2, backoff=0.01)
+    delays: list[float] = []
+    resolver = HttpResolver(server.url, retries=3, backoff=0.1, sleep=delays.append)
     with caplog.at_level(logging.WARNING):
-        result = resolve(_request(), [resolver], defaults=DEFAULTS)
-    assert len(server.requests) == 3
+        result = resolve(_request(task_index=4), [resolver], defaults=DEFAULTS, timeout=2)
+    assert len(server.requests) == 4 and delays == [0.1, 0.2, 0.4]
     assert result.resolver == "declared" and result.effective.memory == 8 * GIB
-    assert "http" in caplog.records[0].getMessage()
+    (warning,) = _warnings(caplog)
+    assert "resolver http" in warning and "ALIGN #4 (attempt 1)" in warning
+    assert "HTTP 500" in warning
 
 
-def test_recovers_after_a_transient_500(serve: Callable[[Behaviour], Server]) -> None:
+def test_recovers_after_a_transient_503(serve: Serve) -> None:
     def flaky(server: Server, path: str, body: Any) -> tuple[int, Any]:
-        return (503, None) if len(server.requests) == 1 else _optimiser(server, path, body)
+        return (503, None) if len(server.requests) == 1 else optimiser(server, path, body)
 
     server = serve(flaky)
-    answer = HttpResolver(server.url, backoff=0.01).resolve(_request())
+    answer = HttpResolver(server.url, sleep=lambda _: None).resolve(_request())
     assert answer is not None and len(server.requests) == 2
 
 
-def test_a_hanging_server_times_out_to_the_declared_values(
-    serve: Callable[[Behaviour], Server],
+def test_4xx_is_not_retried(serve: Serve, caplog: pytest.LogCaptureFixture) -> None:
+    server = serve(lambda s, p, b: (404, {"error": "no such path"}))
+    result = resolve(_request(), [HttpResolver(server.url)], defaults=DEFAULTS, timeout=2)
+    assert result.resolver == "declared" and len(server.requests) == 1
+    assert "HTTP 404" in _warnings(caplog)[0]
+
+
+def _hang(server: Server, path: str, body: Any) -> tuple[int, Any]:
+    server.release.wait(10)
+    return 204, None
+
+
+@pytest.mark.parametrize(("http_timeout", "chain_timeout"), [(0.2, 5), (5, 0.2)])
+def test_a_hanging_server_is_bounded_then_declared(
+    serve: Serve, caplog: pytest.LogCaptureFixture, http_timeout: float, chain_timeout: float
 ) -> None:
-    def hang(server: Server, path: str, body: Any) -> tuple[int, Any]:
-        server.release.wait(10)
-        return 200, None
+    server = serve(_hang)
+    resolver = HttpResolver(server.url, timeout=http_timeout, retries=0)
+    started = time.monotonic()
+    result = resolve(_request(), [resolver], defaults=DEFAULTS, timeout=chain_timeout)
+    assert time.monotonic() - started < 1.5
+    assert result.resolver == "declared" and result.effective.cpus == 4
+    (warning,) = _warnings(caplog)
+    assert "resolver http" in warning and "ALIGN (attempt 1)" in warning
 
-    server = serve(hang)
-    resolver = HttpResolver(server.url, timeout=0.2, retries=0)
+
+def test_connection_refused_is_retried_then_declared(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with socket.socket() as probe:  # a port on 127.0.0.1 that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    delays: list[float] = []
+    resolver = HttpResolver(f"http://127.0.0.1:{port}", retries=2, sleep=delays.append)
     result = resolve(_request(), [resolver], defaults=DEFAULTS, timeout=2)
+    assert result.resolver == "declared" and len(delays) == 2
+    assert "ConnectError" in _warnings(caplog)[0]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"cpus": 1, "memory_bytes": "lots"},
+        {"cpus": 0, "memory_bytes": 1, "disk_bytes": 1, "time_seconds": 1},
+        [1, 2],
+        "not json",
+    ],
+)
+def test_garbage_answer_is_rejected(
+    serve: Serve, caplog: pytest.LogCaptureFixture, answer: Any
+) -> None:
+    if answer == "not json":
+        server = serve(lambda s, p, b: (200, None), check_answers=False)
+    else:
+        server = serve(lambda s, p, b: (200, answer), check_answers=False)
+    result = resolve(_request(), [HttpResolver(server.url)], defaults=DEFAULTS, timeout=2)
     assert result.resolver == "declared"
+    assert len(_warnings(caplog)) == 1
+    assert "resolver http failed (WireError" in _warnings(caplog)[0]
 
 
-def test_connection_refused_is_retried_then_declared() -> None:
-    resolver = HttpResolver("http://127.0.0.1:9", retries=1, backoff=0.01, timeout=0.5)
-    result = resolve(_request(), [resolver], defaults=DEFAULTS)
-    assert result.resolver == "declared"
-
-
-def test_garbage_answer_is_rejected(serve: Callable[[Behaviour], Server]) -> None:
-    server = serve(lambda s, p, b: (200, {"cpus": 1, "memory_bytes": "lots"}))
-    result = resolve(_request(), [HttpResolver(server.url)], defaults=DEFAULTS)
-    assert result.resolver == "declared"
-
-
-def test_from_env() -> None:
+def test_from_env(serve: Serve) -> None:
     assert HttpResolver.from_env({}) is None
-    resolver = HttpResolver.from_env(
-        {"SEQERA_RESOLVER_URL": "http://127.0.0.1:1/", "SEQERA_RESOLVER_TOKEN": "t"}
-    )
+    server = serve(optimiser)
+    env = {"SEQERA_RESOLVER_URL": server.url + "/", "SEQERA_RESOLVER_TOKEN": "t"}
+    resolver = HttpResolver.from_env(env)
+    assert resolver is not None and resolver.endpoint == server.url
+    resolver.resolve(_request())
+    assert server.requests[0][2] == "Bearer t"
+
+
+def test_from_env_reads_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEQERA_RESOLVER_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("SEQERA_RESOLVER_TIMEOUT", "0.5")
+    resolver = HttpResolver.from_env()
     assert resolver is not None and resolver.endpoint == "http://127.0.0.1:1"
 
 
-def test_openapi_contract_refers_to_the_schemas() -> None:
-    spec = yaml.safe_load((SHARED / "openapi/seqera-sidecar.yaml").read_text())
-    assert spec["openapi"].startswith("3.1")
-    refs: list[str] = []
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SEQERA_RESOLVER_URL": "http://x", "SEQERA_RESOLVER_TIMEOUT": "soon"}, "TIMEOUT"),
+        ({"SEQERA_RESOLVER_URL": "http://x", "SEQERA_RESOLVER_TIMEOUT": "0"}, "timeout"),
+        ({"SEQERA_RESOLVER_URL": "ftp://x"}, "not an http"),
+    ],
+)
+def test_bad_settings_are_usage_errors(env: dict[str, str], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        HttpResolver.from_env(env)
 
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            refs.extend(v for k, v in node.items() if k == "$ref" and not v.startswith("#"))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
 
-    walk(spec)
-    assert refs and all((SHARED / "openapi" / ref).resolve().is_file() for ref in refs)
-    assert {"/v1/resources/resolve", "/v1/resources/resolve/batch"} <= set(spec["paths"])
+def test_an_error_answer_is_a_seqera_error(serve: Serve) -> None:
+    server = serve(lambda s, p, b: (403, {"error": "forbidden"}))
+    with pytest.raises(SeqeraError, match="HTTP 403"):
+        HttpResolver(server.url).resolve(_request())

@@ -1,20 +1,22 @@
-"""A resolver that asks a resource-optimisation API over HTTP (``shared/openapi``).
+"""A resolver that asks a resource-optimisation API over HTTP.
 
-``POST {endpoint}/v1/resources/resolve`` takes one wire request and answers a wire
-response (204: no opinion); ``POST {endpoint}/v1/resources/resolve/batch`` takes
-``{"requests": [...]}`` (at most 100) and answers ``{"responses": [... | null]}``.
-Needs the ``http`` extra (httpx).
+The contract is ``shared/openapi/seqera-sidecar.yaml``: ``POST {endpoint}/v1/resources/resolve``
+takes one wire request and answers a wire response (204: no opinion), and
+``POST {endpoint}/v1/resources/resolve/batch`` takes ``{"requests": [...]}`` (at most 100)
+and answers ``{"responses": [... | null]}`` in the same order. Needs the ``http`` extra (httpx).
 """
 
 from __future__ import annotations
 
-import json
+import collections
+import os
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Self
 
 from .. import wire
-from ..errors import SeqeraError, WireError
+from ..errors import SeqeraError, UsageError, WireError
 from ..models import ResourceRequest, ResourceResponse
 from .base import Resolver
 
@@ -24,11 +26,14 @@ if TYPE_CHECKING:
 __all__ = ["BATCH_LIMIT", "HttpResolver"]
 
 BATCH_LIMIT = 100
-_RETRIABLE = (500, 502, 503, 504)
+RESOLVE_PATH = "/v1/resources/resolve"
+BATCH_PATH = "/v1/resources/resolve/batch"
+_MAX_BACKOFF = 10.0
 
 
-def _cache_key(request: ResourceRequest) -> tuple[Any, ...]:
-    # What the answer may depend on: the process, what was declared, and the attempt.
+def _cache_key(request: ResourceRequest) -> Hashable:
+    # What the answer may depend on: the process, what was declared, and the attempt
+    # (a retry after an out-of-memory failure must not get the first attempt's answer).
     return (
         request.process,
         request.cpus,
@@ -37,14 +42,23 @@ def _cache_key(request: ResourceRequest) -> tuple[Any, ...]:
         request.time,
         request.accelerator,
         request.machine_type,
+        request.resource_limits,
         request.attempt,
     )
 
 
-class HttpResolver(Resolver):
-    """Resolves through an HTTP API, with retries on 5xx and connection errors, and a cache."""
+def _json(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise WireError([f"$: the answer is not JSON ({exc})"]) from None
 
-    name = "http"
+
+class HttpResolver(Resolver):
+    """Resolves through an HTTP API: bearer token, retries on 5xx and connection errors, cache.
+
+    ``timeout`` bounds each HTTP call; the resolver chain's own timeout bounds the whole.
+    """
 
     def __init__(
         self,
@@ -55,88 +69,161 @@ class HttpResolver(Resolver):
         retries: int = 3,
         backoff: float = 0.2,
         priority: int = 0,
+        name: str = "http",
+        cache_size: int = 10_000,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        import httpx  # the `http` extra: only users of this resolver need it
-
+        try:
+            import httpx  # the `http` extra: only users of this resolver need it
+        except ImportError:
+            raise UsageError("the HTTP resolver needs httpx: install seqera-core[http]") from None
+        if not endpoint.startswith(("http://", "https://")):
+            raise UsageError(f"resolver endpoint {endpoint!r} is not an http(s) URL")
+        if not timeout > 0 or retries < 0 or backoff < 0 or cache_size < 0:
+            raise UsageError("resolver timeout must be > 0; retries, backoff, cache_size >= 0")
         self.endpoint = endpoint.rstrip("/")
+        self.name = name
         self.priority = priority
         self.retries = retries
         self.backoff = backoff
+        self.cache_size = cache_size
         self._sleep = sleep
-        self._cache: dict[tuple[Any, ...], ResourceResponse | None] = {}
+        self._cache: collections.OrderedDict[Hashable, ResourceResponse | None] = (
+            collections.OrderedDict()
+        )
+        # The chain calls resolve() from worker threads; httpx.Client is thread-safe.
+        self._lock = threading.Lock()
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> HttpResolver | None:
-        """A resolver from ``SEQERA_RESOLVER_URL``/``_TOKEN``/``_TIMEOUT``, or None if unset."""
-        url = environ.get("SEQERA_RESOLVER_URL")
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> HttpResolver | None:
+        """A resolver from ``SEQERA_RESOLVER_URL``, ``_TOKEN`` and ``_TIMEOUT``; None if unset.
+
+        ``environ`` defaults to ``os.environ``.
+        """
+        env = os.environ if environ is None else environ
+        url = env.get("SEQERA_RESOLVER_URL")
         if not url:
             return None
-        timeout = float(environ.get("SEQERA_RESOLVER_TIMEOUT", "5"))
-        return cls(url, token=environ.get("SEQERA_RESOLVER_TOKEN") or None, timeout=timeout)
+        raw = env.get("SEQERA_RESOLVER_TIMEOUT") or "5"
+        try:
+            timeout = float(raw)
+        except ValueError:
+            message = f"SEQERA_RESOLVER_TIMEOUT={raw!r} is not a number of seconds"
+            raise UsageError(message) from None
+        return cls(url, token=env.get("SEQERA_RESOLVER_TOKEN") or None, timeout=timeout)
+
+    def __repr__(self) -> str:
+        return f"HttpResolver({self.endpoint!r}, name={self.name!r}, priority={self.priority})"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def close(self) -> None:
         """Close the connection pool."""
         self._client.close()
 
+    def _lookup(self, key: Hashable) -> tuple[bool, ResourceResponse | None]:
+        with self._lock:
+            if key not in self._cache:
+                return False, None
+            self._cache.move_to_end(key)
+            return True, self._cache[key]
+
+    def _remember(self, key: Hashable, answer: ResourceResponse | None) -> None:
+        with self._lock:
+            self._cache[key] = answer
+            self._cache.move_to_end(key)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+
     def _post(self, path: str, body: Any) -> httpx.Response:
         import httpx
 
         for attempt in range(self.retries + 1):
+            last = attempt == self.retries
             try:
                 response = self._client.post(self.endpoint + path, json=body)
-            except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError):
-                if attempt == self.retries:
+            except (httpx.NetworkError, httpx.RemoteProtocolError):
+                # Refused, reset or cut off: worth another try. A timeout is not retried,
+                # the server is there but slow and the chain's deadline is near.
+                if last:
                     raise
             else:
-                if response.status_code not in _RETRIABLE or attempt == self.retries:
+                if response.status_code < 500 or last:
                     return response
-            self._sleep(self.backoff * 2**attempt)
+            self._sleep(min(self.backoff * 2**attempt, _MAX_BACKOFF))
         raise AssertionError("unreachable")
 
+    def _error(self, response: httpx.Response) -> SeqeraError:
+        detail = response.text[:200].strip()
+        return SeqeraError(
+            f"{response.request.url} answered HTTP {response.status_code}"
+            + (f": {detail}" if detail else "")
+        )
+
     def resolve(self, request: ResourceRequest) -> ResourceResponse | None:
-        """The API's answer for one task (cached per process, declared values and attempt)."""
+        """The API's answer for one task, cached per process, declared values and attempt."""
         key = _cache_key(request)
-        if key in self._cache:
-            return self._cache[key]
-        response = self._post("/v1/resources/resolve", wire.unstructure(request))
+        hit, answer = self._lookup(key)
+        if hit:
+            return answer
+        response = self._post(RESOLVE_PATH, wire.unstructure(request))
         if response.status_code == 204:
             answer = None
         elif response.status_code == 200:
-            answer = wire.structure(response.json(), ResourceResponse)
+            answer = wire.structure(_json(response), ResourceResponse)
         else:
-            raise SeqeraError(f"{self.endpoint} answered HTTP {response.status_code}")
-        self._cache[key] = answer
+            raise self._error(response)
+        self._remember(key, answer)
         return answer
 
     def resolve_many(self, requests: Sequence[ResourceRequest]) -> list[ResourceResponse | None]:
-        """Answers for many tasks: cached ones locally, the rest in batches of 100."""
-        answers: dict[tuple[Any, ...], ResourceResponse | None] = {}
-        missing = []
-        for request in requests:
-            key = _cache_key(request)
-            if key in self._cache:
-                answers[key] = self._cache[key]
-            elif key not in answers:
-                answers[key] = None
-                missing.append(request)
-        for start in range(0, len(missing), BATCH_LIMIT):
-            chunk = missing[start : start + BATCH_LIMIT]
-            body = {"requests": [wire.unstructure(r) for r in chunk]}
-            response = self._post("/v1/resources/resolve/batch", body)
+        """Answers in the order of ``requests``: cached ones locally, the rest in batches of 100.
+
+        Raises SeqeraError (WireError for a malformed answer) when a batch call fails; the
+        answers of earlier batches are cached by then.
+        """
+        keys = [_cache_key(r) for r in requests]
+        answers: dict[Hashable, ResourceResponse | None] = {}
+        missing: dict[Hashable, ResourceRequest] = {}
+        for key, request in zip(keys, requests, strict=True):
+            if key in answers or key in missing:
+                continue
+            hit, answer = self._lookup(key)
+            if hit:
+                answers[key] = answer
+            else:
+                missing[key] = request
+        pending = list(missing.items())
+        for start in range(0, len(pending), BATCH_LIMIT):
+            chunk = pending[start : start + BATCH_LIMIT]
+            body = {"requests": [wire.unstructure(r) for _, r in chunk]}
+            response = self._post(BATCH_PATH, body)
             if response.status_code != 200:
-                raise SeqeraError(f"{self.endpoint} answered HTTP {response.status_code}")
-            try:
-                items = response.json()["responses"]
-            except (ValueError, KeyError, TypeError, json.JSONDecodeError):
-                raise WireError(["$.responses: missing from the batch answer"]) from None
-            if not isinstance(items, list) or len(items) != len(chunk):
-                raise WireError([f"$.responses: expected {len(chunk)} answers"])
-            for request, item in zip(chunk, items, strict=True):
-                answer = None if item is None else wire.structure(item, ResourceResponse)
-                self._cache[_cache_key(request)] = answer
-                answers[_cache_key(request)] = answer
-        return [answers[_cache_key(r)] for r in requests]
+                raise self._error(response)
+            for (key, _), answer in zip(chunk, _batch(_json(response), len(chunk)), strict=True):
+                self._remember(key, answer)
+                answers[key] = answer
+        return [answers[key] for key in keys]
+
+
+def _batch(document: Any, expected: int) -> list[ResourceResponse | None]:
+    items = document.get("responses") if isinstance(document, dict) else None
+    if not isinstance(items, list) or len(items) != expected:
+        raise WireError([f"$.responses: expected a list of {expected} answers or nulls"])
+    answers: list[ResourceResponse | None] = []
+    problems: list[str] = []
+    for index, item in enumerate(items):
+        try:
+            answers.append(None if item is None else wire.structure(item, ResourceResponse))
+        except WireError as exc:
+            problems.extend(f"$.responses[{index}]: {p}" for p in exc.problems)
+    if problems:
+        raise WireError(problems)
+    return answers
