@@ -61,6 +61,8 @@ def test_flags_that_were_not_given_do_not_count(home: Path, tmp_path: Path) -> N
         ("backend: lsf\n", "backend"),
         ("memory: 4 GB\n", "memory"),
         ("resolver:\n  timeout: soon\n", "resolver.timeout"),
+        ("resolver:\n  timeout: .nan\n", "resolver.timeout"),
+        ("resolver:\n  timeout: .inf\n", "resolver.timeout"),
         ("labels: [a, b]\n", "labels"),
     ],
 )

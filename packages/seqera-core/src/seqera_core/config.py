@@ -8,6 +8,7 @@ environment variables, then flags. Paths in a file are relative to that file.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -67,7 +68,7 @@ def _check(key: str, value: Any, where: str) -> Any:
             seconds = float(value)
         except (TypeError, ValueError):
             seconds = -1.0
-        if seconds <= 0:
+        if not math.isfinite(seconds) or seconds <= 0:
             raise ResourceError(f"{where}: {key}", value, "a number of seconds > 0")
         return seconds
     if key == "auto_labels":
