@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from seqera_core import Accelerator, ResourceError, ResourceLimits, ResourceRequest
@@ -95,6 +97,7 @@ def test_multipliers_round_up() -> None:
                       "queues": {"q": {"max_memory": "100 GiB"}}})  # fmt: skip
     report = validate(platform, ResourceRequest(memory=10 * GIB))
     assert report.request.memory == 11 * GIB
+    assert "memory 10 GiB x 1.1 (platform multiplier) = 11 GiB" in report.warnings
 
 
 @pytest.mark.parametrize(
@@ -108,12 +111,79 @@ def test_multipliers_round_up() -> None:
         ({"scheduler": "slurm", "queues": {"q": {"max_cpus": -1}}}, "max_cpus"),
         ({"scheduler": "slurm", "queues": {"q": {"max_mem": "1 GiB"}}}, "max_mem"),
         ({"scheduler": "slurm", "queues": {"q": {}}, "default_queue": "x"}, "default_queue"),
+        ({"scheduler": "slurm", "queues": {"q": {"max_cpus": float("nan")}}}, "max_cpus"),
+        ({"scheduler": "slurm", "queues": {"q": {"max_cpus": 0}}}, "max_cpus"),
+        ({"scheduler": "slurm", "queues": {"q": {"max_gpus": 1.5}}}, "max_gpus"),
+        ({"scheduler": "slurm", "queues": {"q": {"max_walltime": 3600}}}, "max_walltime"),
+        ({"scheduler": "slurm", "queues": {"q": {"auto": "no"}}}, "auto"),
+        ({"scheduler": "slurm", "queues": {"q": {"cost": {"core_hour": -1}}}}, "cost.core_hour"),
+        ({"scheduler": "slurm", "queues": {"q": {"cost": {"gb_hour": 1}}}}, "cost.gb_hour"),
+        ({"scheduler": "slurm", "queues": {"q": {}}, "multipliers": {"memory": 0.9}}, "memory"),
+        ({"scheduler": "slurm", "queues": {"q": {}}, "multipliers": {"memory": "10%"}}, "memory"),
+        ({"scheduler": "slurm", "queues": {"q": {}}, "multipliers": {"disk": 2}}, "disk"),
+        ({"scheduler": "slurm", "queues": {"q": {}}, "name": ["x"]}, "name"),
+        (["scheduler", "slurm"], "platform"),
     ],
 )
 def test_bad_definitions_name_file_field_and_value(document: Any, field: str) -> None:
     with pytest.raises(ResourceError) as info:
         parse(document, "site.yaml")
     assert info.value.field.startswith("site.yaml: ") and field in info.value.field
+    assert "expected" in str(info.value)
+
+
+def test_multiplier_forms() -> None:
+    platform = parse({"scheduler": "slurm", "multipliers": {"memory": "+10%", "time": 2},
+                      "queues": {"q": {}}})  # fmt: skip
+    assert (platform.multipliers.memory, platform.multipliers.time) == (1.1, 2.0)
+    assert platform.multipliers.factor("memory") == Fraction(11, 10)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "site.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_clock_walltimes_are_not_read_as_base_60_numbers(tmp_path: Path) -> None:
+    # YAML 1.1 reads an unquoted 168:00:00 as the integer 604800; a platform file means
+    # 168 hours, so the loader keeps it a string for the duration parser.
+    path = write(tmp_path, "scheduler: pbs\nqueues:\n  long: {max_walltime: 168:00:00}\n")
+    queue = load(path).queue("long")
+    assert queue is not None and queue.max_walltime == 168 * 3600
+
+
+def test_a_bare_number_for_a_size_names_file_field_value_and_forms(tmp_path: Path) -> None:
+    path = write(tmp_path, "scheduler: slurm\nqueues:\n  q: {max_memory: 512}\n")
+    with pytest.raises(ResourceError) as info:
+        load(path)
+    message = str(info.value)
+    assert f"{path}: queues.q.max_memory: 512 is not valid" in message and "GiB" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("scheduler: slurm\nqueues:\n  q: {}\n  q: {max_cpus: 2}\n", "line 4"),
+        ("scheduler: slurm\nqueues: [\n", "line 3"),
+    ],
+)
+def test_duplicate_keys_and_broken_yaml_name_the_line(
+    tmp_path: Path, text: str, where: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ResourceError, match=f"{path}: {where}"):
+        load(path)
+
+
+def test_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ResourceError, match="--platform"):
+        load(tmp_path / "nope.yaml")
+
+
+def test_loaded_platforms_are_immutable() -> None:
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        SLURM.queues[0].max_cpus = 1  # type: ignore[misc]
 
 
 def test_validate_command_exits_2_with_a_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
