@@ -34,7 +34,7 @@ def test_each_layer_overrides_the_one_before(home: Path, tmp_path: Path) -> None
     assert config.get("platform") == str(home / ".config/seqera/sites/hpc.yaml")
     assert config.sources["platform"] == str(home / ".config/seqera/config.yaml")
     assert config.get("labels") == {"team": "env", "cost": "42"}
-    assert config.sources["labels"] == "$SEQERA_LABELS"
+    assert config.sources["labels.team"] == "$SEQERA_LABELS"
     assert config.get("resolver.timeout") == 2.5
     assert config.get("resolver.url") == "http://127.0.0.1:1"
 
@@ -109,3 +109,65 @@ def test_auto_labels_from_the_environment_and_files(tmp_path: Path) -> None:
     assert load_config(environ={}, cwd=tmp_path, home=tmp_path).get("auto_labels") == "none"
     with pytest.raises(ResourceError, match="auto_labels"):
         load_config(environ={"SEQERA_AUTO_LABELS": "runName"}, cwd=tmp_path, home=tmp_path)
+
+
+def test_labels_merge_name_by_name_with_a_source_each(home: Path, tmp_path: Path) -> None:
+    (tmp_path / ".seqera.yaml").write_text("labels: {project: rnaseq, urgent: true}\n")
+    config = load_config(environ={}, cwd=tmp_path, home=home, flags={"labels": {"project": "atac"}})
+    assert config.get("labels") == {"team": "genomics", "project": "atac", "urgent": "true"}
+    user_file = str(home / ".config/seqera/config.yaml")
+    assert config.sources["labels.team"] == user_file
+    assert config.sources["labels.urgent"] == str(tmp_path / ".seqera.yaml")
+    assert config.sources["labels.project"] == "command line"
+    assert config.sources["labels"] == f"{user_file}, {tmp_path / '.seqera.yaml'}, command line"
+
+
+def test_seqera_yaml_wins_over_the_hidden_file(tmp_path: Path) -> None:
+    (tmp_path / "seqera.yaml").write_text("backend: slurm\n")
+    (tmp_path / ".seqera.yaml").write_text("backend: [broken\n")  # never read
+    config = load_config(environ={}, cwd=tmp_path, home=tmp_path)
+    assert config.get("backend") == "slurm"
+    assert config.sources["backend"] == str(tmp_path / "seqera.yaml")
+
+
+def test_an_empty_variable_counts_as_unset(tmp_path: Path) -> None:
+    environ = {"SEQERA_BACKEND": "", "XDG_CONFIG_HOME": ""}
+    config = load_config(environ=environ, cwd=tmp_path, home=tmp_path)
+    assert config.sources["backend"] == "default"
+
+
+def test_environment_overrides_files_and_flags_override_the_environment(home: Path) -> None:
+    environ = {"SEQERA_BACKEND": "pbs", "SEQERA_PLATFORM": "/site/p.yaml"}
+    config = load_config(environ=environ, cwd=home, home=home)
+    assert (config.get("backend"), config.sources["backend"]) == ("pbs", "$SEQERA_BACKEND")
+    assert config.get("platform") == "/site/p.yaml"  # as given: relative to the process
+    flagged = load_config(environ=environ, cwd=home, home=home, flags={"platform": "x.yaml"})
+    assert (flagged.get("platform"), flagged.sources["platform"]) == ("x.yaml", "command line")
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("backend: [lsf\n", "line 2"),
+        ("- backend\n", "seqera.yaml"),
+        ("resolver:\n  timeout: true\n", "resolver.timeout"),
+        ("resolver:\n  url: ''\n", "resolver.url"),
+        ("platform: [a, b]\n", "platform"),
+        ("labels: {team: [a]}\n", "labels"),
+        ("auto_labels: [user, runName]\n", "auto_labels"),
+    ],
+)
+def test_more_bad_files(tmp_path: Path, text: str, field: str) -> None:
+    (tmp_path / "seqera.yaml").write_text(text)
+    with pytest.raises(ResourceError) as info:
+        load_config(environ={}, cwd=tmp_path, home=tmp_path)
+    assert str(tmp_path / "seqera.yaml") in info.value.field and field in info.value.field
+    assert "expected" in str(info.value)
+
+
+def test_auto_labels_tolerate_spaces(tmp_path: Path) -> None:
+    environ = {"SEQERA_AUTO_LABELS": " run-id , user "}
+    assert load_config(environ=environ, cwd=tmp_path, home=tmp_path).get("auto_labels") == [
+        "run-id",
+        "user",
+    ]

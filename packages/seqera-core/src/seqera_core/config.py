@@ -1,13 +1,30 @@
 """Layered configuration: user file, project file, environment, command line.
 
 Each layer overrides the one before, and every value remembers where it came from:
-``$XDG_CONFIG_HOME/seqera/config.yaml`` (or ``~/.config/seqera/config.yaml``), then
-``seqera.yaml`` or ``.seqera.yaml`` in the working directory, then ``SEQERA_*``
-environment variables, then flags. Paths in a file are relative to that file.
+
+1. ``$XDG_CONFIG_HOME/seqera/config.yaml`` (``~/.config/seqera/config.yaml`` when the
+   variable is unset or empty, as the XDG Base Directory specification says);
+2. ``seqera.yaml`` in the working directory, else ``.seqera.yaml`` there;
+3. ``SEQERA_*`` environment variables (:data:`KEYS`; an empty variable counts as unset);
+4. command-line flags (a flag given as ``None`` was not given).
+
+Labels merge name by name (the user file's ``team`` and the project's ``project`` both
+apply; a later layer's ``team`` replaces an earlier one). A relative ``platform`` path
+is relative to the file that names it. Nothing here reads global state: the caller
+passes the environment, working directory and home directory.
+
+```yaml
+backend: slurm
+platform: platforms/hpc.yaml
+labels: {team: genomics}
+auto_labels: [run-name, user]    # or all, or none
+resolver: {url: "http://127.0.0.1:8080", timeout: 5}
+```
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,9 +34,9 @@ import yaml
 from attrs import field, frozen
 
 from .errors import ResourceError
-from .labels import METADATA
+from .labels import METADATA, string_labels
 
-__all__ = ["KEYS", "Config", "load_config"]
+__all__ = ["BACKENDS", "DEFAULTS", "KEYS", "Config", "load_config"]
 
 BACKENDS = ("local", "slurm", "pbs", "torque", "ecs")
 # key -> environment variable
@@ -32,12 +49,17 @@ KEYS: dict[str, str] = {
     "auto_labels": "SEQERA_AUTO_LABELS",
     "labels": "SEQERA_LABELS",
 }
-_PATHS = {"platform"}
+DEFAULTS: Mapping[str, Any] = {"backend": "local", "auto_labels": "all"}
+_AUTO_FORMS = f"all, none, or a list of {', '.join(METADATA)}"
 
 
 @frozen
 class Config:
-    """Merged values and, for each, the layer it came from."""
+    """Merged values and, for each, the layer it came from.
+
+    ``sources`` names a file path, ``$VARIABLE``, ``command line`` or ``default`` for each
+    key, and for each label ``labels.<name>`` (``labels`` lists every layer that added one).
+    """
 
     values: Mapping[str, Any] = field(factory=dict)
     sources: Mapping[str, str] = field(factory=dict)
@@ -58,52 +80,96 @@ def _flatten(document: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+def _timeout(value: Any, where: str) -> float:
+    seconds = -1.0
+    if not isinstance(value, bool):
+        with contextlib.suppress(TypeError, ValueError):
+            seconds = float(value)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ResourceError(f"{where}: resolver.timeout", value, "a number of seconds > 0")
+    return seconds
+
+
+def _auto_labels(value: Any, where: str) -> str | list[str]:
+    if isinstance(value, str) and value.strip() in ("all", "none"):
+        return value.strip()
+    names = value.split(",") if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ResourceError(f"{where}: auto_labels", value, _AUTO_FORMS)
+    cleaned = [n.strip() for n in names if n.strip()]
+    if not set(cleaned) <= set(METADATA):
+        raise ResourceError(f"{where}: auto_labels", value, _AUTO_FORMS)
+    return cleaned
+
+
+def _labels(value: Any, where: str) -> dict[str, str]:
+    if isinstance(value, str):  # SEQERA_LABELS=team=genomics,project=x
+        pairs = [item.partition("=") for item in value.split(",") if item.strip()]
+        if any(not sep or not k.strip() for k, sep, _ in pairs):
+            raise ResourceError(f"{where}: labels", value, "KEY=VALUE[,KEY=VALUE...]")
+        return {k.strip(): v for k, _, v in pairs}
+    if not isinstance(value, Mapping) or any(
+        isinstance(v, Mapping | list) or k in (None, "") for k, v in value.items()
+    ):
+        raise ResourceError(f"{where}: labels", value, "a mapping of label names to single values")
+    return string_labels(value)
+
+
+def _text(key: str, value: Any, where: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float) or value == "":
+        raise ResourceError(f"{where}: {key}", value, "a non-empty string")
+    return str(value)
+
+
 def _check(key: str, value: Any, where: str) -> Any:
     if key not in KEYS:
         raise ResourceError(f"{where}: {key}", value, f"one of the keys {', '.join(KEYS)}")
     if key == "backend" and value not in BACKENDS:
         raise ResourceError(f"{where}: backend", value, f"one of {', '.join(BACKENDS)}")
     if key == "resolver.timeout":
-        try:
-            seconds = float(value)
-        except (TypeError, ValueError):
-            seconds = -1.0
-        if not math.isfinite(seconds) or seconds <= 0:
-            raise ResourceError(f"{where}: {key}", value, "a number of seconds > 0")
-        return seconds
+        return _timeout(value, where)
     if key == "auto_labels":
-        names = value.split(",") if isinstance(value, str) else value
-        if value in ("all", "none"):
-            return value
-        if not isinstance(names, list) or not set(map(str, names)) <= set(METADATA):
-            expected = f"all, none, or a list of {', '.join(METADATA)}"
-            raise ResourceError(f"{where}: auto_labels", value, expected)
-        return [str(n).strip() for n in names]
+        return _auto_labels(value, where)
     if key == "labels":
-        if isinstance(value, str):  # SEQERA_LABELS=team=genomics,project=x
-            pairs = [item.partition("=") for item in value.split(",") if item]
-            if any(not sep or not k for k, sep, _ in pairs):
-                raise ResourceError(f"{where}: labels", value, "KEY=VALUE[,KEY=VALUE...]")
-            return {k.strip(): v for k, _, v in pairs}
-        if not isinstance(value, Mapping):
-            raise ResourceError(f"{where}: labels", value, "a mapping of label names to values")
-        return {str(k): str(v) for k, v in value.items()}
-    return value
+        return _labels(value, where)
+    return _text(key, value, where)
 
 
 def _file(path: Path) -> tuple[dict[str, Any], str] | None:
     if not path.is_file():
         return None
-    document = yaml.safe_load(path.read_text()) or {}
+    try:
+        document = yaml.safe_load(path.read_text()) or {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResourceError(str(path), "", f"a readable YAML file ({exc})") from None
+    except yaml.MarkedYAMLError as exc:
+        line = f": line {exc.problem_mark.line + 1}" if exc.problem_mark else ""
+        raise ResourceError(f"{path}{line}", exc.problem, "valid YAML") from None
+    except yaml.YAMLError as exc:
+        raise ResourceError(str(path), str(exc), "valid YAML") from None
     if not isinstance(document, Mapping):
         raise ResourceError(str(path), document, "a YAML mapping of settings")
     values = {}
     for key, value in _flatten(document).items():
-        value = _check(key, value, str(path))
-        if key in _PATHS and value is not None:
-            value = str((path.parent / str(value)).resolve())
-        values[key] = value
+        checked = _check(str(key), value, str(path))
+        if key == "platform":
+            checked = str((path.parent / checked).resolve())
+        values[str(key)] = checked
     return values, str(path)
+
+
+def _merge(
+    values: dict[str, Any], sources: dict[str, str], found: Mapping[str, Any], where: str
+) -> None:
+    for key, value in found.items():
+        if key == "labels":
+            values["labels"] = {**values.get("labels", {}), **value}
+            sources.update({f"labels.{name}": where for name in value})
+            layers = dict.fromkeys([*sources.get("labels", "").split(", "), where])
+            sources["labels"] = ", ".join(layer for layer in layers if layer)
+        else:
+            values[key] = value
+            sources[key] = where
 
 
 def load_config(
@@ -114,24 +180,22 @@ def load_config(
     flags: Mapping[str, Any] | None = None,
 ) -> Config:
     """Merge every layer; flags whose value is ``None`` were not given and do not count."""
-    values: dict[str, Any] = {"backend": "local", "auto_labels": "all"}
-    sources: dict[str, str] = {"backend": "default", "auto_labels": "default"}
+    values: dict[str, Any] = dict(DEFAULTS)
+    sources: dict[str, str] = dict.fromkeys(DEFAULTS, "default")
     xdg = environ.get("XDG_CONFIG_HOME") or str(home / ".config")
-    layers = [_file(Path(xdg) / "seqera" / "config.yaml")]
-    layers.append(
-        next(filter(None, (_file(cwd / n) for n in ("seqera.yaml", ".seqera.yaml"))), None)
-    )
-    for layer in layers:
+    project = (_file(cwd / name) for name in ("seqera.yaml", ".seqera.yaml"))
+    for layer in (_file(Path(xdg) / "seqera" / "config.yaml"), next(filter(None, project), None)):
         if layer is not None:
-            found, where = layer
-            values.update(found)
-            sources.update(dict.fromkeys(found, where))
+            _merge(values, sources, *layer)
     for key, variable in KEYS.items():
         if environ.get(variable):
-            values[key] = _check(key, environ[variable], f"${variable}")
-            sources[key] = f"${variable}"
+            _merge(
+                values,
+                sources,
+                {key: _check(key, environ[variable], f"${variable}")},
+                f"${variable}",
+            )
     for key, value in (flags or {}).items():
         if value is not None:
-            values[key] = _check(key, value, "command line")
-            sources[key] = "command line"
+            _merge(values, sources, {key: _check(key, value, "command line")}, "command line")
     return Config(values, sources)
