@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
-from ..config import BACKENDS, KEYS
-from ._args import settings
+from ..config import BACKENDS, KEYS, Config
+from ._args import key_value, settings
 
 __all__ = ["add_parser", "run"]
 
@@ -27,18 +28,36 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(run=run)
     parser.add_argument("--backend", choices=BACKENDS)
     parser.add_argument("--platform", metavar="FILE")
+    parser.add_argument(
+        "--label", action="append", default=[], metavar="KEY=VALUE", help="a run label"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _rows(config: Config) -> dict[str, tuple[Any, str]]:
+    # One row per setting and one per label, so each label shows its own source.
+    rows: dict[str, tuple[Any, str]] = {}
+    for key, value in config.values.items():
+        if key == "labels":
+            rows.update(
+                {f"labels.{k}": (v, config.sources[f"labels.{k}"]) for k, v in value.items()}
+            )
+        else:
+            rows[key] = ("***" if key in _SECRET else value, config.sources[key])
+    return dict(sorted(rows.items()))
 
 
 def run(args: argparse.Namespace) -> int:
     """Print each setting, its value (secrets masked) and its source."""
-    config = settings(backend=args.backend, platform=args.platform)
-    shown = {k: "***" if k in _SECRET else v for k, v in sorted(config.values.items())}
+    labels = dict(key_value("--label", text) for text in args.label) or None
+    rows = _rows(settings(backend=args.backend, platform=args.platform, labels=labels))
     if args.json:
-        document = {k: {"value": v, "source": config.sources[k]} for k, v in shown.items()}
+        document = {k: {"value": v, "source": source} for k, (v, source) in rows.items()}
         print(json.dumps(document, indent=2, sort_keys=True))
         return 0
+    shown = {key: (json.dumps(value), source) for key, (value, source) in rows.items()}
     width = max(map(len, shown), default=0)
-    for key, value in shown.items():
-        print(f"{key:<{width}}  {json.dumps(value)}  ({config.sources[key]})")
+    value_width = max((len(text) for text, _ in shown.values()), default=0)
+    for key, (text, source) in shown.items():
+        print(f"{key:<{width}}  {text:<{value_width}}  ({source})")
     return 0

@@ -8,12 +8,11 @@ import shlex
 from typing import Any
 
 from .. import platforms, wire
-from ..backends.local import LABEL_PREFIX
 from ..checks import suspicious
 from ..config import Config
 from ..dialects.engines import BACKENDS, ENGINES, GENERIC_KEYS, submission, translate
-from ..labels import ecs_tags, encode_labels, run_labels
-from ..models import ResourceRequest, Submission
+from ..labels import ecs_tags, label_environment, pbs_args, run_labels, slurm_comment_args
+from ..models import ResourceRequest, Submission, Translation
 from ..pipeline import prepare
 from ..platforms import ValidationReport
 from ..resolvers import HttpResolver, Resolver, discover
@@ -24,9 +23,11 @@ __all__ = [
     "add_engine_options",
     "add_parser",
     "declared",
+    "input_warnings",
     "platform_lines",
     "report_document",
     "run",
+    "values_text",
 ]
 
 
@@ -110,6 +111,19 @@ def _human(
     return "\n".join(lines)
 
 
+def input_warnings(
+    engine: str, translation: Translation, request: ResourceRequest | None = None
+) -> list[str]:
+    """Likely unit mistakes in ``request`` (default: the translated one) and unread keys."""
+    return [
+        *suspicious(request or translation.request),
+        *(
+            f"{key} is not a resource seqera reads; it stays a custom {engine} resource"
+            for key in translation.ignored
+        ),
+    ]
+
+
 def platform_lines(report: ValidationReport) -> list[str]:
     """The validation report as ``error:``/``warning:``/``suggestion:``/queue lines."""
     lines = [f"error: {e}" for e in report.errors]
@@ -135,32 +149,40 @@ def _resolvers(config: Config) -> list[Resolver]:
 
 
 def _label_form(backend: str, labels: dict[str, str]) -> object:
-    # How each backend's users find the labels again (see seqera_core.labels).
+    # How each backend's users find the labels again (see seqera_core.labels): sbatch and
+    # qsub arguments joined by spaces (the encoding holds none), ECS tags, else the
+    # variables in the job's environment.
     if not labels:
         return None
     if backend == "slurm":
-        return f"--comment={encode_labels(labels)}"
+        return " ".join(slurm_comment_args(labels))
     if backend == "pbs":
-        return f"-v SEQERA_LABELS={encode_labels(labels)}"
+        return " ".join(pbs_args(labels))
     if backend == "ecs":
         return ecs_tags(labels)
-    return {f"{LABEL_PREFIX}{k.upper()}": v for k, v in labels.items()}
+    return label_environment(labels)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the explanation; exit 2 when the platform cannot run the job."""
     values = declared(args)
     translation = translate(args.engine, values, process=args.process)
-    config = settings(backend=args.backend, platform=args.platform)
-    backend = config.get("backend")
+    flags = dict(key_value("--label", text) for text in args.label)
+    config = settings(backend=args.backend, platform=args.platform, labels=flags or None)
     path = config.get("platform")
-    user = {**config.get("labels", {}), **dict(key_value("--label", t) for t in args.label)}
+    platform = platforms.load(path) if path else None
+    backend = config.get("backend")
+    if platform is not None and config.sources["backend"] == "default":
+        backend = platform.scheduler  # nobody chose a backend: the platform's scheduler
     prepared = prepare(
         translation.request,
-        platform=platforms.load(path) if path else None,
+        platform=platform,
         resolvers=_resolvers(config),
         run_labels=run_labels(
-            args.engine, {"engine": args.engine}, user, auto=config.get("auto_labels")
+            args.engine,
+            {"engine": args.engine},
+            config.get("labels"),
+            auto=config.get("auto_labels"),
         ),
     )
     request, report = prepared.request, prepared.report
@@ -170,13 +192,7 @@ def run(args: argparse.Namespace) -> int:
     messages = {
         "capped": list(prepared.notes),
         "note": list(result.notes),
-        "warning": [
-            *suspicious(request),
-            *(
-                f"{key} is not a resource seqera reads; it stays a custom {args.engine} resource"
-                for key in translation.ignored
-            ),
-        ],
+        "warning": input_warnings(args.engine, translation, request),
     }
     if args.json:
         document = {
@@ -197,15 +213,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(_human(args.engine, values, translation.request, result, messages))
         if request != translation.request:
-            print(f"effective ({resolver or 'not resolved'}): {_values(request)}")
+            print(f"effective ({resolver or 'not resolved'}): {values_text(request)}")
         if labels is not None:
-            print(f"labels: {json.dumps(labels) if not isinstance(labels, str) else labels}")
+            print(f"labels: {labels if isinstance(labels, str) else json.dumps(labels)}")
         if report is not None:
             print("\n".join(platform_lines(report)))
     return 0 if prepared.ok else 2
 
 
-def _values(request: ResourceRequest) -> str:
+def values_text(request: ResourceRequest) -> str:
+    """``cpus=2 memory=8 GiB time=1h queue=short``: the values a request declares."""
     shown = {
         "cpus": request.cpus,
         "memory": None if request.memory is None else format_bytes(request.memory),

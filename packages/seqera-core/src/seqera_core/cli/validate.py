@@ -5,12 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 
+import attrs
+
 from .. import platforms, wire
 from ..dialects.engines import translate
 from ..errors import UsageError
-from ..limits import apply_limits
 from ._args import settings
-from .explain import add_engine_options, declared, platform_lines, report_document
+from .explain import (
+    add_engine_options,
+    declared,
+    input_warnings,
+    platform_lines,
+    report_document,
+    values_text,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -40,12 +48,18 @@ def run(args: argparse.Namespace) -> int:
             "--platform: no platform given here, in SEQERA_PLATFORM or in a config file"
         )
     platform = platforms.load(path)
-    report = platforms.validate(platform, apply_limits(translation.request).request)
+    report = platforms.validate(platform, translation.request)
+    # The translation's own doubts first: a unit slip explains most impossible jobs.
+    report = attrs.evolve(
+        report, warnings=(*input_warnings(args.engine, translation), *report.warnings)
+    )
     if args.json:
         document = {"platform": platform.name, **report_document(report)}
         document["request"] = wire.unstructure(report.request)
         print(json.dumps(document, indent=2, sort_keys=True))
     else:
         print(f"platform {platform.name} ({platform.scheduler}, {platform.source})")
-        print("\n".join(platform_lines(report)) or "ok")
+        print("\n".join(platform_lines(report)))
+        if report.ok:
+            print(f"effective: {values_text(report.request)}")
     return 2 if report.errors else 0
