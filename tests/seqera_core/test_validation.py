@@ -57,6 +57,10 @@ def test_a_queue_that_needs_no_capping_is_preferred_over_a_cheaper_one() -> None
     )
     report = validate(site, ResourceRequest(memory=10 * GIB))
     assert report.queue == "roomy" and report.request.memory == 11 * GIB
+    assert report.suggestions == (
+        "queue roomy is the cheapest that fits without capping the multiplied values "
+        "(also fit: cheap)",
+    )
 
 
 def test_a_multiplier_never_pushes_past_the_queue_limit() -> None:
@@ -104,6 +108,13 @@ def test_a_named_queue_too_small_suggests_a_queue_that_fits() -> None:
     assert report.errors == ("memory 600 GiB exceeds queue normal (512 GiB)",)
     assert report.suggestions == ("queue hugemem allows 1.5 TiB for memory: ask for it by name",)
     assert report.queue is None and report.hourly_cost is None
+
+
+def test_an_unlimited_queue_is_named_as_such() -> None:
+    site = platform({"small": {"max_cpus": 2}, "any": {"auto": False}}, default_queue="small")
+    report = validate(site, ResourceRequest(cpus=8))
+    assert report.errors == ("cpus 8 exceeds queue small (2)",)
+    assert report.suggestions == ("queue any has no cpus limit: ask for it by name",)
 
 
 def test_exceeding_every_queue_names_the_largest_limit() -> None:

@@ -123,17 +123,18 @@ def _alternatives(
         limit = getattr(queue, _LIMITS[dimension])
         if queue.name == instead_of or (limit is not None and needs[dimension] > limit):
             continue
-        allows = (
-            f"queue {queue.name} allows {'no limit' if limit is None else _show(dimension, limit)}"
-        )
+        if limit is None:
+            allows = f"queue {queue.name} has no {dimension} limit"
+        else:
+            allows = f"queue {queue.name} allows {_show(dimension, limit)} for {dimension}"
         blockers = _too_big(queue, needs)
         if blockers:
             other, its = next(iter(blockers.items()))
-            found.append(f"{allows} for {dimension}, but its {other} limit is {_show(other, its)}")
+            found.append(f"{allows}, but its {other} limit is {_show(other, its)}")
         elif queue.auto or queue.name == platform.default_queue:
-            found.append(f"{allows} for {dimension}")
+            found.append(allows)
         else:
-            found.append(f"{allows} for {dimension}: ask for it by name")
+            found.append(f"{allows}: ask for it by name")
     return found
 
 
@@ -250,10 +251,12 @@ def validate(platform: Platform, request: ResourceRequest) -> ValidationReport:
                         q.name != platform.default_queue, order[q.name])  # fmt: skip
 
             queue = min(fitting, key=rank)
-            if len(fitting) > 1:
-                others = ", ".join(q.name for q in fitting if q is not queue)
+            others = ", ".join(q.name for q in fitting if q is not queue)
+            cheapest = min(rank(q)[1] for q in fitting)
+            why = "" if rank(queue)[1] <= cheapest else " without capping the multiplied values"
+            if others:
                 suggestions.append(
-                    f"queue {queue.name} is the cheapest that fits (also fit: {others})"
+                    f"queue {queue.name} is the cheapest that fits{why} (also fit: {others})"
                 )
     if errors or queue is None:
         return ValidationReport(
