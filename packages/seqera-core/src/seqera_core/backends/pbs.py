@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..dialects.pbs import pro_submission, torque_submission
-from ..labels import encode_labels
+from ..labels import pbs_args
 from ._batch import (
     BatchBackend,
     CommandResult,
@@ -218,11 +218,7 @@ class PbsBackend(BatchBackend):
         if self.dialect == "pro":
             # d: write straight to the final path, so logs() sees output while it runs.
             argv += ["-k", "doe", *pro_submission(spec.request).args]
-            labels = job_labels(spec)
-            if labels:
-                # encode_labels leaves no ',' or quote, which qsub -v would parse
-                # (copy_env_value in OpenPBS src/cmds/qsub.c).
-                argv += ["-v", f"SEQERA_LABELS={encode_labels(labels)}"]
+            argv += pbs_args(job_labels(spec))
         else:
             # No -v: Debian's Torque qsub turns it into sbatch --export=NONE,... through a
             # shell. The labels are in the script's environment either way.

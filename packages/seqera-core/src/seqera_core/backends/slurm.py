@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..dialects.slurm import submission
-from ..labels import encode_labels
+from ..labels import slurm_comment_args
 from ._batch import (
     BatchBackend,
     CommandResult,
@@ -159,9 +159,7 @@ class SlurmBackend(BatchBackend):
             f"--error={_pattern_path(str(files.stderr))}",
             f"--chdir={spec.workdir or files.directory}",
         ]
-        labels = job_labels(spec)
-        if labels:
-            argv.append(f"--comment={encode_labels(labels)}")
+        argv += slurm_comment_args(job_labels(spec))  # within slurmctld's 1024 bytes
         argv += submission(spec.request).args
         argv.append(str(files.script))
         return argv
