@@ -33,6 +33,7 @@ __all__ = [
     "decode_labels",
     "ecs_tags",
     "encode_labels",
+    "env_name",
     "label_environment",
     "pbs_args",
     "pbs_variables",
@@ -171,13 +172,18 @@ def pbs_args(labels: Mapping[str, str]) -> list[str]:
     return ["-v", ",".join(f"{k}={v}" for k, v in variables.items())] if variables else []
 
 
+def env_name(label: str) -> str:
+    """``SEQERA_LABEL_<NAME>``: the label upper-cased, anything outside ``[A-Z0-9_]`` as ``_``."""
+    return ENV_PREFIX + _NOT_ENV_NAME.sub("_", label.upper())
+
+
 def label_environment(labels: Mapping[str, str]) -> dict[str, str]:
     """``SEQERA_LABEL_<NAME>`` variables: the name upper-cased, other characters as ``_``.
 
     Names that fold together (``a-b``, ``a_b``) keep the value of the later label, in sorted
     order; :func:`encode_labels` is the lossless form.
     """
-    return {ENV_PREFIX + _NOT_ENV_NAME.sub("_", k.upper()): v for k, v in sorted(labels.items())}
+    return {env_name(k): v for k, v in sorted(labels.items())}
 
 
 def _ecs_text(text: str, length: int) -> str:

@@ -39,11 +39,11 @@ import attrs
 from attrs import field, frozen
 
 from ..errors import SeqeraError
+from ..labels import env_name
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = [
     "EXIT_FILE",
-    "LABEL_PREFIX",
     "BatchBackend",
     "CommandResult",
     "JobFiles",
@@ -58,10 +58,8 @@ __all__ = [
     "shell_exit",
 ]
 
-LABEL_PREFIX = "SEQERA_LABEL_"  # the same variables the local backend sets
 EXIT_FILE = "exitcode"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
-_NOT_ENV_NAME = re.compile(r"[^A-Z0-9_]", re.ASCII)
 _NOT_FILE_NAME = re.compile(r"[^A-Za-z0-9._+-]", re.ASCII)
 
 
@@ -476,7 +474,7 @@ def job_script(spec: JobSpec, files: JobFiles) -> str:
         "'",
     ]
     labels = job_labels(spec).items()
-    variables = {LABEL_PREFIX + _NOT_ENV_NAME.sub("_", k.upper()): v for k, v in labels}
+    variables = {env_name(k): v for k, v in labels}  # as the local backend sets them
     variables.update(spec.env)
     for name, value in variables.items():
         if not _ENV_NAME.fullmatch(name):

@@ -48,12 +48,11 @@ from pathlib import Path
 import attrs
 
 from ..errors import ResourceError
+from ..labels import env_name
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
-__all__ = ["LABEL_PREFIX", "LocalBackend"]
+__all__ = ["LocalBackend"]
 
-LABEL_PREFIX = "SEQERA_LABEL_"
-_NOT_ENV_NAME = re.compile(r"[^A-Z0-9_]", re.ASCII)
 _NOT_FILE_NAME = re.compile(r"[^A-Za-z0-9._-]", re.ASCII)
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 _INF = math.inf
@@ -259,7 +258,7 @@ class LocalBackend(Backend):
         env["SEQERA_JOB_NAME"] = job.spec.name
         env["SEQERA_CPUS"] = str(job.cpus)
         for key, value in {**job.spec.request.labels, **job.spec.labels}.items():
-            env[LABEL_PREFIX + _NOT_ENV_NAME.sub("_", key.upper())] = value
+            env[env_name(key)] = value
         env.update(job.spec.env)
         return env
 
