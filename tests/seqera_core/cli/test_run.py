@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from seqera_core.backends import _open as backend_factories
 from seqera_core.cli import main
 from seqera_core.cli import run as run_command
 from seqera_core.cli.run import parse_duration, parse_size
@@ -165,7 +166,7 @@ def test_an_unavailable_backend_exits_2(
     capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     missing = ("seqera_core.backends.not_written_yet", "SlurmBackend", {})
-    monkeypatch.setitem(run_command._BATCH, "slurm", missing)
+    monkeypatch.setitem(backend_factories._FACTORIES, "slurm", missing)
     assert main(["run", "--backend", "slurm", "--", "true"]) == 2
     assert "backend 'slurm' is not available" in capfd.readouterr().err
 

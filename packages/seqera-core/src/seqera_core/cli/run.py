@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import os
 import signal
 import sys
@@ -20,6 +19,7 @@ from typing import IO, Any
 import attrs
 
 from .. import platforms
+from ..backends._open import open_backend
 from ..backends.base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from ..backends.local import LocalBackend
 from ..dialects._values import number
@@ -40,12 +40,6 @@ __all__ = [
 
 BACKENDS = ("local", "slurm", "pbs", "torque")
 EXIT_INTERRUPTED = 130
-# Where the batch backends live and how to build them; imported only when asked for.
-_BATCH = {
-    "slurm": ("seqera_core.backends.slurm", "SlurmBackend", {}),
-    "pbs": ("seqera_core.backends.pbs", "PbsBackend", {"dialect": "pro"}),
-    "torque": ("seqera_core.backends.pbs", "PbsBackend", {"dialect": "torque"}),
-}
 # The longest pause between polls: local polls are free, a scheduler's are not.
 _MAX_DELAY = {"local": 0.25}
 _BATCH_MAX_DELAY = 5.0
@@ -154,22 +148,9 @@ def _checked(path: str, request: ResourceRequest) -> ResourceRequest:
 
 
 def _backend(name: str, logdir: str) -> Backend:
-    if name == "local":
-        return LocalBackend(workdir=logdir)
-    if name not in _BATCH:
+    if name not in BACKENDS:
         raise UsageError(f"backend {name!r} cannot run jobs from seqera run yet")
-    module_name, class_name, options = _BATCH[name]
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name:
-            raise
-        raise UsageError(f"backend {name!r} is not available: {module_name} is missing") from None
-    factory: Any = getattr(module, class_name, None)
-    if factory is None:
-        raise UsageError(f"backend {name!r} is not available: {module_name} has no {class_name}")
-    backend: Backend = factory(**options)
-    return backend
+    return open_backend(name, workdir=logdir) if name == "local" else open_backend(name)
 
 
 class _Tail:

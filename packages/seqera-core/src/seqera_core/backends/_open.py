@@ -1,0 +1,48 @@
+"""Build a backend by name, importing only the one asked for (ECS brings boto3)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import UsageError
+from .base import Backend
+
+__all__ = ["BACKENDS", "open_backend"]
+
+# name -> (module, class, fixed options); a backend's module is imported only when asked for.
+_FACTORIES: dict[str, tuple[str, str, Mapping[str, Any]]] = {
+    "local": ("seqera_core.backends.local", "LocalBackend", {}),
+    "slurm": ("seqera_core.backends.slurm", "SlurmBackend", {}),
+    "pbs": ("seqera_core.backends.pbs", "PbsBackend", {"dialect": "pro"}),
+    "torque": ("seqera_core.backends.pbs", "PbsBackend", {"dialect": "torque"}),
+    "ecs": ("seqera_core.backends.ecs", "EcsBackend", {}),
+}
+BACKENDS = tuple(_FACTORIES)
+
+
+def open_backend(name: str, **options: Any) -> Backend:
+    """A new backend called ``name`` built with ``options`` (its constructor's keywords).
+
+    Raises:
+        UsageError: the name is unknown, or the backend's module (or extra) is not installed.
+    """
+    if name not in _FACTORIES:
+        raise UsageError(f"backend: {name!r} is not one of {', '.join(BACKENDS)}")
+    module_name, class_name, fixed = _FACTORIES[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name:
+            raise UsageError(f"backend {name!r} is not available in this version") from None
+        # A missing client library: name the extra that brings it.
+        raise UsageError(
+            f"backend {name!r} needs {exc.name}, which is not installed; "
+            f"install seqera-core[{name}]"
+        ) from None
+    factory: Any = getattr(module, class_name, None)
+    if factory is None:
+        raise UsageError(f"backend {name!r} is not available: {module_name} has no {class_name}")
+    backend: Backend = factory(**fixed, **options)
+    return backend

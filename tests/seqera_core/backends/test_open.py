@@ -1,0 +1,48 @@
+"""open_backend: one name per backend, imported only when asked for, clear errors otherwise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from seqera_core.backends import BACKENDS, LocalBackend, PbsBackend, SlurmBackend, open_backend
+from seqera_core.backends import _open
+from seqera_core.errors import UsageError
+
+
+def test_each_batch_backend_by_name(tmp_path: Path) -> None:
+    assert isinstance(open_backend("slurm", work_dir=str(tmp_path)), SlurmBackend)
+    pro, torque = open_backend("pbs"), open_backend("torque")
+    assert isinstance(pro, PbsBackend) and pro.dialect == "pro" and pro.name == "pbs"
+    assert isinstance(torque, PbsBackend) and torque.dialect == "torque"
+
+
+def test_local_takes_its_own_options() -> None:
+    backend = open_backend("local", cpus=3, memory=10**9)
+    assert isinstance(backend, LocalBackend)
+    assert (backend.capacity_cpus, backend.capacity_memory) == (3.0, 10**9)
+
+
+def test_an_unknown_name_lists_the_known_ones() -> None:
+    with pytest.raises(UsageError, match=r"backend: 'lsf' is not one of local, slurm"):
+        open_backend("lsf")
+    assert "ecs" in BACKENDS
+
+
+def test_a_missing_module_is_not_available(monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = ("seqera_core.backends._not_written_yet", "X", {})
+    monkeypatch.setitem(_open._FACTORIES, "ecs", missing)
+    with pytest.raises(UsageError, match="backend 'ecs' is not available in this version"):
+        open_backend("ecs")
+
+
+def test_a_missing_client_library_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The backend's module exists but the library it imports does not: the user needs the extra.
+    (tmp_path / "seqera_test_ecs_backend.py").write_text("import not_a_real_aws_client\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(_open._FACTORIES, "ecs", ("seqera_test_ecs_backend", "X", {}))
+    with pytest.raises(UsageError, match=r"needs not_a_real_aws_client.*seqera-core\[ecs\]"):
+        open_backend("ecs")
