@@ -6,8 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from seqera_core.backends import BACKENDS, LocalBackend, PbsBackend, SlurmBackend, open_backend
-from seqera_core.backends import _open
+from seqera_core.backends import (
+    BACKENDS,
+    LocalBackend,
+    PbsBackend,
+    SlurmBackend,
+    _open,
+    open_backend,
+)
 from seqera_core.errors import UsageError
 
 

@@ -13,7 +13,6 @@ import pytest
 
 from seqera_core.backends import _open as backend_factories
 from seqera_core.cli import main
-from seqera_core.cli import run as run_command
 from seqera_core.cli.run import parse_duration, parse_size
 from seqera_core.errors import ResourceError
 from seqera_core.units import GB, GIB, MB, MIB
