@@ -1,5 +1,8 @@
-"""snakemake-executor-plugin-seqera: installs; the engine integration is a later issue."""
+"""``snakemake --executor seqera``: Snakemake jobs onto local, Slurm, PBS or ECS via seqera-core."""
+
+from .executor import Executor
+from .settings import ExecutorSettings, common_settings
 
 __version__ = "0.1.0"
 
-__all__: list[str] = []
+__all__ = ["Executor", "ExecutorSettings", "common_settings"]

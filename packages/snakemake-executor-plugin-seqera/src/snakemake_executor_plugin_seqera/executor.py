@@ -1,0 +1,275 @@
+"""The executor: each ready job through seqera-core's pipeline and onto the chosen backend.
+
+One ``submit`` call for all the jobs Snakemake hands over at once, one ``poll`` call per
+status cycle for every active job, one ``cancel`` call for all of them.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import uuid
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from snakemake_interface_common.exceptions import WorkflowError
+from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
+from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
+from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
+from snakemake_interface_executor_plugins.settings import SharedFSUsage
+
+from seqera_core import platforms
+from seqera_core.backends import (
+    Backend,
+    JobHandle,
+    JobSpec,
+    JobState,
+    JobStatus,
+    SubmitError,
+    open_backend,
+)
+from seqera_core.config import Config, load_config
+from seqera_core.errors import SeqeraError
+from seqera_core.labels import run_labels
+from seqera_core.pipeline import Prepared, prepare
+from seqera_core.resolvers import HttpResolver, Resolver, discover
+from seqera_core.units import format_bytes, format_seconds
+
+from .resources import job_request
+from .settings import ExecutorSettings
+
+__all__ = ["Executor"]
+
+
+def _labels(pairs: Sequence[str] | None) -> dict[str, str] | None:
+    if not pairs:
+        return None
+    labels = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise WorkflowError(f"--seqera-labels: {pair!r} is not KEY=VALUE (e.g. project=rnaseq)")
+        labels[key.strip()] = value
+    return labels
+
+
+def _config(settings: ExecutorSettings) -> Config:
+    flags = {
+        "backend": settings.backend,
+        "platform": None if settings.platform is None else str(settings.platform),
+        "resolver.url": settings.resolver_url,
+        "resolver.token": settings.resolver_token,
+        "labels": _labels(settings.labels),
+    }
+    return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
+
+
+def _describe(prepared: Prepared) -> str:
+    request = prepared.request
+    parts = [f"cpus={request.cpus:g}" if request.cpus else ""]
+    if request.memory:
+        parts.append(f"memory={format_bytes(request.memory)}")
+    if request.time:
+        parts.append(f"time={format_seconds(request.time)}")
+    if request.queue:
+        parts.append(f"queue={request.queue}")
+    return " ".join(p for p in parts if p)
+
+
+class Executor(RemoteExecutor):
+    """``snakemake --executor seqera``."""
+
+    def __post_init__(self) -> None:
+        settings = self.workflow.executor_settings or ExecutorSettings()
+        try:
+            self._setup(settings)
+        except SeqeraError as exc:
+            raise WorkflowError(f"seqera executor: {exc}") from None
+
+    def _setup(self, settings: ExecutorSettings) -> None:
+        config = _config(settings)
+        self._run_id = str(uuid.uuid4())
+        path = config.get("platform")
+        self._platform = platforms.load(path) if path else None
+        self._backend_name = str(config.get("backend"))
+        if self._platform is not None and config.sources["backend"] == "default":
+            self._backend_name = self._platform.scheduler
+        self._resolvers: list[Resolver] = discover()
+        self._http: HttpResolver | None = None
+        if config.get("resolver.url"):
+            self._http = HttpResolver(
+                config.get("resolver.url"),
+                token=config.get("resolver.token"),
+                timeout=config.get("resolver.timeout", 5.0),
+            )
+            self._resolvers.append(self._http)
+        metadata = {
+            "engine": "snakemake",
+            "run-id": self._run_id,
+            "user": getpass.getuser(),
+            "project": Path(self.workflow.workdir_init).name,
+        }
+        self._run_labels = run_labels(
+            "snakemake", metadata, config.get("labels"), auto=config.get("auto_labels")
+        )
+        self._settings = settings
+        jobdir = settings.jobdir or Path(self.workflow.workdir_init) / ".snakemake" / "seqera"
+        self._jobdir = Path(jobdir).absolute()
+        self._backend = self._open(self._backend_name, settings)
+        if self._backend_name == "local":
+            # A local poll is a look at this process's own table: no need to wait long.
+            self.next_seconds_between_status_checks = min(
+                self.next_seconds_between_status_checks, 1
+            )
+        if self._backend_name == "ecs" and (
+            SharedFSUsage.INPUT_OUTPUT in self.workflow.storage_settings.shared_fs_usage
+        ):
+            raise WorkflowError(
+                "seqera executor: backend ecs has no shared filesystem; run with "
+                "--default-storage-provider (e.g. s3) and --shared-fs-usage none"
+            )
+
+    def _open(self, name: str, settings: ExecutorSettings) -> Backend:
+        if name == "local":
+            return open_backend(name, cpus=settings.local_cores, workdir=self._jobdir)
+        if name == "ecs":
+            options: Mapping[str, Any] = {
+                "cluster": settings.ecs_cluster,
+                "execution_role": settings.ecs_execution_role,
+                "task_role": settings.ecs_task_role,
+                "subnets": settings.ecs_subnets,
+                "security_groups": settings.ecs_security_groups,
+                "capacity_provider": settings.ecs_capacity_provider,
+                "logs_group": settings.ecs_log_group,
+                "region": settings.ecs_region,
+            }
+            return open_backend(name, **{k: v for k, v in options.items() if v is not None})
+        return open_backend(name, work_dir=self._jobdir)
+
+    # -- submission ------------------------------------------------------------------
+
+    def run_job(self, job: JobExecutorInterface) -> None:
+        self.run_jobs([job])
+
+    def run_jobs(self, jobs: list[JobExecutorInterface]) -> None:
+        """Every job Snakemake hands over at once goes out in one backend call."""
+        ready: list[tuple[JobExecutorInterface, JobSpec]] = []
+        for job in jobs:
+            self.run_job_pre(job)
+            spec = self._spec(job)
+            if spec is not None:
+                ready.append((job, spec))
+        if not ready:
+            return
+        try:
+            handles = self._backend.submit([spec for _, spec in ready])
+        except SubmitError as exc:
+            # Jobs before the failure were submitted: keep them, fail the rest.
+            handles = list(exc.submitted)
+            for job, _ in ready[len(handles) :]:
+                self.report_job_error(SubmittedJobInfo(job), msg=f"submission failed: {exc}")
+        except (SeqeraError, OSError, ValueError) as exc:
+            handles = []
+            for job, _ in ready:
+                self.report_job_error(SubmittedJobInfo(job), msg=f"submission failed: {exc}")
+        for (job, _), handle in zip(ready, handles, strict=False):
+            self.report_job_submission(
+                SubmittedJobInfo(job, external_jobid=handle.native_id, aux={"handle": handle})
+            )
+
+    def _spec(self, job: JobExecutorInterface) -> JobSpec | None:
+        try:
+            request, warnings = job_request(
+                job, queue=self._settings.queue, account=self._settings.account
+            )
+            prepared = prepare(request, platform=self._platform, resolvers=self._resolvers,
+                               run_labels=self._run_labels)  # fmt: skip
+        except SeqeraError as exc:
+            self.report_job_error(SubmittedJobInfo(job), msg=f"invalid resources: {exc}")
+            return None
+        for warning in warnings:
+            self.logger.warning(f"seqera: rule {request.process}, job {job.jobid}: {warning}")
+        if not prepared.ok:
+            assert prepared.report is not None
+            reason = "; ".join(prepared.report.errors + prepared.report.suggestions)
+            self.report_job_error(
+                SubmittedJobInfo(job), msg=f"not submitted, no queue can run it: {reason}"
+            )
+            return None
+        self.logger.debug(f"seqera: job {job.jobid} {job.name}: {_describe(prepared)}")
+        name = f"{job.name}-{job.jobid}" if not job.is_group() else f"group-{job.jobid}"
+        logdir = self._jobdir / "logs" / name
+        logdir.mkdir(parents=True, exist_ok=True)
+        log = logdir / f"{self._run_id[:8]}.log"
+        shared = self._backend_name != "ecs"
+        # One log for both streams, as the Slurm plugin keeps it; PBS copies each stream
+        # back on its own, so there the errors get their own file.
+        apart = self._backend_name in ("pbs", "torque")
+        return JobSpec(
+            name=f"smk-{name}",
+            command=("/bin/sh", "-c", self.format_job_exec(job)),
+            request=prepared.request,
+            workdir=str(Path(self.workflow.workdir_init).absolute()) if shared else None,
+            env=self.envvars(),
+            labels=prepared.labels,
+            stdout=str(log) if shared else None,
+            stderr=(str(log.with_suffix(".err")) if apart else str(log)) if shared else None,
+        )
+
+    # -- status ----------------------------------------------------------------------
+
+    async def check_active_jobs(
+        self, active_jobs: list[SubmittedJobInfo]
+    ) -> AsyncGenerator[SubmittedJobInfo, None]:
+        """One backend poll for every active job, within Snakemake's status rate limit."""
+        if not active_jobs:
+            return
+        handles = [info.aux["handle"] for info in active_jobs]
+        async with self.status_rate_limiter:
+            try:
+                statuses = self._backend.poll(handles)
+            except SeqeraError as exc:
+                self.logger.warning(f"seqera: status query failed, retrying later: {exc}")
+                for info in active_jobs:
+                    yield info
+                return
+        for info, status in zip(active_jobs, statuses, strict=True):
+            if not status.state.finished:
+                yield info
+            elif status.state is JobState.SUCCEEDED:
+                self.report_job_success(info)
+            else:
+                self.report_job_error(info, msg=_failure(status), aux_logs=_logs(status.handle))
+
+    def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]) -> None:
+        """Cancel every active job with one backend call."""
+        handles = [info.aux["handle"] for info in active_jobs if info.aux]
+        if handles:
+            self._backend.cancel(handles)
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        if self._http is not None:
+            self._http.close()
+        close = getattr(self._backend, "close", None)
+        if callable(close):
+            close()
+
+
+def _failure(status: JobStatus) -> str:
+    handle = status.handle
+    parts = [f"{handle.backend} job {handle.native_id} {status.state.value}"]
+    if status.exit_code is not None:
+        parts.append(f"exit code {status.exit_code}")
+    if status.out_of_memory:
+        parts.append("out of memory")
+    if status.time_limit:
+        parts.append("time limit reached")
+    if status.reason:
+        parts.append(status.reason)
+    return ", ".join(parts)
+
+
+def _logs(handle: JobHandle) -> list[str]:
+    return list(dict.fromkeys(p for p in (handle.stdout, handle.stderr) if p))

@@ -1,0 +1,125 @@
+"""``--seqera-*`` settings (each also ``$SNAKEMAKE_SEQERA_*``), and the plugin's common settings.
+
+A setting left unset falls back to seqera's own configuration (``SEQERA_*`` variables,
+``seqera.yaml``, ``~/.config/seqera/config.yaml``), then to the built-in default.
+"""
+
+# No `from __future__ import annotations` and no `X | None`: Snakemake turns each field
+# type into an argparse type at run time, and only understands typing.Optional/List.
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from snakemake_interface_executor_plugins.settings import CommonSettings, ExecutorSettingsBase
+
+__all__ = ["ExecutorSettings", "common_settings"]
+
+BACKEND_CHOICES = ("local", "slurm", "pbs", "torque", "ecs")
+
+
+def _setting(help: str, *, env_var: bool = True, **extra: object) -> dict[str, object]:
+    return {"help": help, "env_var": env_var, "required": False, **extra}
+
+
+@dataclass
+class ExecutorSettings(ExecutorSettingsBase):
+    """Where jobs go, how they are checked and labelled, and each backend's own options."""
+
+    backend: str | None = field(
+        default=None,
+        metadata=_setting(
+            "Where jobs run: local (default), slurm, pbs, torque or ecs.",
+            choices=BACKEND_CHOICES,
+        ),
+    )
+    platform: Path | None = field(
+        default=None,
+        metadata=_setting(
+            "Platform definition (YAML): queues and their limits. A job no queue can run "
+            "fails before submission, with the reason."
+        ),
+    )
+    resolver_url: str | None = field(
+        default=None,
+        metadata=_setting("URL of a resource resolver (e.g. seqera-sidecar serve)."),
+    )
+    resolver_token: str | None = field(
+        default=None,
+        metadata=_setting("Bearer token for the resolver; prefer the environment variable."),
+    )
+    labels: list[str] | None = field(
+        default=None,
+        metadata=_setting("Run labels as KEY=VALUE, e.g. project=rnaseq team=genomics.", nargs="+"),
+    )
+    queue: str | None = field(
+        default=None,
+        metadata=_setting(
+            "Default Slurm partition or PBS queue for rules that set no slurm_partition."
+        ),
+    )
+    account: str | None = field(
+        default=None,
+        metadata=_setting("Default account for rules that set no slurm_account."),
+    )
+    jobdir: Path | None = field(
+        default=None,
+        metadata=_setting(
+            "Directory for job scripts and logs, visible from the compute nodes "
+            "(default .snakemake/seqera in the working directory)."
+        ),
+    )
+    local_cores: int | None = field(
+        default=None,
+        metadata=_setting("Cores the local backend shares between jobs (default: all)."),
+    )
+    image: str | None = field(
+        default=None,
+        metadata=_setting(
+            "Container image of ECS jobs (default: snakemake/snakemake of this version)."
+        ),
+    )
+    ecs_cluster: str | None = field(
+        default=None, metadata=_setting("ECS cluster name or ARN (backend ecs).")
+    )
+    ecs_execution_role: str | None = field(
+        default=None, metadata=_setting("ECS task execution role ARN (backend ecs).")
+    )
+    ecs_task_role: str | None = field(
+        default=None, metadata=_setting("ECS task role ARN the jobs run as (backend ecs).")
+    )
+    ecs_subnets: list[str] | None = field(
+        default=None,
+        metadata=_setting("Subnet ids (default: the default VPC's).", nargs="+"),
+    )
+    ecs_security_groups: list[str] | None = field(
+        default=None,
+        metadata=_setting("Security group ids (default: the default VPC's).", nargs="+"),
+    )
+    ecs_capacity_provider: str | None = field(
+        default=None, metadata=_setting("ECS Managed Instances capacity provider name.")
+    )
+    ecs_log_group: str | None = field(
+        default=None, metadata=_setting("CloudWatch Logs group (default /aws/ecs/seqera).")
+    )
+    ecs_region: str | None = field(
+        default=None, metadata=_setting("AWS region (default: boto3's own chain).")
+    )
+
+
+common_settings = CommonSettings(
+    non_local_exec=True,
+    # Slurm, PBS and local share a filesystem; ECS users name a default storage provider
+    # and --shared-fs-usage none, as for any cloud executor.
+    implies_no_shared_fs=False,
+    # Only used when sources are not on a shared filesystem (ECS).
+    job_deploy_sources=True,
+    pass_default_storage_provider_args=True,
+    pass_default_resources_args=True,
+    # The environment travels as the job's own environment (and ECS container overrides),
+    # not as `export` in front of the command.
+    pass_envvar_declarations_to_cmd=False,
+    # Jobs would pip-install every registered storage plugin each time; an ECS image
+    # carries the one it needs instead.
+    auto_deploy_default_storage_provider=False,
+    init_seconds_before_status_checks=0,
+    pass_group_args=True,
+)
