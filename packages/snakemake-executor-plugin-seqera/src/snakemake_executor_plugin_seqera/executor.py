@@ -119,9 +119,8 @@ class Executor(RemoteExecutor):
         self._backend = self._open(self._backend_name, settings)
         if self._backend_name == "local":
             # A local poll is a look at this process's own table: no need to wait long.
-            self.next_seconds_between_status_checks = min(
-                self.next_seconds_between_status_checks, 1
-            )
+            every = self.workflow.remote_execution_settings.seconds_between_status_checks
+            self._next_seconds_between_status_checks = min(every, 1)
         if self._backend_name == "ecs" and (
             SharedFSUsage.INPUT_OUTPUT in self.workflow.storage_settings.shared_fs_usage
         ):
