@@ -185,7 +185,7 @@ class Executor(RemoteExecutor):
             prepared = prepare(request, platform=self._platform, resolvers=self._resolvers,
                                run_labels=self._run_labels)  # fmt: skip
         except SeqeraError as exc:
-            self.report_job_error(SubmittedJobInfo(job), msg=f"invalid resources: {exc}")
+            self.report_job_error(SubmittedJobInfo(job), msg=f"invalid resources: {exc}. ")
             return None
         for warning in warnings:
             self.logger.warning(f"seqera: rule {request.process}, job {job.jobid}: {warning}")
@@ -193,7 +193,7 @@ class Executor(RemoteExecutor):
             assert prepared.report is not None
             reason = "; ".join(prepared.report.errors + prepared.report.suggestions)
             self.report_job_error(
-                SubmittedJobInfo(job), msg=f"not submitted, no queue can run it: {reason}"
+                SubmittedJobInfo(job), msg=f"not submitted, no queue can run it: {reason}. "
             )
             return None
         self.logger.debug(f"seqera: job {job.jobid} {job.name}: {_describe(prepared)}")
@@ -260,14 +260,15 @@ def _failure(status: JobStatus) -> str:
     handle = status.handle
     parts = [f"{handle.backend} job {handle.native_id} {status.state.value}"]
     if status.exit_code is not None:
+        # A job's exit code is its Snakemake's: 1 when the rule's command failed.
         parts.append(f"exit code {status.exit_code}")
     if status.out_of_memory:
         parts.append("out of memory")
     if status.time_limit:
         parts.append("time limit reached")
-    if status.reason:
+    if status.reason and f"code {status.exit_code}" not in status.reason:
         parts.append(status.reason)
-    return ", ".join(parts)
+    return ", ".join(parts) + ". "  # Snakemake appends its own hint right after
 
 
 def _logs(handle: JobHandle) -> list[str]:

@@ -8,6 +8,7 @@ A setting left unset falls back to seqera's own configuration (``SEQERA_*`` vari
 # type into an argparse type at run time, and only understands typing.Optional/List.
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import List, Optional
 
 from snakemake_interface_executor_plugins.settings import CommonSettings, ExecutorSettingsBase
 
@@ -24,83 +25,85 @@ def _setting(help: str, *, env_var: bool = True, **extra: object) -> dict[str, o
 class ExecutorSettings(ExecutorSettingsBase):
     """Where jobs go, how they are checked and labelled, and each backend's own options."""
 
-    backend: str | None = field(
+    backend: Optional[str] = field(
         default=None,
         metadata=_setting(
             "Where jobs run: local (default), slurm, pbs, torque or ecs.",
             choices=BACKEND_CHOICES,
         ),
     )
-    platform: Path | None = field(
+    platform: Optional[Path] = field(
         default=None,
         metadata=_setting(
             "Platform definition (YAML): queues and their limits. A job no queue can run "
             "fails before submission, with the reason."
         ),
     )
-    resolver_url: str | None = field(
+    resolver_url: Optional[str] = field(
         default=None,
         metadata=_setting("URL of a resource resolver (e.g. seqera-sidecar serve)."),
     )
-    resolver_token: str | None = field(
+    resolver_token: Optional[str] = field(
         default=None,
         metadata=_setting("Bearer token for the resolver; prefer the environment variable."),
     )
-    labels: list[str] | None = field(
+    labels: Optional[List[str]] = field(
         default=None,
-        metadata=_setting("Run labels as KEY=VALUE, e.g. project=rnaseq team=genomics.", nargs="+"),
+        metadata=_setting(
+            "Run labels as KEY=VALUE, e.g. project=rnaseq team=genomics.", nargs="+", type=str
+        ),
     )
-    queue: str | None = field(
+    queue: Optional[str] = field(
         default=None,
         metadata=_setting(
             "Default Slurm partition or PBS queue for rules that set no slurm_partition."
         ),
     )
-    account: str | None = field(
+    account: Optional[str] = field(
         default=None,
         metadata=_setting("Default account for rules that set no slurm_account."),
     )
-    jobdir: Path | None = field(
+    jobdir: Optional[Path] = field(
         default=None,
         metadata=_setting(
             "Directory for job scripts and logs, visible from the compute nodes "
             "(default .snakemake/seqera in the working directory)."
         ),
     )
-    local_cores: int | None = field(
+    local_cores: Optional[int] = field(
         default=None,
         metadata=_setting("Cores the local backend shares between jobs (default: all)."),
     )
-    image: str | None = field(
+    image: Optional[str] = field(
         default=None,
         metadata=_setting(
             "Container image of ECS jobs (default: snakemake/snakemake of this version)."
         ),
     )
-    ecs_cluster: str | None = field(
+    ecs_cluster: Optional[str] = field(
         default=None, metadata=_setting("ECS cluster name or ARN (backend ecs).")
     )
-    ecs_execution_role: str | None = field(
+    ecs_execution_role: Optional[str] = field(
         default=None, metadata=_setting("ECS task execution role ARN (backend ecs).")
     )
-    ecs_task_role: str | None = field(
+    ecs_task_role: Optional[str] = field(
         default=None, metadata=_setting("ECS task role ARN the jobs run as (backend ecs).")
     )
-    ecs_subnets: list[str] | None = field(
+    ecs_subnets: Optional[List[str]] = field(
         default=None,
-        metadata=_setting("Subnet ids (default: the default VPC's).", nargs="+"),
+        metadata=_setting("Subnet ids (default: the default VPC's).", nargs="+", type=str),
     )
-    ecs_security_groups: list[str] | None = field(
+    ecs_security_groups: Optional[List[str]] = field(
         default=None,
-        metadata=_setting("Security group ids (default: the default VPC's).", nargs="+"),
+        metadata=_setting("Security group ids (default: the default VPC's).", nargs="+", type=str),
     )
-    ecs_capacity_provider: str | None = field(
+    ecs_capacity_provider: Optional[str] = field(
         default=None, metadata=_setting("ECS Managed Instances capacity provider name.")
     )
-    ecs_log_group: str | None = field(
+    ecs_log_group: Optional[str] = field(
         default=None, metadata=_setting("CloudWatch Logs group (default /aws/ecs/seqera).")
     )
-    ecs_region: str | None = field(
+    ecs_region: Optional[str] = field(
         default=None, metadata=_setting("AWS region (default: boto3's own chain).")
     )
 

@@ -1,0 +1,162 @@
+"""``snakemake --executor seqera`` as a user types it: profiles, env vars, platforms, failures."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """The environment without the developer's own seqera or Snakemake settings."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SEQERA_", "SNAKEMAKE_"))}
+    return {**clean, "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "home")}
+
+
+def _workflow(directory: Path, snakefile: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "Snakefile").write_text(textwrap.dedent(snakefile))
+    return directory
+
+
+def _snakemake(
+    directory: Path, env: dict[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*SNAKEMAKE, "--executor", "seqera", "--jobs", "4", *args],
+        cwd=directory, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+LABELS = """
+rule all:
+    input: "labels.txt"
+
+rule labelled:
+    output: "labels.txt"
+    resources: mem_mb=300, runtime=2
+    shell:
+        "echo $SEQERA_LABEL_PROJECT ${{SEQERA_LABEL_TEAM:-none}} $SEQERA_LABEL_SNAKEMAKE_RULE"
+        " > {output}"
+"""
+
+
+def test_settings_from_a_profile_and_seqera_config(tmp_path: Path, env: dict[str, str]) -> None:
+    workdir = _workflow(tmp_path / "wf", LABELS)
+    profile = tmp_path / "profile"
+    profile.mkdir()
+    (profile / "config.yaml").write_text(
+        "executor: seqera\nseqera-backend: local\nseqera-labels: [project=demo]\n"
+    )
+    # Below the profile: seqera's own configuration, here from the environment.
+    env = {**env, "SEQERA_LABELS": "team=genomics,project=overridden"}
+    done = _snakemake(workdir, env, "--profile", str(profile))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (workdir / "labels.txt").read_text().split() == ["demo", "genomics", "labelled"]
+
+
+def test_settings_from_snakemake_environment_variables(tmp_path: Path, env: dict[str, str]) -> None:
+    workdir = _workflow(tmp_path / "wf", LABELS)
+    env = {**env, "SNAKEMAKE_SEQERA_BACKEND": "local", "SNAKEMAKE_SEQERA_LABELS": "project=viaenv"}
+    done = _snakemake(workdir, env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (workdir / "labels.txt").read_text().split()[0] == "viaenv"
+
+
+PLATFORM = """
+name: small
+scheduler: local
+default_queue: normal
+queues:
+  normal: {max_cpus: 4, max_memory: 8 GiB, max_walltime: 4h}
+"""
+
+IMPOSSIBLE = """
+rule all:
+    input: "small.txt", "huge.txt"
+
+rule small:
+    output: "small.txt"
+    resources: mem_mb=300
+    shell: "touch {output}"
+
+rule huge:
+    output: "huge.txt"
+    resources: mem_mb=900000
+    shell: "touch {output} ran-anyway"
+"""
+
+
+def test_an_impossible_rule_fails_before_submission_with_the_reason(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    workdir = _workflow(tmp_path / "wf", IMPOSSIBLE)
+    (workdir / "platform.yaml").write_text(PLATFORM)
+    done = _snakemake(workdir, env, "--seqera-platform", "platform.yaml", "--keep-going")
+    assert done.returncode != 0
+    assert "Error in rule huge" in done.stderr
+    assert "not submitted, no queue can run it" in done.stderr
+    assert "memory 838.19 GiB exceeds every queue of small" in done.stderr
+    assert (workdir / "small.txt").exists()  # its neighbour still ran
+    assert not (workdir / "ran-anyway").exists()
+    assert not list((workdir / ".snakemake" / "seqera" / "logs").glob("huge-*"))
+
+
+def test_bad_units_fail_the_job_naming_the_field(tmp_path: Path, env: dict[str, str]) -> None:
+    workdir = _workflow(
+        tmp_path / "wf",
+        """
+        rule bad:
+            output: "x"
+            resources: gpu="two"
+            shell: "touch {output}"
+        """,
+    )
+    done = _snakemake(workdir, env)
+    assert done.returncode != 0
+    assert "invalid resources: gpu: 'two'" in done.stderr
+    assert not (workdir / "x").exists()
+
+
+def test_a_failed_job_reports_its_exit_code_and_log(tmp_path: Path, env: dict[str, str]) -> None:
+    workdir = _workflow(
+        tmp_path / "wf",
+        """
+        rule fails:
+            output: "never"
+            resources: mem_mb=300
+            shell: "echo about to fail; exit 3"
+        """,
+    )
+    done = _snakemake(workdir, env)
+    assert done.returncode != 0
+    # The job runs Snakemake around the rule's command: it exits 1 when the command fails.
+    assert "local job" in done.stderr and "failed, exit code 1." in done.stderr
+    logs = list((workdir / ".snakemake" / "seqera" / "logs").glob("fails-*/*.log"))
+    assert len(logs) == 1 and "about to fail" in logs[0].read_text()
+    assert str(logs[0]) in done.stderr  # handed to Snakemake as the job's aux log
+
+
+# Holds 400 MB for two seconds: the local backend samples memory and kills a job over
+# its request, as a cluster would.
+HUNGRY = """
+rule hungry:
+    output: "fed"
+    resources: mem_mb=300
+    shell: "python3 -c 'import time; b = bytearray(400 * 10**6); time.sleep(2)' && touch {output}"
+"""
+
+
+def test_the_resolver_chain_gives_a_job_its_memory(tmp_path: Path, env: dict[str, str]) -> None:
+    starved = _snakemake(_workflow(tmp_path / "starved", HUNGRY), env)
+    assert starved.returncode != 0 and "out of memory" in starved.stderr
+    # The test resolver plugin (entry point seqera.resources_resolvers) doubles memory.
+    fed = _snakemake(_workflow(tmp_path / "fed", HUNGRY), {**env, "SEQERA_TEST_RESOLVER": "1"})
+    assert fed.returncode == 0, fed.stderr[-3000:]
