@@ -13,6 +13,7 @@ nox.options.error_on_missing_interpreters = True
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 CORE = "packages/seqera-core[http,ecs]"
+SNAKEMAKE = "snakemake>=9,<10"
 
 # session name -> (packages to install editable, test folder, extra test requirements)
 PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
@@ -20,16 +21,20 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     "core": (
         (CORE, "tests/fixtures/seqera-test-resolver"),
         "tests/seqera_core",
-        ("snakemake>=9,<10", "cwltool>=3.1"),
+        (SNAKEMAKE, "cwltool>=3.1"),
     ),
     "snakemake": (
-        (CORE, "packages/snakemake-executor-plugin-seqera"),
+        (CORE, "packages/snakemake-executor-plugin-seqera", "tests/fixtures/seqera-test-resolver"),
         "tests/snakemake_executor_plugin_seqera",
-        (),
+        (SNAKEMAKE,),
     ),
     "cwl": ((CORE, "packages/cwltool-seqera"), "tests/cwltool_seqera", ()),
     "nextflow": ((CORE, "packages/seqera-nextflow-sidecar"), "tests/seqera_sidecar", ()),
-    "integration": ((CORE,), "tests/integration", ()),
+    "integration": (
+        (CORE, "packages/snakemake-executor-plugin-seqera"),
+        "tests/integration",
+        (SNAKEMAKE,),
+    ),
 }
 
 

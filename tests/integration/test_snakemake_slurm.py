@@ -1,0 +1,122 @@
+"""``snakemake --executor seqera`` on the real one-node Slurm of the ``slurm`` fixture."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from snakemake.common.tests import TestWorkflowsLocalStorageBase
+
+from snakemake_executor_plugin_seqera import ExecutorSettings
+
+from .conftest import SlurmCluster
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def _cluster(slurm: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Nothing from the developer's own seqera configuration may leak into the tests.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    for name in ("SEQERA_BACKEND", "SEQERA_PLATFORM", "SEQERA_RESOLVER_URL", "SEQERA_LABELS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+class TestSlurmBackend(TestWorkflowsLocalStorageBase):
+    """Snakemake's own executor-plugin test base, every job through sbatch."""
+
+    __test__ = True
+
+    def get_executor(self) -> str:
+        return "seqera"
+
+    def get_executor_settings(self) -> ExecutorSettings:
+        return ExecutorSettings(backend="slurm")
+
+
+@pytest.fixture
+def sbatch_log(tmp_path: Path, slurm: SlurmCluster) -> Iterator[Path]:
+    """A PATH in front of the real sbatch that records each call, then runs it."""
+    shims, log = tmp_path / "shims", tmp_path / "sbatch-calls"
+    shims.mkdir()
+    real = subprocess.run(["which", "sbatch"], capture_output=True, text=True, check=True)
+    shim = shims / "sbatch"
+    shim.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {real.stdout.strip()} "$@"\n')
+    shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
+    log.touch()
+    yield log
+
+
+def _snakemake(workdir: Path, shims: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{shims}:{os.environ['PATH']}"}
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "--executor", "seqera", "--seqera-backend", "slurm",
+         "--jobs", "4", "--seconds-between-status-checks", "1", *args],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+RECORD = """
+rule all:
+    input: "record.txt"
+
+rule recorded:
+    output: "record.txt"
+    threads: 2
+    resources: mem_mb=2000, runtime=90
+    shell: "scontrol show job $SLURM_JOB_ID > {output}"
+"""
+
+
+def test_the_schedulers_record_shows_what_the_rule_asked_for(
+    tmp_path: Path, sbatch_log: Path
+) -> None:
+    workdir = tmp_path / "wf"
+    workdir.mkdir()
+    (workdir / "Snakefile").write_text(textwrap.dedent(RECORD))
+    done = _snakemake(workdir, sbatch_log.parent / "shims", "--seqera-labels", "project=demo")
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = (workdir / "record.txt").read_text()
+    # mem_mb counts 10^6 bytes and Slurm's M is 2^20: 2000 MB is 1907.35 MiB, rounded up.
+    assert re.search(r"\bMinMemoryNode=1908M\b", record), record
+    assert re.search(r"\bNumCPUs=2\b", record), record
+    assert re.search(r"\bTimeLimit=01:30:00\b", record), record
+    assert "snakemake/rule=recorded" in record and "project=demo" in record
+    assert len(sbatch_log.read_text().splitlines()) == 1
+
+
+PLATFORM = """
+name: fixture
+scheduler: slurm
+default_queue: debug
+queues:
+  debug: {max_cpus: 16, max_memory: 8 GiB, max_walltime: 1d}
+"""
+
+IMPOSSIBLE = """
+rule all:
+    input: "huge.txt"
+
+rule huge:
+    output: "huge.txt"
+    resources: mem_mb=20000
+    shell: "touch {output}"
+"""
+
+
+def test_an_impossible_rule_is_rejected_before_any_sbatch(tmp_path: Path, sbatch_log: Path) -> None:
+    workdir = tmp_path / "wf"
+    workdir.mkdir()
+    (workdir / "Snakefile").write_text(textwrap.dedent(IMPOSSIBLE))
+    (workdir / "platform.yaml").write_text(PLATFORM)
+    done = _snakemake(workdir, sbatch_log.parent / "shims", "--seqera-platform", "platform.yaml")
+    assert done.returncode != 0
+    assert "not submitted, no queue can run it: memory 18.63 GiB exceeds" in done.stderr
+    assert sbatch_log.read_text() == ""
