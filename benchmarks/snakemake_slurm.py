@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from slurm_jobs import _cluster  # noqa: E402 - the benchmark's own cluster recipe
+from slurm_jobs import _cluster  # the benchmark's own cluster recipe
 
 __all__ = ["main"]
 

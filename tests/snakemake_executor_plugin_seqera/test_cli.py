@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -160,3 +162,35 @@ def test_the_resolver_chain_gives_a_job_its_memory(tmp_path: Path, env: dict[str
     # The test resolver plugin (entry point seqera.resources_resolvers) doubles memory.
     fed = _snakemake(_workflow(tmp_path / "fed", HUNGRY), {**env, "SEQERA_TEST_RESOLVER": "1"})
     assert fed.returncode == 0, fed.stderr[-3000:]
+
+
+def test_ctrl_c_cancels_every_running_job(tmp_path: Path, env: dict[str, str]) -> None:
+    workdir = _workflow(
+        tmp_path / "wf",
+        """
+        rule all:
+            input: expand("slept.{i}", i=range(2))
+
+        rule sleeper:
+            output: "slept.{i}"
+            resources: mem_mb=300
+            shell: "echo $$ > pid.{wildcards.i}; sleep 300; touch {output}"
+        """,
+    )
+    process = subprocess.Popen(
+        [*SNAKEMAKE, "--executor", "seqera", "--jobs", "4"],
+        cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    pids = [workdir / f"pid.{i}" for i in range(2)]
+    deadline = time.monotonic() + 120
+    while not all(p.exists() and p.read_text().strip() for p in pids):
+        assert process.poll() is None and time.monotonic() < deadline, "jobs did not start"
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode != 0
+    for path in pids:
+        pid = int(path.read_text())
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # the job's shell was killed, not left running
+    assert "Cancelling" in stderr or "cancel" in stderr.lower()
