@@ -6,7 +6,8 @@ throw-away cluster with tests/integration/slurm/slurm-up.sh (unless ``SLURM_CONF
 set), writes one Snakefile of ``--jobs`` independent trivial rules, and runs it once per
 executor, same cluster, same Snakefile, each executor with its default settings and
 ``--jobs`` equal to the number of rules. Scheduler calls are counted by small wrappers in
-front of ``sbatch``, ``squeue``, ``sacct``, ``scontrol``, ``scancel`` and ``sinfo``.
+front of ``sbatch``, ``squeue``, ``sacct``, ``scontrol``, ``scancel`` and ``sinfo``,
+outside jobs only.
 """
 
 from __future__ import annotations
@@ -49,7 +50,11 @@ def _shims(directory: Path, log: Path) -> None:
         if real is None:
             continue
         shim = directory / command
-        shim.write_text(f'#!/bin/sh\necho {command} >> {log}\nexec {real} "$@"\n')
+        # Calls made from inside jobs (the PATH travels with them) are the job's, not the
+        # executor's: snakemake-executor-plugin-slurm runs `scontrol show config` on import.
+        shim.write_text(
+            f'#!/bin/sh\n[ -n "$SLURM_JOB_ID" ] || echo {command} >> {log}\nexec {real} "$@"\n'
+        )
         shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
 
 
