@@ -100,7 +100,7 @@ class EcsBackend(Backend):
             raise ResourceError("ecs.region", None, "an AWS region (ecs.region or AWS_REGION)")
         self.region: str = region
         config = botocore.config.Config(
-            region_name=region, retries={"mode": "standard", "max_attempts": max_attempts}
+            region_name=region, retries={"mode": "standard", "total_max_attempts": max_attempts}
         )
         self.ecs: Any = session.client("ecs", config=config)
         self.ec2: Any = session.client("ec2", config=config)
