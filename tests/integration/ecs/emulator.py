@@ -28,7 +28,6 @@ import http.client
 import http.server
 import json
 import logging
-
 import threading
 import time
 import urllib.parse
