@@ -257,10 +257,10 @@ def test_missing_cluster(emulator: Emulator) -> None:
 def test_cluster_without_managed_instances_provider(emulator: Emulator) -> None:
     emulator.create_cluster("asg-only", provider="asg-provider", managed=False)
     backend = EcsBackend(settings(cluster="asg-only"))
-    with pytest.raises(UsageError, match="no capacity provider is an active ECS Managed Instances"):
+    with pytest.raises(UsageError, match="has no active ECS Managed Instances capacity provider"):
         backend.submit([job()])
     named = EcsBackend(settings(capacity_provider="asg-provider"))
-    with pytest.raises(UsageError, match="capacity provider 'asg-provider'"):
+    with pytest.raises(UsageError, match="'asg-provider' is not an active ECS Managed"):
         named.submit([job()])
     boto3.client("ecs").delete_cluster(cluster="seqera")
     with pytest.raises(UsageError, match="is INACTIVE, not ACTIVE"):

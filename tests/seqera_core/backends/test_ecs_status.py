@@ -109,6 +109,9 @@ def test_stopped_by_someone() -> None:
     assert (view.state, view.reason) == (JobState.CANCELLED, "Task stopped by user")
 
 
-def test_started_at() -> None:
+def test_started_and_stopped_at() -> None:
     when = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+    later = when + datetime.timedelta(seconds=90)
     assert seen({"lastStatus": "RUNNING", "startedAt": when}).started_at == when.timestamp()
+    view = seen(stopped(0, startedAt=when, stoppedAt=later))
+    assert (view.started_at, view.stopped_at) == (when.timestamp(), later.timestamp())

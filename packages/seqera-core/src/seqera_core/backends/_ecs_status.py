@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 from attrs import frozen
 
 from ._ecs_payloads import CONTAINER
@@ -50,6 +51,7 @@ class Seen:
     out_of_memory: bool = False
     spot: bool = False
     started_at: float | None = None  # seconds since the epoch, when ECS says it started
+    stopped_at: float | None = None  # and when it says it stopped
 
 
 def _container(task: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -77,6 +79,10 @@ def seen(task: Mapping[str, Any]) -> Seen:
 
 
 def _stopped(task: Mapping[str, Any], started: float | None) -> Seen:
+    return attrs.evolve(_ended(task, started), stopped_at=_timestamp(task.get("stoppedAt")))
+
+
+def _ended(task: Mapping[str, Any], started: float | None) -> Seen:
     container = _container(task)
     code = container.get("exitCode")
     stop_code = task.get("stopCode")

@@ -112,6 +112,7 @@ class EcsBackend(Backend):
         self.storage_gib: int | None = None
         self.subnets: tuple[str, ...] = settings.subnets
         self.security_groups: tuple[str, ...] = settings.security_groups
+        self._ready = False
         self._definitions: dict[str, str] = {}  # hash -> task definition ARN
         self._unscanned: dict[str, list[str]] = {}  # family -> revisions not yet described
         self._tasks: dict[str, _Task] = {}  # first ARN (the handle's) -> task
@@ -132,7 +133,7 @@ class EcsBackend(Backend):
 
     def check(self) -> None:
         """Check the cluster and capacity provider and find the network; once per backend."""
-        if self.capacity_provider is not None:
+        if self._ready:
             return
         cluster = self.settings.cluster
         found = self._call(self.ecs.describe_clusters, clusters=[cluster])
@@ -146,6 +147,7 @@ class EcsBackend(Backend):
         if not self.subnets or not self.security_groups:
             self._discover_network()
         self._ensure_log_group()
+        self._ready = True
 
     def _pick_provider(self, cluster: str, names: list[str]) -> None:
         wanted = self.settings.capacity_provider
@@ -160,12 +162,16 @@ class EcsBackend(Backend):
             and p.get("status", "ACTIVE") == "ACTIVE"
         ]
         if not managed:
-            which = f"capacity provider {wanted!r}" if wanted else "no capacity provider"
             listed = ", ".join(names) or "none"
+            problem = (
+                f"capacity provider {wanted!r} is not an active ECS Managed Instances provider"
+                if wanted
+                else "has no active ECS Managed Instances capacity provider"
+            )
             raise UsageError(
-                f"ECS cluster {cluster!r}: {which} is an active ECS Managed Instances provider "
-                f"(the cluster's capacity providers: {listed}); create one with "
-                "CreateCapacityProvider --managed-instances-provider or set ecs.capacity_provider"
+                f"ECS cluster {cluster!r}: {problem} (the cluster's capacity providers: "
+                f"{listed}); create one with CreateCapacityProvider --managed-instances-provider "
+                "or name another in ecs.capacity_provider"
             )
         provider = managed[0]
         template = provider["managedInstancesProvider"].get("instanceLaunchTemplate") or {}
@@ -347,7 +353,8 @@ class EcsBackend(Backend):
             view = attrs.evolve(
                 view, reason=f"gave up after {record.attempts} spot interruptions: {view.reason}"
             )
-        wall = now - record.running_since if record.running_since else None
+        ended = view.stopped_at or now
+        wall = max(0.0, ended - record.running_since) if record.running_since else None
         if record.stopping == "time":
             reason = f"time limit of {limit} s exceeded"
             final = JobStatus(handle, JobState.FAILED, view.exit_code, reason, time_limit=True)
