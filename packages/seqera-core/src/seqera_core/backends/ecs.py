@@ -28,10 +28,10 @@ import botocore.exceptions
 
 from ..errors import ResourceError, SeqeraError, UsageError
 from ._batch import SubmitError, job_labels
+from ._ecs_definitions import TaskDefinitions
+from ._ecs_network import network
 from ._ecs_payloads import (
-    HASH_TAG,
     EcsSettings,
-    Shape,
     log_stream,
     run_task_request,
     shape_of,
@@ -113,8 +113,7 @@ class EcsBackend(Backend):
         self.subnets: tuple[str, ...] = settings.subnets
         self.security_groups: tuple[str, ...] = settings.security_groups
         self._ready = False
-        self._definitions: dict[str, str] = {}  # hash -> task definition ARN
-        self._unscanned: dict[str, list[str]] = {}  # family -> revisions not yet described
+        self._definitions = TaskDefinitions(self.ecs, self._call)
         self._tasks: dict[str, _Task] = {}  # first ARN (the handle's) -> task
 
     def _count(self, model: Any, **_: Any) -> None:
@@ -145,7 +144,10 @@ class EcsBackend(Backend):
             raise UsageError(f"ECS cluster {cluster!r} is {status}, not ACTIVE")
         self._pick_provider(cluster, list(clusters[0].get("capacityProviders") or []))
         if not self.subnets or not self.security_groups:
-            self._discover_network()
+            self.subnets, self.security_groups = network(
+                self._call, self.ec2, self.subnets, self.security_groups, self.region
+            )
+            _LOG.info("ECS network: subnets %s, groups %s", self.subnets, self.security_groups)
         self._ensure_log_group()
         self._ready = True
 
@@ -179,45 +181,6 @@ class EcsBackend(Backend):
         self.storage_gib = int(storage) if storage else None
         self.capacity_provider = str(provider["name"])
 
-    def _discover_network(self) -> None:
-        vpc: str | None = None
-        if self.subnets:  # the security group follows the configured subnets' VPC
-            found = self._call(self.ec2.describe_subnets, SubnetIds=list(self.subnets))
-            vpc = found["Subnets"][0]["VpcId"]
-        else:
-            vpcs = self._call(
-                self.ec2.describe_vpcs, Filters=[{"Name": "is-default", "Values": ["true"]}]
-            )["Vpcs"]
-            if not vpcs:
-                raise UsageError(
-                    f"ecs.subnets: none configured and region {self.region} has no default "
-                    "VPC; set ecs.subnets and ecs.security_groups"
-                )
-            vpc = str(vpcs[0]["VpcId"])
-            subnets = self._call(
-                self.ec2.describe_subnets,
-                Filters=[
-                    {"Name": "vpc-id", "Values": [vpc]},
-                    {"Name": "default-for-az", "Values": ["true"]},
-                ],
-            )["Subnets"]
-            if not subnets:
-                raise UsageError(f"ecs.subnets: the default VPC {vpc} has no default subnets")
-            ordered = sorted(subnets, key=lambda s: (s.get("AvailabilityZone", ""), s["SubnetId"]))
-            self.subnets = tuple(s["SubnetId"] for s in ordered)
-        if not self.security_groups:
-            groups = self._call(
-                self.ec2.describe_security_groups,
-                Filters=[
-                    {"Name": "vpc-id", "Values": [vpc]},
-                    {"Name": "group-name", "Values": ["default"]},
-                ],
-            )["SecurityGroups"]
-            if not groups:
-                raise UsageError(f"ecs.security_groups: none configured and {vpc} has no default")
-            self.security_groups = (str(groups[0]["GroupId"]),)
-        _LOG.info("ECS network: subnets %s, security groups %s", self.subnets, self.security_groups)
-
     def _ensure_log_group(self) -> None:
         # Without the group awslogs cannot start the container; creating it here needs no
         # logs:CreateLogGroup in the execution role.
@@ -226,37 +189,6 @@ class EcsBackend(Backend):
         except botocore.exceptions.ClientError as exc:
             if _error_code(exc) != "ResourceAlreadyExistsException":
                 _LOG.warning("could not create log group %s: %s", self.settings.logs_group, exc)
-
-    # -- task definitions ----------------------------------------------------------------
-
-    def _definition(self, shape: Shape) -> str:
-        body, digest = task_definition_request(shape, self.settings, self.region)
-        if digest in self._definitions:
-            return self._definitions[digest]
-        family = body["family"]
-        if family not in self._unscanned:  # newest first: the likeliest to match
-            pages = self.ecs.get_paginator("list_task_definitions").paginate(
-                familyPrefix=family, status="ACTIVE", sort="DESC"
-            )
-            try:
-                self._unscanned[family] = [a for page in pages for a in page["taskDefinitionArns"]]
-            except botocore.exceptions.ClientError as exc:
-                raise EcsError(f"ListTaskDefinitions failed: {exc}") from exc
-        pending = self._unscanned[family]
-        while pending:
-            arn = pending.pop(0)
-            found = self._call(
-                self.ecs.describe_task_definition, taskDefinition=arn, include=["TAGS"]
-            )
-            tags = {t["key"]: t["value"] for t in found.get("tags") or []}
-            if HASH_TAG in tags:
-                self._definitions.setdefault(tags[HASH_TAG], arn)
-            if tags.get(HASH_TAG) == digest:
-                return arn
-        registered = self._call(self.ecs.register_task_definition, **body)
-        arn = str(registered["taskDefinition"]["taskDefinitionArn"])
-        self._definitions[digest] = arn
-        return arn
 
     # -- the contract --------------------------------------------------------------------
 
@@ -276,7 +208,9 @@ class EcsBackend(Backend):
         bodies = [self._body(spec, "arn:pending") for spec in jobs]  # validates every job
         handles: list[JobHandle] = []
         for spec, shape, body in zip(jobs, shapes, bodies, strict=True):
-            body["taskDefinition"] = self._definition(shape)
+            body["taskDefinition"] = self._definitions.arn(
+                *task_definition_request(shape, self.settings, self.region)
+            )
             try:
                 arn = self._run(body)
             except EcsError as exc:
