@@ -356,3 +356,15 @@ def test_throttling_is_retried_with_backoff(
         with pytest.raises(SubmitError, match="ThrottlingException"):
             backend.submit([job()])
         assert proxy.attempts["RunTask"] == 3
+
+
+def test_security_group_follows_the_configured_subnets_vpc(emulator: Emulator) -> None:
+    ec2 = boto3.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.1.0/24")["Subnet"]["SubnetId"]
+    filters = [{"Name": "vpc-id", "Values": [vpc]}, {"Name": "group-name", "Values": ["default"]}]
+    (group,) = ec2.describe_security_groups(Filters=filters)["SecurityGroups"]
+    backend = EcsBackend(settings(subnets=[subnet]))
+    backend.check()
+    assert (backend.subnets, backend.security_groups) == ((subnet,), (group["GroupId"],))
+    assert backend.calls["DescribeVpcs"] == 0
