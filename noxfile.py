@@ -33,7 +33,7 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     "integration": (
         (CORE, "packages/snakemake-executor-plugin-seqera"),
         "tests/integration",
-        (SNAKEMAKE,),
+        (SNAKEMAKE, "moto[server]>=5.0"),
     ),
 }
 

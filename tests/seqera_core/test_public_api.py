@@ -22,6 +22,7 @@ MODULES = [
     "seqera_core.dialects.pbs",
     "seqera_core.dialects.ecs",
     "seqera_core.backends",
+    "seqera_core.backends.ecs",
     "seqera_core.labels",
     "seqera_core.platforms",
     "seqera_core.config",

@@ -19,7 +19,14 @@ platform: platforms/hpc.yaml
 labels: {team: genomics}
 auto_labels: [run-name, user]    # or all, or none
 resolver: {url: "http://127.0.0.1:8080", timeout: 5}
+ecs: {cluster: genomics, execution_role: "arn:aws:iam::123456789012:role/ecsTaskExecutionRole"}
 ```
+
+``ecs.*`` keys configure the AWS ECS backend (``SEQERA_ECS_<KEY>`` in the environment):
+``cluster`` and ``execution_role`` are required to run there; ``task_role``, ``subnets``
+and ``security_groups`` (lists, or comma-separated text), ``assign_public_ip`` (boolean),
+``logs_group``, ``capacity_provider``, ``max_spot_attempts`` (integer >= 1) and ``region``
+are optional.
 """
 
 from __future__ import annotations
@@ -48,7 +55,19 @@ KEYS: dict[str, str] = {
     "resolver.timeout": "SEQERA_RESOLVER_TIMEOUT",
     "auto_labels": "SEQERA_AUTO_LABELS",
     "labels": "SEQERA_LABELS",
+    "ecs.cluster": "SEQERA_ECS_CLUSTER",
+    "ecs.execution_role": "SEQERA_ECS_EXECUTION_ROLE",
+    "ecs.task_role": "SEQERA_ECS_TASK_ROLE",
+    "ecs.subnets": "SEQERA_ECS_SUBNETS",
+    "ecs.security_groups": "SEQERA_ECS_SECURITY_GROUPS",
+    "ecs.assign_public_ip": "SEQERA_ECS_ASSIGN_PUBLIC_IP",
+    "ecs.logs_group": "SEQERA_ECS_LOGS_GROUP",
+    "ecs.capacity_provider": "SEQERA_ECS_CAPACITY_PROVIDER",
+    "ecs.max_spot_attempts": "SEQERA_ECS_MAX_SPOT_ATTEMPTS",
+    "ecs.region": "SEQERA_ECS_REGION",
 }
+_LISTS = ("ecs.subnets", "ecs.security_groups")
+_BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 DEFAULTS: Mapping[str, Any] = {"backend": "local", "auto_labels": "all"}
 _AUTO_FORMS = f"all, none, or a list of {', '.join(METADATA)}"
 
@@ -63,6 +82,11 @@ class Config:
 
     values: Mapping[str, Any] = field(factory=dict)
     sources: Mapping[str, str] = field(factory=dict)
+
+    def section(self, name: str) -> dict[str, Any]:
+        """The ``name.*`` values with the prefix removed: ``section("ecs")["cluster"]``."""
+        prefix = f"{name}."
+        return {k[len(prefix) :]: v for k, v in self.values.items() if k.startswith(prefix)}
 
     def get(self, key: str, default: Any = None) -> Any:
         """The merged value of ``key``."""
@@ -121,6 +145,31 @@ def _text(key: str, value: Any, where: str) -> str:
     return str(value)
 
 
+def _list(key: str, value: Any, where: str) -> list[str]:
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        raise ResourceError(f"{where}: {key}", value, "a list of names, or comma-separated text")
+    cleaned = [i.strip() for i in items if i.strip()]
+    if not cleaned:
+        raise ResourceError(f"{where}: {key}", value, "at least one name")
+    return cleaned
+
+
+def _boolean(key: str, value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _BOOLEANS:
+        return _BOOLEANS[value.strip().lower()]
+    raise ResourceError(f"{where}: {key}", value, "true or false")
+
+
+def _count(key: str, value: Any, where: str) -> int:
+    text = str(value).strip() if isinstance(value, int | str) else ""
+    if isinstance(value, bool) or not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise ResourceError(f"{where}: {key}", value, "an integer >= 1")
+    return int(text)
+
+
 def _check(key: str, value: Any, where: str) -> Any:
     if key not in KEYS:
         raise ResourceError(f"{where}: {key}", value, f"one of the keys {', '.join(KEYS)}")
@@ -132,6 +181,12 @@ def _check(key: str, value: Any, where: str) -> Any:
         return _auto_labels(value, where)
     if key == "labels":
         return _labels(value, where)
+    if key in _LISTS:
+        return _list(key, value, where)
+    if key == "ecs.assign_public_ip":
+        return _boolean(key, value, where)
+    if key == "ecs.max_spot_attempts":
+        return _count(key, value, where)
     return _text(key, value, where)
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 import getpass
 import os
 import uuid
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Sequence
+from importlib import metadata
 from pathlib import Path
-from typing import Any
 
+import attrs
 from snakemake_interface_common.exceptions import WorkflowError
 from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
@@ -22,7 +23,6 @@ from snakemake_interface_executor_plugins.settings import SharedFSUsage
 from seqera_core import platforms
 from seqera_core.backends import (
     Backend,
-    JobHandle,
     JobSpec,
     JobState,
     JobStatus,
@@ -61,8 +61,24 @@ def _config(settings: ExecutorSettings) -> Config:
         "resolver.url": settings.resolver_url,
         "resolver.token": settings.resolver_token,
         "labels": _labels(settings.labels),
+        "ecs.cluster": settings.ecs_cluster,
+        "ecs.execution_role": settings.ecs_execution_role,
+        "ecs.task_role": settings.ecs_task_role,
+        "ecs.subnets": settings.ecs_subnets,
+        "ecs.security_groups": settings.ecs_security_groups,
+        "ecs.capacity_provider": settings.ecs_capacity_provider,
+        "ecs.logs_group": settings.ecs_log_group,
+        "ecs.region": settings.ecs_region,
     }
     return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
+
+
+def _snakemake_image() -> str:
+    # The job runs this same Snakemake inside the container.
+    try:
+        return f"snakemake/snakemake:v{metadata.version('snakemake')}"
+    except metadata.PackageNotFoundError:
+        return "snakemake/snakemake:latest"
 
 
 def _describe(prepared: Prepared) -> str:
@@ -116,7 +132,8 @@ class Executor(RemoteExecutor):
         self._settings = settings
         jobdir = settings.jobdir or Path(self.workflow.workdir_init) / ".snakemake" / "seqera"
         self._jobdir = Path(jobdir).absolute()
-        self._backend = self._open(self._backend_name, settings)
+        self._backend = self._open(self._backend_name, settings, config)
+        self._image = settings.image or _snakemake_image()
         if self._backend_name == "local":
             # A local poll is a look at this process's own table: no need to wait long.
             every = self.workflow.remote_execution_settings.seconds_between_status_checks
@@ -129,21 +146,11 @@ class Executor(RemoteExecutor):
                 "--default-storage-provider (e.g. s3) and --shared-fs-usage none"
             )
 
-    def _open(self, name: str, settings: ExecutorSettings) -> Backend:
+    def _open(self, name: str, settings: ExecutorSettings, config: Config) -> Backend:
         if name == "local":
             return open_backend(name, cpus=settings.local_cores, workdir=self._jobdir)
         if name == "ecs":
-            options: Mapping[str, Any] = {
-                "cluster": settings.ecs_cluster,
-                "execution_role": settings.ecs_execution_role,
-                "task_role": settings.ecs_task_role,
-                "subnets": settings.ecs_subnets,
-                "security_groups": settings.ecs_security_groups,
-                "capacity_provider": settings.ecs_capacity_provider,
-                "logs_group": settings.ecs_log_group,
-                "region": settings.ecs_region,
-            }
-            return open_backend(name, **{k: v for k, v in options.items() if v is not None})
+            return open_backend(name, **config.section("ecs"))
         return open_backend(name, work_dir=self._jobdir)
 
     # -- submission ------------------------------------------------------------------
@@ -205,10 +212,13 @@ class Executor(RemoteExecutor):
         # One log for both streams, as the Slurm plugin keeps it; PBS copies each stream
         # back on its own, so there the errors get their own file.
         apart = self._backend_name in ("pbs", "torque")
+        request = prepared.request
+        if not shared:
+            request = attrs.evolve(request, container=request.container or self._image)
         return JobSpec(
             name=f"smk-{name}",
             command=("/bin/sh", "-c", self.format_job_exec(job)),
-            request=prepared.request,
+            request=request,
             workdir=str(Path(self.workflow.workdir_init).absolute()) if shared else None,
             env=self.envvars(),
             labels=prepared.labels,
@@ -239,7 +249,22 @@ class Executor(RemoteExecutor):
             elif status.state is JobState.SUCCEEDED:
                 self.report_job_success(info)
             else:
-                self.report_job_error(info, msg=_failure(status), aux_logs=_logs(status.handle))
+                self.report_job_error(info, msg=_failure(status), aux_logs=self._logs(status))
+
+    def _logs(self, status: JobStatus) -> list[str]:
+        handle = status.handle
+        paths = list(dict.fromkeys(p for p in (handle.stdout, handle.stderr) if p))
+        if paths:
+            return paths
+        # No shared filesystem (ECS): keep a local copy of what the backend can fetch.
+        try:
+            text = self._backend.logs(handle)
+        except SeqeraError as exc:
+            text = f"(the job's log could not be fetched: {exc})\n"
+        path = self._jobdir / "logs" / f"{handle.name}.{handle.native_id.rsplit('/', 1)[-1]}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return [str(path)]
 
     def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]) -> None:
         """Cancel every active job with one backend call."""
@@ -269,7 +294,3 @@ def _failure(status: JobStatus) -> str:
     if status.reason and f"code {status.exit_code}" not in status.reason:
         parts.append(status.reason)
     return ", ".join(parts) + ". "  # Snakemake appends its own hint right after
-
-
-def _logs(handle: JobHandle) -> list[str]:
-    return list(dict.fromkeys(p for p in (handle.stdout, handle.stderr) if p))

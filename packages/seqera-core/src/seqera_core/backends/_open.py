@@ -44,5 +44,19 @@ def open_backend(name: str, **options: Any) -> Backend:
     factory: Any = getattr(module, class_name, None)
     if factory is None:
         raise UsageError(f"backend {name!r} is not available: {module_name} has no {class_name}")
+    if name == "ecs":
+        return _ecs(module, options)
     backend: Backend = factory(**fixed, **options)
+    return backend
+
+
+def _ecs(module: Any, options: Mapping[str, Any]) -> Backend:
+    # ECS takes one settings object: the options are its fields (the config's ecs.* keys).
+    for key in ("cluster", "execution_role"):
+        if not options.get(key):
+            raise UsageError(
+                f"ecs.{key} is required for the ecs backend: set it in seqera.yaml "
+                f"(ecs: {{{key}: ...}}) or as $SEQERA_ECS_{key.upper()}"
+            )
+    backend: Backend = module.EcsBackend(module.EcsSettings(**options))
     return backend

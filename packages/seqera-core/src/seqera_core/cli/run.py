@@ -22,6 +22,7 @@ from .. import platforms
 from ..backends._open import open_backend
 from ..backends.base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from ..backends.local import LocalBackend
+from ..config import Config
 from ..dialects._values import number
 from ..dialects.human import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size
 from ..errors import ResourceError, UsageError
@@ -38,7 +39,7 @@ __all__ = [
     "run",
 ]
 
-BACKENDS = ("local", "slurm", "pbs", "torque")
+BACKENDS = ("local", "slurm", "pbs", "torque", "ecs")
 EXIT_INTERRUPTED = 130
 # The longest pause between polls: local polls are free, a scheduler's are not.
 _MAX_DELAY = {"local": 0.25}
@@ -105,6 +106,17 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--time", metavar="DURATION", help="time limit, e.g. 1h30m or 01:30:00")
     parser.add_argument("--disk", metavar="SIZE", help="scratch space, e.g. 20GB")
     parser.add_argument("--gpus", metavar="[TYPE:]N", help="accelerators, e.g. 1 or a100:2")
+    parser.add_argument("--image", metavar="IMAGE", help="container image (required on ecs)")
+    parser.add_argument(
+        "--machine-type", metavar="TYPE", help="instance type hint, e.g. m5.large (ecs)"
+    )
+    parser.add_argument(
+        "--ecs",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an ecs.* setting, e.g. cluster=genomics (repeatable; see seqera config)",
+    )
     parser.add_argument("--queue", help="queue or partition")
     parser.add_argument("--account", help="account to charge")
     parser.add_argument("--platform", metavar="FILE", help="platform definition to check against")
@@ -129,6 +141,8 @@ def _request(args: argparse.Namespace) -> ResourceRequest:
         disk=None if args.disk is None else parse_size(args.disk, "--disk"),
         time=None if args.time is None else parse_duration(args.time, "--time"),
         accelerator=None if args.gpus is None else _gpus(args.gpus),
+        machine_type=args.machine_type,
+        container=args.image,
         queue=args.queue,
         account=args.account,
         labels=dict(key_value("--label", text) for text in args.label),
@@ -147,10 +161,17 @@ def _checked(path: str, request: ResourceRequest) -> ResourceRequest:
     return report.request
 
 
-def _backend(name: str, logdir: str) -> Backend:
+def _backend(name: str, logdir: str, config: Config) -> Backend:
     if name not in BACKENDS:
         raise UsageError(f"backend {name!r} cannot run jobs from seqera run yet")
-    return open_backend(name, workdir=logdir) if name == "local" else open_backend(name)
+    if name == "local":
+        return open_backend(name, workdir=logdir)
+    if name == "ecs":
+        try:
+            return open_backend(name, **config.section("ecs"))
+        except UsageError as exc:
+            raise UsageError(f"{exc} (or --ecs KEY=VALUE)") from None
+    return open_backend(name)
 
 
 class _Tail:
@@ -257,14 +278,19 @@ def run(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         raise ResourceError("COMMAND", command, "a command after --, e.g. seqera run -- echo hi")
-    config = settings(backend=args.backend, platform=args.platform)
+    ecs = dict(key_value("--ecs", text) for text in args.ecs)
+    config = settings(
+        backend=args.backend,
+        platform=args.platform,
+        **{f"ecs.{key}": value for key, value in ecs.items()},
+    )
     request = _request(args)
     if config.get("labels"):  # the user's configured labels, under the --label ones
         request = attrs.evolve(request, labels={**config.get("labels"), **request.labels})
     if config.get("platform"):
         request = _checked(config.get("platform"), request)
     with tempfile.TemporaryDirectory(prefix="seqera-run-") as logdir:
-        backend = _backend(config.get("backend"), logdir)
+        backend = _backend(config.get("backend"), logdir, config)
         try:
             return _submit_and_wait(backend, command, request, args, logdir)
         finally:

@@ -1,0 +1,359 @@
+"""AWS ECS Managed Instances: one task definition per shape, RunTask per job, batched polls.
+
+Life of a job: the first submit checks the cluster (exists, ACTIVE, has a managed-instances
+capacity provider) and finds the network (default VPC when none is configured). Each job's
+shape (image, cpu, memory, GPUs, storage) maps to one task definition, found by the hash
+tag on an existing revision of the family before a new one is registered; the job itself
+is one RunTask with its command, environment and labels. ``poll`` describes every active
+task with one DescribeTasks per 100, stops tasks whose time limit has passed (ECS has no
+walltime) and starts again a task its capacity was taken from (spot interruption), up to
+``max_spot_attempts`` starts. ``logs`` reads the awslogs stream of the task's container.
+
+Credentials come only from boto3's standard chain (environment, profile, instance role);
+``AWS_ENDPOINT_URL`` points every client at an emulator. Throttling and transient errors
+are retried by botocore's ``standard`` retry mode: exponential backoff with jitter.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import attrs
+import boto3
+import botocore.config
+import botocore.exceptions
+
+from ..errors import ResourceError, SeqeraError, UsageError
+from ._batch import SubmitError, job_labels
+from ._ecs_definitions import TaskDefinitions
+from ._ecs_network import network
+from ._ecs_payloads import (
+    EcsSettings,
+    log_stream,
+    run_task_request,
+    shape_of,
+    task_definition_request,
+)
+from ._ecs_status import Seen, seen
+from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
+
+__all__ = ["EcsBackend", "EcsError", "EcsSettings"]
+
+_LOG = logging.getLogger("seqera_core.backends.ecs")
+_DESCRIBE_MAX = 100  # DescribeTasks takes at most 100 tasks
+_STOPPED_BY_US = "stopped by seqera"
+
+
+class EcsError(SeqeraError):
+    """An AWS call failed for good (after botocore's retries), or ECS refused a task."""
+
+
+@attrs.define(eq=False)
+class _Task:
+    # Mutable on purpose: a task's current ARN changes when a spot interruption restarts it.
+    key: str  # the handle's native id: the first start's ARN
+    arn: str  # the current start's ARN
+    spec: JobSpec | None  # None for a handle this backend did not submit
+    body: dict[str, Any] | None
+    attempts: int = 1
+    running_since: float | None = None
+    stopping: str | None = None  # "time" or "cancel" once we asked ECS to stop it
+    final: JobStatus | None = None
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _error_code(exc: botocore.exceptions.ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+class EcsBackend(Backend):
+    """Runs jobs as ECS tasks on a cluster's managed-instances capacity provider.
+
+    Args:
+        settings: cluster, roles, network and limits (:class:`EcsSettings`).
+        session: a boto3 session; by default a new one (boto3's credential chain).
+        max_attempts: attempts per AWS call, the first included, for throttling and
+            transient errors (botocore ``standard`` retry mode).
+    """
+
+    name = "ecs"
+
+    def __init__(
+        self,
+        settings: EcsSettings,
+        *,
+        session: boto3.session.Session | None = None,
+        max_attempts: int = 8,
+    ) -> None:
+        super().__init__()
+        self.settings = settings
+        session = session or boto3.session.Session(region_name=settings.region)
+        region = settings.region or session.region_name
+        if not region:
+            raise ResourceError("ecs.region", None, "an AWS region (ecs.region or AWS_REGION)")
+        self.region: str = region
+        config = botocore.config.Config(
+            region_name=region, retries={"mode": "standard", "total_max_attempts": max_attempts}
+        )
+        self.ecs: Any = session.client("ecs", config=config)
+        self.ec2: Any = session.client("ec2", config=config)
+        self.cloudwatch_logs: Any = session.client("logs", config=config)
+        for client in (self.ecs, self.ec2, self.cloudwatch_logs):
+            # once per API call (botocore's retries of it are not counted again)
+            client.meta.events.register("before-call", self._count)
+        self.capacity_provider: str | None = None
+        self.storage_gib: int | None = None
+        self.subnets: tuple[str, ...] = settings.subnets
+        self.security_groups: tuple[str, ...] = settings.security_groups
+        self._ready = False
+        self._definitions = TaskDefinitions(self.ecs, self._call)
+        self._tasks: dict[str, _Task] = {}  # first ARN (the handle's) -> task
+
+    def _count(self, model: Any, **_: Any) -> None:
+        self.calls[model.name] += 1
+
+    def _call(self, method: Any, **params: Any) -> Any:
+        try:
+            return method(**params)
+        except botocore.exceptions.ClientError as exc:
+            name = method.__name__
+            raise EcsError(f"{name} failed: {exc}") from exc
+        except botocore.exceptions.BotoCoreError as exc:
+            raise EcsError(f"{method.__name__} failed: {exc}") from exc
+
+    # -- start-up ------------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Check the cluster and capacity provider and find the network; once per backend."""
+        if self._ready:
+            return
+        cluster = self.settings.cluster
+        found = self._call(self.ecs.describe_clusters, clusters=[cluster])
+        clusters = found.get("clusters") or []
+        if not clusters:
+            raise UsageError(f"ECS cluster {cluster!r} does not exist in region {self.region}")
+        if clusters[0].get("status") != "ACTIVE":
+            status = clusters[0].get("status")
+            raise UsageError(f"ECS cluster {cluster!r} is {status}, not ACTIVE")
+        self._pick_provider(cluster, list(clusters[0].get("capacityProviders") or []))
+        if not self.subnets or not self.security_groups:
+            self.subnets, self.security_groups = network(
+                self._call, self.ec2, self.subnets, self.security_groups, self.region
+            )
+            _LOG.info("ECS network: subnets %s, groups %s", self.subnets, self.security_groups)
+        self._ensure_log_group()
+        self._ready = True
+
+    def _pick_provider(self, cluster: str, names: list[str]) -> None:
+        wanted = self.settings.capacity_provider
+        params: dict[str, Any] = {"cluster": cluster}
+        if wanted or names:
+            params["capacityProviders"] = [wanted] if wanted else names
+        providers = self._call(self.ecs.describe_capacity_providers, **params)
+        managed = [
+            p
+            for p in providers.get("capacityProviders") or []
+            if (p.get("managedInstancesProvider") or p.get("type") == "MANAGED_INSTANCES")
+            and p.get("status", "ACTIVE") == "ACTIVE"
+        ]
+        if not managed:
+            listed = ", ".join(names) or "none"
+            problem = (
+                f"capacity provider {wanted!r} is not an active ECS Managed Instances provider"
+                if wanted
+                else "has no active ECS Managed Instances capacity provider"
+            )
+            raise UsageError(
+                f"ECS cluster {cluster!r}: {problem} (the cluster's capacity providers: "
+                f"{listed}); create one with CreateCapacityProvider --managed-instances-provider "
+                "or name another in ecs.capacity_provider"
+            )
+        provider = managed[0]
+        template = provider["managedInstancesProvider"].get("instanceLaunchTemplate") or {}
+        storage = (template.get("storageConfiguration") or {}).get("storageSizeGiB")
+        self.storage_gib = int(storage) if storage else None
+        self.capacity_provider = str(provider["name"])
+
+    def _ensure_log_group(self) -> None:
+        # Without the group awslogs cannot start the container; creating it here needs no
+        # logs:CreateLogGroup in the execution role.
+        try:
+            self.cloudwatch_logs.create_log_group(logGroupName=self.settings.logs_group)
+        except botocore.exceptions.ClientError as exc:
+            if _error_code(exc) != "ResourceAlreadyExistsException":
+                _LOG.warning("could not create log group %s: %s", self.settings.logs_group, exc)
+
+    # -- the contract --------------------------------------------------------------------
+
+    def submit(self, jobs: Sequence[JobSpec]) -> list[JobHandle]:
+        """Register what is missing and start one task per job; nothing starts on bad input."""
+        self.check()
+        assert self.capacity_provider is not None
+        shapes = [shape_of(spec.request, self.settings) for spec in jobs]
+        for shape in shapes:
+            if shape.storage and self.storage_gib and shape.storage > self.storage_gib:
+                raise ResourceError(
+                    "disk",
+                    f"{shape.storage} GiB",
+                    f"at most {self.storage_gib} GiB, the data volume of capacity provider "
+                    f"{self.capacity_provider} (instanceLaunchTemplate.storageConfiguration)",
+                )
+        bodies = [self._body(spec, "arn:pending") for spec in jobs]  # validates every job
+        handles: list[JobHandle] = []
+        for spec, shape, body in zip(jobs, shapes, bodies, strict=True):
+            body["taskDefinition"] = self._definitions.arn(
+                *task_definition_request(shape, self.settings, self.region)
+            )
+            try:
+                arn = self._run(body)
+            except EcsError as exc:
+                raise SubmitError(str(exc), None, handles) from exc
+            self._tasks[arn] = _Task(arn, arn, spec, body)
+            handles.append(JobHandle(self.name, arn, spec.name))
+        return handles
+
+    def _body(self, spec: JobSpec, definition: str) -> dict[str, Any]:
+        assert self.capacity_provider is not None
+        return run_task_request(
+            settings=self.settings,
+            definition=definition,
+            capacity_provider=self.capacity_provider,
+            subnets=self.subnets,
+            security_groups=self.security_groups,
+            command=spec.command,
+            env=spec.env,
+            labels=job_labels(spec),
+            machine_type=spec.request.machine_type,
+        )
+
+    def _run(self, body: dict[str, Any]) -> str:
+        started = self._call(self.ecs.run_task, **body)
+        failures = started.get("failures") or []
+        tasks = started.get("tasks") or []
+        if failures or not tasks:
+            why = "; ".join(f"{f.get('reason')} {f.get('detail') or ''}".strip() for f in failures)
+            raise EcsError(f"RunTask started no task: {why or 'no reason given'}")
+        return str(tasks[0]["taskArn"])
+
+    def _record(self, handle: JobHandle) -> _Task:
+        task = self._tasks.get(handle.native_id)
+        if task is None:  # a task another process submitted: followed, never restarted
+            key = handle.native_id
+            task = self._tasks[key] = _Task(key, key, None, None)
+        return task
+
+    def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
+        """Every handle's status: one DescribeTasks per 100 active tasks."""
+        records = [self._record(handle) for handle in handles]
+        active = list({r.key: r for r in records if r.final is None}.values())
+        described: dict[str, dict[str, Any]] = {}
+        for chunk in _chunks([r.arn for r in active], _DESCRIBE_MAX):
+            found = self._call(self.ecs.describe_tasks, cluster=self.settings.cluster, tasks=chunk)
+            described.update({t["taskArn"]: t for t in found.get("tasks") or []})
+        now = time.time()
+        statuses: dict[str, JobStatus] = {}
+        for record in active:
+            handle = JobHandle(self.name, record.key)
+            task = described.get(record.arn)
+            if task is None:  # ECS forgets a stopped task after about an hour
+                reason = f"DescribeTasks does not know {record.arn}"
+                statuses[record.key] = JobStatus(handle, JobState.UNKNOWN, reason=reason)
+                continue
+            statuses[record.key] = self._settle(handle, record, seen(task), now)
+        return [
+            attrs.evolve(record.final or statuses[record.key], handle=handle)
+            for handle, record in zip(handles, records, strict=True)
+        ]
+
+    def _settle(self, handle: JobHandle, record: _Task, view: Seen, now: float) -> JobStatus:
+        limit = record.spec.request.time if record.spec else None
+        if view.state is JobState.RUNNING:
+            record.running_since = record.running_since or view.started_at or now
+            if limit and record.stopping is None and now - record.running_since >= limit:
+                self._stop(record, "time", f"{_STOPPED_BY_US}: time limit of {limit} s exceeded")
+            return JobStatus(handle, JobState.RUNNING, reason=view.reason)
+        if not view.state.finished:
+            return JobStatus(handle, view.state, reason=view.reason)
+        if view.spot and record.stopping is None:
+            if record.body is not None and record.attempts < self.settings.max_spot_attempts:
+                return self._restart(handle, record, view)
+            view = attrs.evolve(
+                view, reason=f"gave up after {record.attempts} spot interruptions: {view.reason}"
+            )
+        ended = view.stopped_at or now
+        wall = max(0.0, ended - record.running_since) if record.running_since else None
+        if record.stopping == "time":
+            reason = f"time limit of {limit} s exceeded"
+            final = JobStatus(handle, JobState.FAILED, view.exit_code, reason, time_limit=True)
+        elif record.stopping == "cancel":
+            final = JobStatus(handle, JobState.CANCELLED, view.exit_code, "cancelled")
+        else:
+            final = JobStatus(
+                handle, view.state, view.exit_code, view.reason, out_of_memory=view.out_of_memory
+            )
+        record.final = attrs.evolve(final, wall_seconds=wall)
+        return record.final
+
+    def _restart(self, handle: JobHandle, record: _Task, view: Seen) -> JobStatus:
+        assert record.body is not None
+        limit = self.settings.max_spot_attempts
+        _LOG.warning(
+            "ECS task %s was interrupted (%s); starting it again, attempt %d of %d",
+            record.arn,
+            view.reason,
+            record.attempts + 1,
+            limit,
+        )
+        try:
+            record.arn = self._run(record.body)
+        except EcsError as exc:
+            record.final = JobStatus(handle, JobState.FAILED, None, f"{view.reason}; {exc}")
+            return record.final
+        record.attempts += 1
+        record.running_since = None
+        reason = f"restarted after a spot interruption (attempt {record.attempts} of {limit})"
+        return JobStatus(handle, JobState.PENDING, reason=reason)
+
+    def _stop(self, record: _Task, why: str, reason: str) -> None:
+        record.stopping = why
+        try:
+            self.ecs.stop_task(cluster=self.settings.cluster, task=record.arn, reason=reason)
+        except botocore.exceptions.ClientError as exc:
+            _LOG.warning("StopTask %s failed: %s", record.arn, exc)  # it may have ended already
+
+    def cancel(self, handles: Sequence[JobHandle]) -> None:
+        """StopTask for every job still running (ECS stops tasks one by one)."""
+        for handle in handles:
+            record = self._record(handle)
+            if record.final is None and record.stopping is None:
+                self._stop(record, "cancel", f"{_STOPPED_BY_US}: cancelled")
+
+    def logs(self, handle: JobHandle) -> str:
+        """The container's output so far, from its CloudWatch Logs stream."""
+        record = self._record(handle)
+        params: dict[str, Any] = {
+            "logGroupName": self.settings.logs_group,
+            "logStreamName": log_stream(self.settings, record.arn),
+            "startFromHead": True,
+        }
+        lines: list[str] = []
+        while True:
+            try:
+                page = self.cloudwatch_logs.get_log_events(**params)
+            except botocore.exceptions.ClientError as exc:
+                if _error_code(exc) == "ResourceNotFoundException":
+                    break  # the stream is created when the container starts
+                raise EcsError(f"GetLogEvents failed: {exc}") from exc
+            lines += [event["message"] for event in page.get("events") or []]
+            token = page.get("nextForwardToken")
+            if not page.get("events") or token == params.get("nextToken"):
+                break
+            params["nextToken"] = token
+        return "".join(f"{line}\n" for line in lines)

@@ -1,0 +1,370 @@
+"""The ECS backend against the moto[server] emulator, over HTTP (see emulator.py for its gaps)."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING, Any
+
+import boto3
+import pytest
+
+from seqera_core.backends import JobSpec, JobState, SubmitError
+from seqera_core.backends.ecs import EcsBackend, EcsSettings
+from seqera_core.errors import ResourceError, UsageError
+from seqera_core.models import Accelerator, ResourceRequest
+from seqera_core.units import GIB
+
+if TYPE_CHECKING:
+    from tests.integration.ecs.emulator import Emulator
+
+pytestmark = pytest.mark.integration
+
+ROLE = "arn:aws:iam::123456789012:role/ecsTaskExecutionRole"
+IMAGE = "public.ecr.aws/docker/library/ubuntu:24.04"
+
+
+def settings(**overrides: Any) -> EcsSettings:
+    return EcsSettings(**{"cluster": "seqera", "execution_role": ROLE, **overrides})
+
+
+def job(name: str = "job", *command: str, **request: Any) -> JobSpec:
+    request.setdefault("container", IMAGE)
+    return JobSpec(name, command or ("echo", name), ResourceRequest(**request))
+
+
+def record_run_task(backend: EcsBackend) -> list[dict[str, Any]]:
+    """Every RunTask body the backend sends, as botocore is about to serialise it."""
+    bodies: list[dict[str, Any]] = []
+
+    def hook(params: dict[str, Any], **_: Any) -> None:
+        bodies.append(params)
+
+    backend.ecs.meta.events.register("provide-client-params.ecs.RunTask", hook)
+    return bodies
+
+
+def wait(backend: EcsBackend, handles: list[Any], polls: int = 20) -> list[Any]:
+    for _ in range(polls):
+        statuses = backend.poll(handles)
+        if all(s.state.finished for s in statuses):
+            return statuses
+    raise AssertionError(f"not finished after {polls} polls: {statuses}")
+
+
+def test_registration_is_reused_by_a_second_backend(emulator: Emulator) -> None:
+    first = EcsBackend(settings())
+    small = {"cpus": 1, "memory": 2 * GIB}
+    big = {"cpus": 4, "memory": 16 * GIB, "accelerator": Accelerator(1)}
+    first.submit([job("a", **small), job("b", **small), job("c", **big)])
+    assert first.calls["RegisterTaskDefinition"] == 2
+
+    second = EcsBackend(settings())  # a second run: nothing cached in memory
+    second.submit([job("d", **big), job("e", **small)])
+    assert second.calls["RegisterTaskDefinition"] == 0
+    assert second.calls["ListTaskDefinitions"] == 1
+    assert second.calls["DescribeTaskDefinition"] == 2  # newest first: big, then small
+
+    ecs = boto3.client("ecs")
+    family = "seqera-public-ecr-aws-docker-library-ubuntu-24-04"
+    assert len(ecs.list_task_definitions(familyPrefix=family)["taskDefinitionArns"]) == 2
+    # something that changes the definition (another role) is a new revision
+    third = EcsBackend(settings(execution_role=ROLE + "2"))
+    third.submit([job("f", **small)])
+    assert third.calls["RegisterTaskDefinition"] == 1
+
+
+def test_task_definition_contents(emulator: Emulator) -> None:
+    backend = EcsBackend(settings(task_role=ROLE + "-task", logs_group="/seqera/test"))
+    request = {"cpus": 1.5, "memory": 3 * GIB + 1, "accelerator": Accelerator(2, "a10g")}
+    (handle,) = backend.submit([job("g", **request)])
+    ecs = boto3.client("ecs")
+    arn = ecs.describe_tasks(cluster="seqera", tasks=[handle.native_id])["tasks"][0][
+        "taskDefinitionArn"
+    ]
+    found = ecs.describe_task_definition(taskDefinition=arn, include=["TAGS"])
+    definition = found["taskDefinition"]
+    assert definition["requiresCompatibilities"] == ["MANAGED_INSTANCES"]
+    assert definition["networkMode"] == "awsvpc"
+    assert (definition["cpu"], definition["memory"]) == ("1536", "3073")  # rounded up
+    assert definition["executionRoleArn"] == ROLE
+    assert definition["taskRoleArn"] == ROLE + "-task"
+    (container,) = definition["containerDefinitions"]
+    assert container["name"] == "main" and container["image"] == IMAGE
+    assert container["resourceRequirements"] == [{"type": "GPU", "value": "2"}]
+    assert container["logConfiguration"] == {
+        "logDriver": "awslogs",
+        "options": {
+            "awslogs-group": "/seqera/test",
+            "awslogs-region": "us-east-1",
+            "awslogs-stream-prefix": "seqera",
+        },
+    }
+    assert [t["key"] for t in found["tags"]] == ["seqera:definition-hash"]
+
+
+def test_run_task_payload(emulator: Emulator) -> None:
+    ec2 = boto3.client("ec2")
+    # the emulator creates an ENI in the first subnet, so it must exist there
+    subnet = ec2.describe_subnets()["Subnets"][0]["SubnetId"]
+    backend = EcsBackend(
+        settings(subnets=[subnet], security_groups=["sg-1"], assign_public_ip=False)
+    )
+    bodies = record_run_task(backend)
+    spec = JobSpec(
+        "align",
+        ("bwa", "mem", "ref.fa", "reads; rm -rf /"),
+        ResourceRequest(container=IMAGE, machine_type="m7i.2xlarge", labels={"team": "gen"}),
+        env={"SAMPLE": "s1"},
+        labels={"run": "r1"},
+    )
+    (handle,) = backend.submit([spec])
+    (body,) = bodies
+    assert body["cluster"] == "seqera" and body["count"] == 1
+    assert body["capacityProviderStrategy"] == [{"capacityProvider": "seqera-managed", "weight": 1}]
+    assert body["networkConfiguration"] == {
+        "awsvpcConfiguration": {
+            "subnets": [subnet],
+            "securityGroups": ["sg-1"],
+            "assignPublicIp": "DISABLED",
+        }
+    }
+    (override,) = body["overrides"]["containerOverrides"]
+    assert override["name"] == "main"
+    assert override["command"] == ["bwa", "mem", "ref.fa", "reads; rm -rf /"]  # argv, no shell
+    assert {e["name"]: e["value"] for e in override["environment"]} == {
+        "SAMPLE": "s1",
+        "SEQERA_LABEL_RUN": "r1",
+        "SEQERA_LABEL_TEAM": "gen",
+    }
+    assert body["tags"] == [{"key": "run", "value": "r1"}, {"key": "team", "value": "gen"}]
+    assert body["placementConstraints"] == [
+        {"type": "memberOf", "expression": "attribute:ecs.instance-type == m7i.2xlarge"}
+    ]
+    # and the emulator recorded the same task
+    ecs = boto3.client("ecs")
+    task = ecs.describe_tasks(cluster="seqera", tasks=[handle.native_id], include=["TAGS"])
+    (described,) = task["tasks"]
+    assert described["capacityProviderName"] == "seqera-managed"
+    assert described["overrides"]["containerOverrides"][0]["command"][0] == "bwa"
+    assert described["tags"] == body["tags"]
+
+
+def test_tags_are_sanitised(emulator: Emulator) -> None:
+    backend = EcsBackend(settings())
+    labels = {"aws:owner": "me", "nextflow/run-name": "happy#turing", "k": "v" * 300, "": "x"}
+    (handle,) = backend.submit([job("t", labels=labels)])
+    ecs = boto3.client("ecs")
+    (task,) = ecs.describe_tasks(cluster="seqera", tasks=[handle.native_id], include=["TAGS"])[
+        "tasks"
+    ]
+    tags = {t["key"]: t["value"] for t in task["tags"]}
+    assert tags == {"_aws:owner": "me", "k": "v" * 256, "nextflow/run-name": "happy_turing"}
+
+
+def test_250_tasks_take_three_describe_calls_per_poll(emulator: Emulator) -> None:
+    backend = EcsBackend(settings())
+    handles = backend.submit([job(f"j{i}", cpus=1 + i % 2) for i in range(250)])
+    assert backend.calls["RunTask"] == 250
+    assert backend.calls["RegisterTaskDefinition"] == 2
+    cycles = 0
+    statuses = backend.poll(handles)
+    assert backend.calls["DescribeTasks"] == 3
+    while not all(s.state.finished for s in statuses):
+        before = backend.calls["DescribeTasks"]
+        active = sum(not s.state.finished for s in statuses)
+        statuses = backend.poll(handles)
+        assert backend.calls["DescribeTasks"] - before == math.ceil(active / 100)
+        cycles += 1
+        assert cycles < 10
+    assert {s.state for s in statuses} == {JobState.SUCCEEDED}
+    assert {s.exit_code for s in statuses} == {0}
+    before = backend.calls["DescribeTasks"]
+    backend.poll(handles)  # finished tasks are remembered, not described again
+    assert backend.calls["DescribeTasks"] == before
+
+
+def test_exit_codes(emulator: Emulator) -> None:
+    backend = EcsBackend(settings())
+    handles = backend.submit([job(f"e{i}") for i in range(4)])
+    emulator.stop(handles[0].native_id, exit_code=0)
+    emulator.stop(handles[1].native_id, exit_code=3, reason="Essential container in task exited")
+    emulator.stop(handles[2].native_id, exit_code=None, reason="Essential container in task exited")
+    emulator.stop(
+        handles[3].native_id,
+        exit_code=137,
+        container_reason="OutOfMemoryError: Container killed due to memory usage",
+    )
+    ok, failed, no_code, oom = backend.poll(handles)
+    assert (ok.state, ok.exit_code) == (JobState.SUCCEEDED, 0)
+    assert (failed.state, failed.exit_code) == (JobState.FAILED, 3)
+    assert (no_code.state, no_code.exit_code) == (JobState.FAILED, None)
+    assert no_code.reason == "Essential container in task exited"
+    assert (oom.state, oom.exit_code, oom.out_of_memory) == (JobState.FAILED, 137, True)
+
+
+def test_spot_interruption_is_retried_then_given_up(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    backend = EcsBackend(settings(max_spot_attempts=3))
+    bodies = record_run_task(backend)
+    (handle,) = backend.submit([job("spot")])
+    arns = [handle.native_id]
+    for attempt in (2, 3):
+        emulator.stop(
+            arns[-1],
+            exit_code=None,
+            stop_code="SpotInterruption",
+            reason="Your Spot Task was interrupted.",
+        )
+        (status,) = backend.poll([handle])
+        assert status.state is JobState.PENDING
+        assert f"attempt {attempt} of 3" in (status.reason or "")
+        assert status.handle == handle  # the caller's handle survives restarts
+        arns.append(backend._tasks[handle.native_id].arn)
+    assert len(set(arns)) == 3 and backend.calls["RunTask"] == 3
+    # the same task again; botocore gives each RunTask call its own idempotency clientToken
+    tokens = {body.pop("clientToken") for body in bodies}
+    assert len(tokens) == 3 and bodies[1] == bodies[0] and bodies[2] == bodies[0]
+    assert sum("was interrupted" in r.getMessage() for r in caplog.records) == 2
+    emulator.stop(
+        arns[-1], exit_code=None, stop_code=None, reason="Host EC2 (instance i-0abc) terminated."
+    )
+    (status,) = backend.poll([handle])
+    assert status.state is JobState.FAILED
+    assert "gave up after 3 spot interruptions" in (status.reason or "")
+    assert backend.calls["RunTask"] == 3
+
+
+def test_spot_interruption_then_success(emulator: Emulator) -> None:
+    backend = EcsBackend(settings())
+    (handle,) = backend.submit([job("spot")])
+    emulator.stop(handle.native_id, exit_code=None, stop_code="SpotInterruption")
+    assert backend.poll([handle])[0].state is JobState.PENDING
+    (status,) = wait(backend, [handle])
+    assert (status.state, status.exit_code) == (JobState.SUCCEEDED, 0)
+
+
+def test_missing_cluster(emulator: Emulator) -> None:
+    backend = EcsBackend(settings(cluster="nowhere"))
+    with pytest.raises(
+        UsageError, match="ECS cluster 'nowhere' does not exist in region us-east-1"
+    ):
+        backend.submit([job()])
+    assert backend.calls["RunTask"] == 0
+
+
+def test_cluster_without_managed_instances_provider(emulator: Emulator) -> None:
+    emulator.create_cluster("asg-only", provider="asg-provider", managed=False)
+    backend = EcsBackend(settings(cluster="asg-only"))
+    with pytest.raises(UsageError, match="has no active ECS Managed Instances capacity provider"):
+        backend.submit([job()])
+    named = EcsBackend(settings(capacity_provider="asg-provider"))
+    with pytest.raises(UsageError, match="'asg-provider' is not an active ECS Managed"):
+        named.submit([job()])
+    boto3.client("ecs").delete_cluster(cluster="seqera")
+    with pytest.raises(UsageError, match="is INACTIVE, not ACTIVE"):
+        EcsBackend(settings()).submit([job()])
+
+
+def test_network_is_discovered_from_the_default_vpc(emulator: Emulator) -> None:
+    ec2 = boto3.client("ec2")
+    (vpc,) = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"]
+    subnets = ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc["VpcId"]]}])
+    defaults = {s["SubnetId"] for s in subnets["Subnets"] if s["DefaultForAz"]}
+    # a non-default subnet in the same VPC is never picked
+    ec2.create_subnet(VpcId=vpc["VpcId"], CidrBlock="172.31.240.0/24")
+    groups = ec2.describe_security_groups(
+        Filters=[
+            {"Name": "vpc-id", "Values": [vpc["VpcId"]]},
+            {"Name": "group-name", "Values": ["default"]},
+        ]
+    )["SecurityGroups"]
+    backend = EcsBackend(settings())
+    bodies = record_run_task(backend)
+    backend.submit([job()])
+    network = bodies[0]["networkConfiguration"]["awsvpcConfiguration"]
+    assert set(network["subnets"]) == defaults and len(defaults) > 1
+    assert network["securityGroups"] == [groups[0]["GroupId"]]
+    assert network["assignPublicIp"] == "ENABLED"
+
+
+def test_storage_beyond_the_capacity_provider_is_refused(emulator: Emulator) -> None:
+    backend = EcsBackend(settings())
+    with pytest.raises(
+        ResourceError, match="at most 200 GiB, the data volume of capacity provider"
+    ):
+        backend.submit([job("ok", disk=100 * GIB), job("big", disk=300 * GIB)])
+    assert backend.calls["RunTask"] == 0  # nothing starts when one job cannot
+
+
+def test_time_limit_stops_the_task(emulator: Emulator) -> None:
+    emulator.transitions(times=1000)  # stays RUNNING until stopped
+    backend = EcsBackend(settings())
+    (handle,) = backend.submit([job("slow", time=1)])
+    assert backend.poll([handle])[0].state is JobState.RUNNING
+    time.sleep(1.1)
+    assert backend.poll([handle])[0].state is JobState.RUNNING  # StopTask sent
+    assert backend.calls["StopTask"] == 1
+    (status,) = backend.poll([handle])
+    assert status.state is JobState.FAILED and status.time_limit
+    assert emulator.task(handle.native_id).stopped_reason.endswith("time limit of 1 s exceeded")
+
+
+def test_cancel_stops_the_task(emulator: Emulator) -> None:
+    emulator.transitions(times=1000)
+    backend = EcsBackend(settings())
+    handles = backend.submit([job("a"), job("b")])
+    backend.cancel(handles[:1])
+    assert backend.calls["StopTask"] == 1
+    cancelled, running = backend.poll(handles)
+    assert cancelled.state is JobState.CANCELLED
+    assert running.state is JobState.RUNNING
+
+
+def test_logs_from_cloudwatch(emulator: Emulator) -> None:
+    backend = EcsBackend(settings())
+    (handle,) = backend.submit([job("hello", "echo", "hello", "world")])
+    # the emulated container wrote its command line to seqera/main/<task id>
+    assert backend.logs(handle) == "echo hello world\n"
+    task_id = handle.native_id.rsplit("/", 1)[1]
+    boto3.client("logs").put_log_events(
+        logGroupName="/aws/ecs/seqera",
+        logStreamName=f"seqera/main/{task_id}",
+        logEvents=[{"timestamp": int(time.time() * 1000), "message": "done"}],
+    )
+    assert backend.logs(handle) == "echo hello world\ndone\n"
+    other = EcsBackend(settings(logs_group="/not/there"))
+    assert other.logs(handle) == ""  # no stream yet: nothing to show
+
+
+def test_throttling_is_retried_with_backoff(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with emulator.throttling({"RunTask": 2, "DescribeTasks": 1}) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+        backend = EcsBackend(settings())
+        (handle,) = backend.submit([job()])
+        backend.poll([handle])
+        assert proxy.attempts["RunTask"] == 3  # two throttled, then through
+        assert proxy.attempts["DescribeTasks"] == 2
+        assert backend.calls["RunTask"] == 1  # one API call, retried inside botocore
+
+    with emulator.throttling({"RunTask": 10}) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+        backend = EcsBackend(settings(), max_attempts=3)
+        with pytest.raises(SubmitError, match="ThrottlingException"):
+            backend.submit([job()])
+        assert proxy.attempts["RunTask"] == 3
+
+
+def test_security_group_follows_the_configured_subnets_vpc(emulator: Emulator) -> None:
+    ec2 = boto3.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.1.0/24")["Subnet"]["SubnetId"]
+    filters = [{"Name": "vpc-id", "Values": [vpc]}, {"Name": "group-name", "Values": ["default"]}]
+    (group,) = ec2.describe_security_groups(Filters=filters)["SecurityGroups"]
+    backend = EcsBackend(settings(subnets=[subnet]))
+    backend.check()
+    assert (backend.subnets, backend.security_groups) == ((subnet,), (group["GroupId"],))
+    assert backend.calls["DescribeVpcs"] == 0
