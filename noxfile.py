@@ -33,7 +33,7 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     "integration": (
         (CORE, "packages/snakemake-executor-plugin-seqera"),
         "tests/integration",
-        (SNAKEMAKE, "moto[server]>=5.0"),
+        (SNAKEMAKE, "snakemake-storage-plugin-s3", "moto[server]>=5.0"),
     ),
 }
 
