@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import os
 import shutil
 import stat
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -80,6 +82,22 @@ def _run(executor: str, jobs: int, base: Path, env: dict[str, str]) -> dict[str,
             "wall s": round(wall, 1), **{c: calls.get(c, 0) for c in COMMANDS}}  # fmt: skip
 
 
+@contextlib.contextmanager
+def _default_conf(conf: str | None) -> Iterator[None]:
+    # snakemake-executor-plugin-slurm's jobs run srun with an environment in which srun
+    # finds no SLURM_CONF; on a real cluster slurm.conf sits where srun looks by default.
+    default = Path("/etc/slurm/slurm.conf")
+    if conf is None or default.exists():
+        yield
+        return
+    default.parent.mkdir(parents=True, exist_ok=True)
+    default.symlink_to(conf)
+    try:
+        yield
+    finally:
+        default.unlink()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=200)
@@ -90,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     with _cluster(args.cpus) as cluster, tempfile.TemporaryDirectory() as base:
         env = {**os.environ, **cluster}
         for executor in args.executors.split(","):
-            rows.append(_run(executor, args.jobs, Path(base), env))
+            with _default_conf(env.get("SLURM_CONF")):
+                rows.append(_run(executor, args.jobs, Path(base), env))
             print(rows[-1], flush=True)
     print()
     header = list(rows[0])
