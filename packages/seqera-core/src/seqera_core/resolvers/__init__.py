@@ -2,12 +2,14 @@
 
 from .base import ENTRY_POINT_GROUP, DefaultResolver, Resolver, discover
 from .chain import Resolution, resolve
+from .history import HistoryResolver
 from .http import BATCH_LIMIT, HttpResolver
 
 __all__ = [
     "BATCH_LIMIT",
     "ENTRY_POINT_GROUP",
     "DefaultResolver",
+    "HistoryResolver",
     "HttpResolver",
     "Resolution",
     "Resolver",

@@ -1,0 +1,174 @@
+"""What finished tasks used: one SQLite table every engine writes and every resolver reads.
+
+A row is one attempt of one task: the process it ran, what it asked for, what it used
+(peak resident memory, cpu as percent of one core, wall time, input bytes) and how it
+ended. Failed attempts are kept, flagged ``out_of_memory``/``time_limit``, and never count
+as a peak: a task killed at its limit says only that the limit was too small.
+
+``open_history("sqlite:///path/history.db")`` or a plain path; ``":memory:"`` for tests.
+The store is safe to share between threads of one process.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+import attrs
+from attrs import frozen
+
+from .errors import ResourceError
+
+__all__ = ["History", "ProcessStats", "TaskRecord", "open_history"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS task_history (
+    run_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    process TEXT NOT NULL,
+    engine TEXT NOT NULL DEFAULT '',
+    succeeded INTEGER NOT NULL,
+    exit_code INTEGER,
+    out_of_memory INTEGER NOT NULL DEFAULT 0,
+    time_limit INTEGER NOT NULL DEFAULT 0,
+    cpus REAL,
+    memory INTEGER,
+    time INTEGER,
+    peak_memory INTEGER,
+    cpu_percent REAL,
+    realtime REAL,
+    input_bytes INTEGER,
+    container TEXT,
+    finished REAL,
+    PRIMARY KEY (run_id, task_id, attempt)
+);
+CREATE INDEX IF NOT EXISTS task_history_process ON task_history (process, succeeded);
+"""
+
+
+@frozen
+class TaskRecord:
+    """One finished attempt: requested ``cpus``/``memory`` (bytes)/``time`` (s), and usage."""
+
+    run_id: str
+    task_id: str
+    process: str
+    succeeded: bool
+    attempt: int = 1
+    engine: str = ""
+    exit_code: int | None = None
+    out_of_memory: bool = False
+    time_limit: bool = False
+    cpus: float | None = None
+    memory: int | None = None
+    time: int | None = None
+    peak_memory: int | None = None
+    cpu_percent: float | None = None
+    realtime: float | None = None
+    input_bytes: int | None = None
+    container: str | None = None
+    finished: float | None = None
+
+
+@frozen
+class ProcessStats:
+    """A process's history: the largest usage over successful attempts, and its failures."""
+
+    process: str
+    runs: int
+    peak_memory: int | None
+    cpu_percent: float | None
+    realtime: float | None
+    out_of_memory: int
+    time_limit: int
+    # The largest allocation an out-of-memory (time-limit) attempt was killed at.
+    failed_memory: int | None
+    failed_time: int | None
+
+
+_FIELDS = tuple(a.name for a in attrs.fields(TaskRecord))
+
+
+class History:
+    """The task-history table in one SQLite database."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._lock = threading.Lock()
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(_SCHEMA)
+
+    def record(self, records: Iterable[TaskRecord]) -> int:
+        """Store finished attempts (a replayed one replaces itself); returns how many."""
+        rows = [tuple(getattr(r, f) for f in _FIELDS) for r in records]
+        placeholders = ", ".join("?" for _ in _FIELDS)
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                self._db.executemany(
+                    f"INSERT OR REPLACE INTO task_history ({', '.join(_FIELDS)}) "
+                    f"VALUES ({placeholders})",
+                    rows,
+                )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        return len(rows)
+
+    def stats(self, process: str) -> ProcessStats | None:
+        """The process's history, or ``None`` if it never finished an attempt here."""
+        with self._lock:
+            row = self._db.execute(
+                """SELECT COUNT(*) FILTER (WHERE succeeded),
+                          MAX(peak_memory) FILTER (WHERE succeeded),
+                          MAX(cpu_percent) FILTER (WHERE succeeded),
+                          MAX(realtime) FILTER (WHERE succeeded),
+                          COUNT(*) FILTER (WHERE out_of_memory),
+                          COUNT(*) FILTER (WHERE time_limit),
+                          MAX(memory) FILTER (WHERE out_of_memory),
+                          MAX(time) FILTER (WHERE time_limit),
+                          COUNT(*)
+                   FROM task_history WHERE process = ?""",
+                (process,),
+            ).fetchone()
+        if not row[-1]:
+            return None
+        return ProcessStats(process, *row[:-1])
+
+    def processes(self) -> list[str]:
+        """Every process with at least one successful attempt, sorted."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT DISTINCT process FROM task_history WHERE succeeded ORDER BY process"
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def count(self) -> int:
+        """How many attempts are stored."""
+        with self._lock:
+            (total,) = self._db.execute("SELECT COUNT(*) FROM task_history").fetchone()
+        return int(total)
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._db.close()
+
+
+def open_history(location: str | Path) -> History:
+    """A history at a path, ``sqlite:///absolute/path``, ``sqlite:relative`` or ``:memory:``."""
+    text = str(location)
+    if text.startswith("sqlite:"):
+        text = text.removeprefix("sqlite:").removeprefix("//")
+        text = text or ":memory:"
+    elif "://" in text:
+        raise ResourceError("history", text, "a file path or an sqlite:///path URL")
+    return History(text)

@@ -1,0 +1,64 @@
+"""The task-history store: attempts in, per-process maxima out, failures kept apart."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from seqera_core.errors import ResourceError
+from seqera_core.history import History, TaskRecord, open_history
+from seqera_core.units import GIB, MIB
+
+
+def _ok(task: str, peak: int, *, process: str = "ALIGN", cpu: float = 150.0, real: float = 60.0):
+    return TaskRecord("run1", task, process, True, peak_memory=peak, cpu_percent=cpu,
+                      realtime=real, memory=4 * GIB, cpus=4, time=3600)  # fmt: skip
+
+
+def test_maxima_come_from_successful_attempts_only(tmp_path: Path) -> None:
+    history = open_history(f"sqlite:///{tmp_path}/h.db")
+    history.record([_ok("1", 1 * GIB, cpu=90), _ok("2", 3 * GIB, real=120), _ok("3", 2 * GIB)])
+    killed = TaskRecord("run1", "4", "ALIGN", False, exit_code=137, out_of_memory=True,
+                        memory=4 * GIB, peak_memory=4 * GIB)  # fmt: skip
+    history.record([killed])
+    stats = history.stats("ALIGN")
+    assert stats is not None
+    assert (stats.runs, stats.peak_memory, stats.cpu_percent, stats.realtime) == (
+        3, 3 * GIB, 150.0, 120.0,
+    )  # fmt: skip
+    assert (stats.out_of_memory, stats.failed_memory, stats.time_limit) == (1, 4 * GIB, 0)
+    assert history.stats("NEVER") is None
+    assert history.processes() == ["ALIGN"]
+
+
+def test_a_replayed_attempt_replaces_itself_and_survives_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "history.db"
+    first = History(path)
+    first.record([_ok("1", 1 * GIB), _ok("1", 2 * GIB)])
+    first.close()
+    again = open_history(str(path))
+    assert again.count() == 1
+    stats = again.stats("ALIGN")
+    assert stats is not None and stats.peak_memory == 2 * GIB
+
+
+def test_threads_share_one_store() -> None:
+    history = open_history(":memory:")
+    workers = [
+        threading.Thread(
+            target=history.record, args=([_ok(f"{n}-{i}", MIB * i) for i in range(50)],)
+        )
+        for n in range(4)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert history.count() == 200
+
+
+def test_unknown_urls_are_refused() -> None:
+    with pytest.raises(ResourceError, match="sqlite:///path"):
+        open_history("postgresql://db/history")
