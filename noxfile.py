@@ -29,7 +29,11 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
         (SNAKEMAKE,),
     ),
     "cwl": ((CORE, "packages/cwltool-seqera"), "tests/cwltool_seqera", ()),
-    "nextflow": ((CORE, "packages/seqera-nextflow-sidecar"), "tests/seqera_sidecar", ()),
+    "nextflow": (
+        (CORE, "packages/seqera-nextflow-sidecar"),
+        "tests/seqera_sidecar",
+        ("schemathesis>=4",),
+    ),
     "integration": (
         (CORE, "packages/snakemake-executor-plugin-seqera"),
         "tests/integration",

@@ -108,3 +108,12 @@ def test_not_json_and_not_an_object() -> None:
         wire.loads("{", ResourceRequest)
     with pytest.raises(WireError, match="object"):
         wire.loads("[]", ResourceRequest)
+
+
+def test_whole_numbers_written_with_a_point_are_integers_as_json_schema_says() -> None:
+    # Found by schemathesis against the sidecar: the schema accepted 4.0, the converter did not.
+    document = {"memory_bytes": 4096.0, "accelerator": {"count": 2.0}}
+    jsonschema.validate(document, REQUEST_SCHEMA)
+    request = wire.structure(document, ResourceRequest)
+    assert request.memory == 4096 and isinstance(request.memory, int)
+    assert request.accelerator is not None and request.accelerator.count == 2

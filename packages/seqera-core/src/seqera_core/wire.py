@@ -37,6 +37,10 @@ _RENAMES: dict[type, dict[str, str]] = {
 
 
 def _strict_int(value: Any, _: type) -> int:
+    # JSON Schema counts 4.0 as an integer (a number with no fractional part), and some
+    # JSON writers print whole numbers that way; 4.5 and "4" are still refused.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"expected an integer, got {value!r}")
     return value

@@ -1,5 +1,8 @@
-"""seqera-nextflow-sidecar: installs and imports; its engine integration is a later issue."""
+"""seqera-sidecar: resource resolution and weblog-fed task history for Nextflow."""
 
 __version__ = "0.1.0"
 
-__all__: list[str] = []
+from .app import create_app
+from .weblog import WeblogEvent, parse_event
+
+__all__ = ["WeblogEvent", "__version__", "create_app", "parse_event"]

@@ -1,0 +1,5 @@
+"""``python -m seqera_sidecar``."""
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,173 @@
+"""The ASGI app: resource resolution, weblog ingestion, health and Prometheus metrics.
+
+Every endpoint but ``/health`` and ``/openapi.json`` needs ``Authorization: Bearer
+<token>`` when a token is configured. Bad documents get 400 with ``{"problems": [...]}``,
+one message per fault naming its JSON path.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from seqera_core import wire
+from seqera_core.errors import WireError
+from seqera_core.history import History
+from seqera_core.models import ResourceRequest
+from seqera_core.pipeline import DEFAULTS
+from seqera_core.resolvers import BATCH_LIMIT, HistoryResolver, Resolver, resolve
+
+from . import __version__
+from .openapi import bundled_spec
+from .weblog import parse_event
+
+__all__ = ["create_app"]
+
+_PUBLIC = frozenset({"/health", "/openapi.json"})
+
+
+def _problems(status: int, *problems: str) -> JSONResponse:
+    return JSONResponse({"problems": list(problems)}, status_code=status)
+
+
+async def _json(request: Request) -> Any:
+    body = await request.body()
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise WireError([f"$: the body is not JSON ({exc})"]) from None
+
+
+class _Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter("seqera_sidecar_requests", "HTTP requests",
+                                ["endpoint", "status"], registry=self.registry)  # fmt: skip
+        self.latency = Histogram("seqera_sidecar_request_seconds", "Time to answer",
+                                 ["endpoint"], registry=self.registry)  # fmt: skip
+        self.events = Counter("seqera_sidecar_weblog_events", "Weblog events accepted",
+                              ["event"], registry=self.registry)  # fmt: skip
+        self.rejected = Counter("seqera_sidecar_weblog_rejected", "Weblog events refused",
+                                registry=self.registry)  # fmt: skip
+        self.resolved = Counter("seqera_sidecar_resolved", "Requests resolved, by source",
+                                ["resolver"], registry=self.registry)  # fmt: skip
+
+
+def create_app(
+    history: History,
+    *,
+    token: str | None = None,
+    resolvers: list[Resolver] | None = None,
+) -> Starlette:
+    """The sidecar's app over ``history``; ``resolvers`` default to the history resolver."""
+    chain = resolvers if resolvers is not None else [HistoryResolver(history)]
+    metrics = _Metrics()
+    spec = bundled_spec()
+
+    def answer(request: ResourceRequest) -> dict[str, Any] | None:
+        resolution = resolve(request, chain, defaults=DEFAULTS)
+        metrics.resolved.labels(resolution.resolver).inc()
+        if resolution.resolver == "declared":
+            return None  # no opinion: the client keeps what was declared
+        return wire.unstructure(resolution.effective)
+
+    async def resolve_one(request: Request) -> Response:
+        document = await _json(request)
+        result = answer(wire.structure(document, ResourceRequest))
+        return Response(status_code=204) if result is None else JSONResponse(result)
+
+    async def resolve_batch(request: Request) -> Response:
+        document = await _json(request)
+        items = document.get("requests") if isinstance(document, dict) else None
+        if not isinstance(items, list) or not 1 <= len(items) <= BATCH_LIMIT:
+            raise WireError([f"$.requests: expected a list of 1 to {BATCH_LIMIT} requests"])
+        if set(document) - {"requests"}:
+            raise WireError([f"$.{sorted(set(document) - {'requests'})[0]}: unexpected key"])
+        requests, problems = [], []
+        for index, item in enumerate(items):
+            try:
+                requests.append(wire.structure(item, ResourceRequest))
+            except WireError as exc:
+                problems += [p.replace("$", f"$.requests[{index}]", 1) for p in exc.problems]
+        if problems:
+            raise WireError(problems)
+        return JSONResponse({"responses": [answer(r) for r in requests]})
+
+    async def weblog(request: Request) -> Response:
+        document = await _json(request)
+        events = document if isinstance(document, list) else [document]
+        accepted, problems, records = 0, [], []
+        for index, item in enumerate(events):
+            try:
+                event = parse_event(item)
+            except WireError as exc:
+                # One bad event is refused alone: the others in the batch are kept.
+                metrics.rejected.inc()
+                where = f"$[{index}]" if isinstance(document, list) else "$"
+                problems += [p.replace("$", where, 1) for p in exc.problems]
+                continue
+            accepted += 1
+            metrics.events.labels(event.event).inc()
+            if event.record is not None:
+                records.append(event.record)
+        if records:
+            history.record(records)
+        status = 400 if problems and not accepted else 202
+        body: dict[str, Any] = {"accepted": accepted, "recorded": len(records)}
+        if problems:
+            body["problems"] = problems
+        return JSONResponse(body, status_code=status)
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "version": __version__})
+
+    async def prometheus(request: Request) -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(spec)
+
+    def endpoint(name: str, handler: Callable[[Request], Awaitable[Response]]) -> Any:
+        async def wrapped(request: Request) -> Response:
+            started = time.perf_counter()
+            if token is not None and request.url.path not in _PUBLIC:
+                given = request.headers.get("authorization", "")
+                scheme, _, value = given.partition(" ")
+                if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip(), token):
+                    response: Response = _problems(401, "a valid bearer token is required")
+                    metrics.requests.labels(name, "401").inc()
+                    return response
+            try:
+                response = await handler(request)
+            except WireError as exc:
+                response = _problems(400, *exc.problems)
+            metrics.requests.labels(name, str(response.status_code)).inc()
+            metrics.latency.labels(name).observe(time.perf_counter() - started)
+            return response
+
+        return wrapped
+
+    routes = [
+        Route("/v1/resources/resolve", endpoint("resolve", resolve_one), methods=["POST"]),
+        Route("/v1/resources/resolve/batch", endpoint("batch", resolve_batch), methods=["POST"]),
+        Route("/v1/weblog", endpoint("weblog", weblog), methods=["POST"]),
+        Route("/health", endpoint("health", health), methods=["GET"]),
+        Route("/metrics", endpoint("metrics", prometheus), methods=["GET"]),
+        Route("/openapi.json", endpoint("openapi", openapi), methods=["GET"]),
+    ]
+    return Starlette(routes=routes)

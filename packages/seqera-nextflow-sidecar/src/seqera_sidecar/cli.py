@@ -1,0 +1,120 @@
+"""``seqera-sidecar serve|resolve|config``: the service and Nextflow's process hooks."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from seqera_core.dialects.nextflow import request_from_directives
+from seqera_core.errors import SeqeraError, UsageError
+from seqera_core.history import History, open_history
+from seqera_core.pipeline import DEFAULTS
+from seqera_core.resolvers import HistoryResolver, resolve
+
+from .nextflow_config import directives, process_config
+
+__all__ = ["main"]
+
+DEFAULT_HISTORY = "~/.seqera/history.db"
+
+
+def _history(args: argparse.Namespace) -> History:
+    location = args.history or os.environ.get("SEQERA_HISTORY") or DEFAULT_HISTORY
+    return open_history(os.path.expanduser(location))
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _serve(args: argparse.Namespace) -> int:
+    token = args.token or os.environ.get("SEQERA_SIDECAR_TOKEN") or None
+    if not _loopback(args.host) and token is None:
+        raise UsageError(
+            f"--host: {args.host!r} is reachable from other machines; set a token "
+            "(--token or $SEQERA_SIDECAR_TOKEN) or listen on 127.0.0.1"
+        )
+    import uvicorn
+
+    from .app import create_app
+
+    history = _history(args)
+    app = create_app(history, token=token, resolvers=[HistoryResolver(history, margin=args.margin)])
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def _resolve(args: argparse.Namespace) -> int:
+    given = {"cpus": args.cpus, "memory": args.memory, "time": args.time}
+    request = request_from_directives(
+        {k: v for k, v in given.items() if v is not None},
+        process=args.process,
+        attempt=args.attempt,
+    )
+    history = _history(args)
+    resolution = resolve(request, [HistoryResolver(history, margin=args.margin)], defaults=DEFAULTS)
+    for key, value in directives(resolution.effective).items():
+        print(f"{key} {value}")
+    print(f"// from {resolution.resolver}" + "".join(f"; {n}" for n in resolution.notes))
+    return 0
+
+
+def _config(args: argparse.Namespace) -> int:
+    history = _history(args)
+    text = process_config(history, HistoryResolver(history, margin=args.margin))
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="seqera-sidecar", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, helptext in (("serve", "run the HTTP service"),
+                           ("resolve", "effective resources of one process"),
+                           ("config", "a Nextflow config from the history")):  # fmt: skip
+        sub = commands.add_parser(name, help=helptext)
+        sub.add_argument("--history", help=f"SQLite path or sqlite:/// URL (default "
+                         f"$SEQERA_HISTORY or {DEFAULT_HISTORY})")  # fmt: skip
+        sub.add_argument("--margin", type=float, default=1.2,
+                         help="multiplier on the largest use seen (default 1.2)")  # fmt: skip
+        sub.set_defaults(run={"serve": _serve, "resolve": _resolve, "config": _config}[name])
+        if name == "serve":
+            sub.add_argument("--host", default="127.0.0.1")
+            sub.add_argument("--port", type=int, default=8080)
+            sub.add_argument("--token", help="bearer token (or $SEQERA_SIDECAR_TOKEN)")
+            sub.add_argument("--log-level", default="warning")
+        elif name == "resolve":
+            sub.add_argument("--process", required=True, help="the process name")
+            sub.add_argument("--cpus", help="as in the process: 2")
+            sub.add_argument("--memory", help="as in the process: '4 GB'")
+            sub.add_argument("--time", help="as in the process: '1h 30m'")
+            sub.add_argument("--attempt", type=int, default=1)
+        else:
+            sub.add_argument("--output", "-o", help="file to write (default: stdout)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; exit 2 on invalid input, 1 on other errors."""
+    args = _parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+        return code
+    except UsageError as exc:
+        print(f"seqera-sidecar: {exc}", file=sys.stderr)
+        return 2
+    except SeqeraError as exc:
+        print(f"seqera-sidecar: {exc}", file=sys.stderr)
+        return 1

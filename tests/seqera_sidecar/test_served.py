@@ -1,0 +1,78 @@
+"""The sidecar as a process on 127.0.0.1: the core's HttpResolver, restarts, the CLI."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from seqera_core.models import ResourceRequest
+from seqera_core.resolvers import HttpResolver
+
+from .conftest import Served, expected_peaks, recorded_events, start_sidecar, stop_sidecar
+
+
+def test_the_cores_http_resolver_points_at_it(served: Served) -> None:
+    headers = {"Authorization": f"Bearer {served.token}"}
+    httpx.post(f"{served.url}/v1/weblog", json=recorded_events(), headers=headers, timeout=60)
+    with HttpResolver(served.url, token=served.token) as resolver:
+        process = "NFCORE_CHIPSEQ:CHIPSEQ:PREPARE_GENOME:GTF2BED"
+        answer = resolver.resolve(ResourceRequest(process=process, memory=2**30))
+        assert answer is not None
+        assert answer.memory == math.ceil(expected_peaks()[process] * 1.2)
+        many = resolver.resolve_many(
+            [ResourceRequest(process="NEW"), ResourceRequest(process=process)]
+        )
+        assert many[0] is None and many[1] == answer
+
+
+def test_history_survives_a_restart(tmp_path: Path) -> None:
+    history = tmp_path / "history.db"
+    process, served = start_sidecar(history)
+    try:
+        events = recorded_events()[:300]
+        assert httpx.post(f"{served.url}/v1/weblog", json=events, timeout=60).status_code == 202
+    finally:
+        stop_sidecar(process)
+    process, served = start_sidecar(history)
+    try:
+        body = {"process": "NFCORE_CHIPSEQ:CHIPSEQ:PREPARE_GENOME:GTF2BED"}
+        answer = httpx.post(f"{served.url}/v1/resources/resolve", json=body, timeout=10)
+        assert answer.status_code == 200
+    finally:
+        stop_sidecar(process)
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "seqera_sidecar", *argv],
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+
+
+def test_resolve_and_config_from_the_command_line(tmp_path: Path) -> None:
+    history = tmp_path / "h.db"
+    process, served = start_sidecar(history)
+    try:
+        httpx.post(f"{served.url}/v1/weblog", json=recorded_events(), timeout=60)
+    finally:
+        stop_sidecar(process)
+    name = "NFCORE_CHIPSEQ:CHIPSEQ:PREPARE_GENOME:GTF2BED"
+    done = _cli("resolve", "--history", str(history), "--process", name, "--cpus", "2",
+                "--memory", "4 GB", "--time", "1h")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "cpus 2" and lines[1].startswith("memory '") and "MB'" in lines[1]
+    assert lines[3] == "// from history"
+    config = tmp_path / "resources.config"
+    assert _cli("config", "--history", str(history), "-o", str(config)).returncode == 0
+    text = config.read_text()
+    assert text.startswith("//") and f"withName: '{name}' {{ cpus = " in text
+    bad = _cli("resolve", "--history", str(history), "--process", name, "--memory", "4 gigs")
+    assert bad.returncode == 2 and "memory" in bad.stderr
+
+
+def test_refuses_to_listen_beyond_loopback_without_a_token(tmp_path: Path) -> None:
+    done = _cli("serve", "--host", "0.0.0.0", "--history", str(tmp_path / "h.db"))
+    assert done.returncode == 2 and "token" in done.stderr
