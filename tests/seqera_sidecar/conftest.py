@@ -53,11 +53,13 @@ def _free_port() -> int:
         return port
 
 
-def start_sidecar(history: Path, token: str | None = None) -> tuple[subprocess.Popen[str], Served]:
+def start_sidecar(
+    history: Path, token: str | None = None, *extra: str
+) -> tuple[subprocess.Popen[str], Served]:
     """Start ``seqera-sidecar serve`` and wait until /health answers."""
     port = _free_port()
     argv = [sys.executable, "-m", "seqera_sidecar", "serve", "--port", str(port),
-            "--history", str(history)]  # fmt: skip
+            "--history", str(history), *extra]  # fmt: skip
     if token:
         argv += ["--token", token]
     process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=os.environ.copy())

@@ -7,10 +7,11 @@ one message per fault naming its JSON path.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from prometheus_client import (
@@ -22,11 +23,11 @@ from prometheus_client import (
 )
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from seqera_core import wire
-from seqera_core.errors import WireError
+from seqera_core.errors import ResourceError, SeqeraError, WireError
 from seqera_core.history import History
 from seqera_core.models import ResourceRequest
 from seqera_core.pipeline import DEFAULTS
@@ -34,6 +35,7 @@ from seqera_core.resolvers import BATCH_LIMIT, HistoryResolver, Resolver, resolv
 
 from . import __version__
 from .openapi import bundled_spec
+from .runs import Dispatcher, NotFound
 from .weblog import parse_event
 
 __all__ = ["create_app"]
@@ -73,8 +75,13 @@ def create_app(
     *,
     token: str | None = None,
     resolvers: list[Resolver] | None = None,
+    dispatcher: Dispatcher | None = None,
 ) -> Starlette:
-    """The sidecar's app over ``history``; ``resolvers`` default to the history resolver."""
+    """The sidecar's app over ``history``; ``resolvers`` default to the history resolver.
+
+    With a ``dispatcher``, the runs and tasks endpoints submit to its backend, and its
+    poller runs while the app does.
+    """
     chain = resolvers if resolvers is not None else [HistoryResolver(history)]
     metrics = _Metrics()
     spec = bundled_spec()
@@ -156,13 +163,65 @@ def create_app(
                 response = await handler(request)
             except WireError as exc:
                 response = _problems(400, *exc.problems)
+            except NotFound as exc:
+                response = _problems(404, str(exc))
+            except ResourceError as exc:
+                response = _problems(409 if exc.field == "run" else 400, str(exc))
+            except SeqeraError as exc:  # the backend failed: worth a retry later
+                response = _problems(503, str(exc))
             metrics.requests.labels(name, str(response.status_code)).inc()
             metrics.latency.labels(name).observe(time.perf_counter() - started)
             return response
 
         return wrapped
 
+    def runs() -> Dispatcher:
+        if dispatcher is None:
+            raise NotFound("this sidecar dispatches no tasks (start it with --backend)")
+        return dispatcher
+
+    async def create_run(request: Request) -> Response:
+        document = await _json(request)
+        if not isinstance(document, dict) or set(document) - {"name", "labels"}:
+            raise WireError(["$: expected an object with name and labels"])
+        name, labels = document.get("name", "run"), document.get("labels") or {}
+        if (
+            not isinstance(name, str)
+            or not isinstance(labels, dict)
+            or not all(isinstance(v, str | int | float | bool) for v in labels.values())
+        ):
+            raise WireError(["$.labels: expected an object of single values"])
+        return JSONResponse(runs().create_run(name, labels), status_code=201)
+
+    async def submit_tasks(request: Request) -> Response:
+        document = await _json(request)
+        tasks = document.get("tasks") if isinstance(document, dict) else None
+        submitted = runs().submit(request.path_params["run"], tasks)
+        return JSONResponse({"tasks": submitted}, status_code=202)
+
+    async def describe_task(request: Request) -> Response:
+        params = request.path_params
+        return JSONResponse(runs().task(params["run"], params["task"]))
+
+    async def cancel_task(request: Request) -> Response:
+        params = request.path_params
+        return JSONResponse(runs().cancel(params["run"], params["task"]), status_code=202)
+
+    async def task_logs(request: Request) -> Response:
+        params = request.path_params
+        return PlainTextResponse(runs().logs(params["run"], params["task"]))
+
+    async def terminate_run(request: Request) -> Response:
+        return JSONResponse(runs().terminate(request.path_params["run"]), status_code=202)
+
+    task_path = "/v1/runs/{run}/tasks/{task}"
     routes = [
+        Route("/v1/runs", endpoint("runs", create_run), methods=["POST"]),
+        Route("/v1/runs/{run}/tasks", endpoint("submit", submit_tasks), methods=["POST"]),
+        Route(task_path, endpoint("task", describe_task), methods=["GET"]),
+        Route(f"{task_path}/cancel", endpoint("cancel", cancel_task), methods=["POST"]),
+        Route(f"{task_path}/logs", endpoint("logs", task_logs), methods=["GET"]),
+        Route("/v1/runs/{run}/terminate", endpoint("terminate", terminate_run), methods=["POST"]),
         Route("/v1/resources/resolve", endpoint("resolve", resolve_one), methods=["POST"]),
         Route("/v1/resources/resolve/batch", endpoint("batch", resolve_batch), methods=["POST"]),
         Route("/v1/weblog", endpoint("weblog", weblog), methods=["POST"]),
@@ -170,4 +229,15 @@ def create_app(
         Route("/metrics", endpoint("metrics", prometheus), methods=["GET"]),
         Route("/openapi.json", endpoint("openapi", openapi), methods=["GET"]),
     ]
-    return Starlette(routes=routes)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if dispatcher is not None:
+            dispatcher.start()
+        try:
+            yield
+        finally:
+            if dispatcher is not None:
+                dispatcher.stop()
+
+    return Starlette(routes=routes, lifespan=lifespan)

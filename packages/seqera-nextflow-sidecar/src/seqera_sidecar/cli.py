@@ -9,11 +9,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from seqera_core.backends import BACKENDS, Backend, open_backend
+from seqera_core.config import load_config
 from seqera_core.dialects.nextflow import request_from_directives
 from seqera_core.errors import SeqeraError, UsageError
 from seqera_core.history import History, open_history
 from seqera_core.pipeline import DEFAULTS
-from seqera_core.resolvers import HistoryResolver, resolve
+from seqera_core.resolvers import HistoryResolver, Resolver, resolve
 
 from .nextflow_config import directives, process_config
 
@@ -36,6 +38,15 @@ def _loopback(host: str) -> bool:
         return False
 
 
+def _backend(name: str, jobs: Path) -> Backend:
+    if name == "local":
+        return open_backend(name, workdir=jobs)
+    if name == "ecs":
+        config = load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home())
+        return open_backend(name, **config.section("ecs"))
+    return open_backend(name, work_dir=jobs)
+
+
 def _serve(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get("SEQERA_SIDECAR_TOKEN") or None
     if not _loopback(args.host) and token is None:
@@ -46,9 +57,17 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from .app import create_app
+    from .runs import Dispatcher
 
     history = _history(args)
-    app = create_app(history, token=token, resolvers=[HistoryResolver(history, margin=args.margin)])
+    resolvers: list[Resolver] = [HistoryResolver(history, margin=args.margin)]
+    dispatcher = None
+    if args.backend:
+        state = Path(os.path.expanduser(args.state))
+        state.parent.mkdir(parents=True, exist_ok=True)
+        backend = _backend(args.backend, state.parent / "jobs")
+        dispatcher = Dispatcher(backend, state, resolvers=resolvers, history=history)
+    app = create_app(history, token=token, resolvers=resolvers, dispatcher=dispatcher)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     return 0
 
@@ -95,6 +114,13 @@ def _parser() -> argparse.ArgumentParser:
             sub.add_argument("--port", type=int, default=8080)
             sub.add_argument("--token", help="bearer token (or $SEQERA_SIDECAR_TOKEN)")
             sub.add_argument("--log-level", default="warning")
+            sub.add_argument(
+                "--backend",
+                choices=BACKENDS,
+                help="dispatch tasks of runs to this backend (default: none)",
+            )
+            sub.add_argument("--state", default="~/.seqera/sidecar-runs.db",
+                             help="SQLite file for runs and tasks (jobs/ beside it)")  # fmt: skip
         elif name == "resolve":
             sub.add_argument("--process", required=True, help="the process name")
             sub.add_argument("--cpus", help="as in the process: 2")
