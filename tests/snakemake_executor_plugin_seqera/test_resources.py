@@ -109,3 +109,13 @@ def test_labels_name_rule_and_wildcards_or_the_group() -> None:
     assert task_labels(Job({}, group="qc")) == {"snakemake/group": "qc"}
     request, _ = job_request(Job({}, group="qc"))
     assert request.process == "qc"
+
+
+@pytest.mark.parametrize(
+    "given",
+    [["project=x", "team=y"], "[project=x, team=y]", "['project=x', 'team=y']", "project=x,team=y"],
+)
+def test_labels_in_every_form_configargparse_hands_over(given: object) -> None:
+    from snakemake_executor_plugin_seqera.executor import _labels
+
+    assert _labels(given) == {"project": "x", "team": "y"}  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from importlib import metadata
 from pathlib import Path
 
 import attrs
+import yaml
 from snakemake_interface_common.exceptions import WorkflowError
 from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
@@ -42,12 +43,17 @@ from .settings import ExecutorSettings
 __all__ = ["Executor"]
 
 
-def _labels(pairs: Sequence[str] | None) -> dict[str, str] | None:
+def _labels(pairs: Sequence[str] | str | None) -> dict[str, str] | None:
     if not pairs:
         return None
+    if isinstance(pairs, str):
+        # From $SNAKEMAKE_SEQERA_LABELS, ConfigArgParse may hand over the list as its text:
+        # "[project=x, team=y]" or "project=x,team=y".
+        loaded = yaml.safe_load(pairs) if pairs.lstrip().startswith("[") else None
+        pairs = [str(p) for p in loaded] if isinstance(loaded, list) else pairs.split(",")
     labels = {}
     for pair in pairs:
-        key, sep, value = pair.partition("=")
+        key, sep, value = pair.strip().partition("=")
         if not sep or not key.strip():
             raise WorkflowError(f"--seqera-labels: {pair!r} is not KEY=VALUE (e.g. project=rnaseq)")
         labels[key.strip()] = value
