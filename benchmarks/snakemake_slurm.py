@@ -71,6 +71,10 @@ def _run(executor: str, jobs: int, base: Path, env: dict[str, str]) -> dict[str,
     argv = [sys.executable, "-m", "snakemake", "--executor", executor, "--jobs", str(jobs)]
     if executor == "seqera":
         argv += ["--seqera-backend", "slurm"]
+    else:
+        # The cluster has no slurmdbd: sacct answers nothing, and the plugin would wait
+        # for ever. squeue keeps finished jobs for MinJobAge (300 s here).
+        argv += ["--slurm-status-command", "squeue"]
     start = time.perf_counter()
     done = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
