@@ -38,7 +38,7 @@ Jobs whose requirements are known only at run time are added to an existing plan
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -527,17 +527,31 @@ class _MinTree:
         return -1
 
 
+_CPU_GROUPS = 32
+
+
 def _fill_new_instances(types: _Types, state: _State, waiting: Sequence[Job]) -> None:
     """The rest of the loop: allocate for the first waiting job, fill that instance with
-    the waiting jobs that fit, in queue order; repeat until nobody waits."""
+    the waiting jobs that fit, in queue order; repeat until nobody waits.
+
+    Waiting jobs are grouped by hint and by vCPU band (one band per value when there are
+    few, the usual 1, 2, 4 cores; else quantiles). Within a group the tree's minima then
+    prune almost exactly on memory; one tree over jobs of mixed sizes could search most
+    of itself to learn that no job has both few cores and little memory.
+    """
     demands = [_demand(job) for job in waiting]
-    groups: dict[str | None, list[int]] = {}
+    # up to _CPU_GROUPS vCPU bands: one per value when there are few, else quantiles
+    values = sorted({d[0] for d in demands})
+    step = max(1, -(-len(values) // _CPU_GROUPS))
+    bands = values[::step]
+    keys: dict[tuple[str | None, int], list[int]] = {}
     for position, job in enumerate(waiting):
-        groups.setdefault(job.instance_type, []).append(position)
-    trees = {
-        hint: (positions, _MinTree([demands[p] for p in positions]))
-        for hint, positions in groups.items()
-    }
+        band = bands[bisect_right(bands, demands[position][0]) - 1]
+        keys.setdefault((job.instance_type, band), []).append(position)
+    groups = [
+        (hint, least, positions, _MinTree([demands[p] for p in positions]))
+        for (hint, least), positions in keys.items()
+    ]
     placed = [False] * len(waiting)
     head = 0
     while True:
@@ -546,18 +560,43 @@ def _fill_new_instances(types: _Types, state: _State, waiting: Sequence[Job]) ->
         if head == len(waiting):
             return
         o = state.allocate(types.required(waiting[head]))
-        searched = [trees[h] for h in (None, o.type.name) if h in trees]
         start, cpus, memory, gpus = head, o.cpus, o.memory, o.gpus
-        while cpus > 0 and memory > 0:
-            best = best_local = -1
-            best_tree: _MinTree | None = None
-            for positions, tree in searched:
-                local = tree.first(bisect_left(positions, start), cpus, memory, gpus)
-                if local >= 0 and (best < 0 or positions[local] < best):
-                    best, best_tree, best_local = positions[local], tree, local
-            if best_tree is None:
+        # Each group's first fit only moves right while the room shrinks: remember it,
+        # and drop a group for this instance once it has none.
+        alive = [
+            [positions, tree, -1]
+            for hint, least, positions, tree in groups
+            if hint in (None, o.type.name) and least <= cpus
+        ]
+        while cpus > 0 and memory > 0 and alive:
+            best = -1
+            chosen: list[Any] | None = None
+            for entry in list(alive):
+                positions, tree, local = entry
+                if local >= 0:
+                    need = demands[positions[local]]
+                    if placed[positions[local]] or not (
+                        need[0] <= cpus and need[1] <= memory and need[2] <= gpus
+                    ):
+                        local = -1
+                if local < 0:
+                    first = bisect_left(positions, start)
+                    if first == len(positions):
+                        alive.remove(entry)
+                        continue
+                    if 0 <= best < positions[first]:
+                        continue  # its earliest job comes after the best so far
+                    local = tree.first(first, cpus, memory, gpus)
+                    if local < 0:
+                        alive.remove(entry)
+                        continue
+                    entry[2] = local
+                if best < 0 or positions[local] < best:
+                    best, chosen = positions[local], entry
+            if chosen is None:
                 break
-            best_tree.remove(best_local)
+            chosen[1].remove(chosen[2])
+            chosen[2] = -1
             placed[best] = True
             need_cpus, need_memory, need_gpus = demands[best]
             cpus, memory, gpus = cpus - need_cpus, memory - need_memory, gpus - need_gpus
