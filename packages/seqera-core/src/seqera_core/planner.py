@@ -530,6 +530,15 @@ class _MinTree:
 _CPU_GROUPS = 32
 
 
+class _Cursor:
+    """A group of waiting jobs while one instance fills: its first fit found so far."""
+
+    __slots__ = ("local", "positions", "tree")
+
+    def __init__(self, positions: list[int], tree: _MinTree) -> None:
+        self.positions, self.tree, self.local = positions, tree, -1
+
+
 def _fill_new_instances(types: _Types, state: _State, waiting: Sequence[Job]) -> None:
     """The rest of the loop: allocate for the first waiting job, fill that instance with
     the waiting jobs that fit, in queue order; repeat until nobody waits.
@@ -564,15 +573,15 @@ def _fill_new_instances(types: _Types, state: _State, waiting: Sequence[Job]) ->
         # Each group's first fit only moves right while the room shrinks: remember it,
         # and drop a group for this instance once it has none.
         alive = [
-            [positions, tree, -1]
+            _Cursor(positions, tree)
             for hint, least, positions, tree in groups
             if hint in (None, o.type.name) and least <= cpus
         ]
         while cpus > 0 and memory > 0 and alive:
             best = -1
-            chosen: list[Any] | None = None
+            chosen: _Cursor | None = None
             for entry in list(alive):
-                positions, tree, local = entry
+                positions, tree, local = entry.positions, entry.tree, entry.local
                 if local >= 0:
                     need = demands[positions[local]]
                     if placed[positions[local]] or not (
@@ -590,13 +599,13 @@ def _fill_new_instances(types: _Types, state: _State, waiting: Sequence[Job]) ->
                     if local < 0:
                         alive.remove(entry)
                         continue
-                    entry[2] = local
+                    entry.local = local
                 if best < 0 or positions[local] < best:
                     best, chosen = positions[local], entry
             if chosen is None:
                 break
-            chosen[1].remove(chosen[2])
-            chosen[2] = -1
+            chosen.tree.remove(chosen.local)
+            chosen.local = -1
             placed[best] = True
             need_cpus, need_memory, need_gpus = demands[best]
             cpus, memory, gpus = cpus - need_cpus, memory - need_memory, gpus - need_gpus
