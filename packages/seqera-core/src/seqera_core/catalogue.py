@@ -37,6 +37,7 @@ __all__ = [
     "load",
     "parse",
     "parse_instances",
+    "parse_memory",
 ]
 
 DEFAULT_CATALOGUE = "ec2-us-east-1-2026-11.yaml"
@@ -91,7 +92,8 @@ def _number(where: str, value: Any, *, integer: bool = False, positive: bool = T
     return value
 
 
-def _memory(where: str, value: Any) -> int:
+def parse_memory(where: str, value: Any) -> int:
+    """Bytes from a human size (``8 GiB``, ``4 GB``) or a whole number of bytes."""
     if isinstance(value, str):
         return parse_size(value, where)
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
@@ -112,7 +114,7 @@ def _instance(where: str, name: str, value: Any) -> InstanceType:
     return InstanceType(
         name=name,
         vcpus=_number(f"{where}.vcpus", value["vcpus"]),
-        memory=_memory(f"{where}.memory", value["memory"]),
+        memory=parse_memory(f"{where}.memory", value["memory"]),
         price=float(_number(f"{where}.price", value["price"], positive=False)),
         gpus=_number(f"{where}.gpus", value.get("gpus", 0), integer=True, positive=False),
     )

@@ -44,7 +44,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from .catalogue import Catalogue, InstanceType
+from .catalogue import Catalogue, InstanceType, parse_memory
 from .errors import ResourceError, UsageError
 from .units import format_bytes
 
@@ -57,6 +57,7 @@ __all__ = [
     "fit_jobs",
     "lower_bound",
     "millicores",
+    "parse_jobs",
     "prioritize_jobs",
     "release_empty_instances",
     "remaining_key",
@@ -154,6 +155,52 @@ class Plan:
         """This plan with ``jobs`` added (jobs that became ready at run time); placed jobs
         stay where they are."""
         return schedule(self.catalogue, jobs, self.instances)
+
+
+# --- the jobs file ---------------------------------------------------------------
+
+_JOB_KEYS = ("name", "cpus", "memory", "gpus", "instance_type")
+
+
+def _job(where: str, value: Any) -> Job:
+    if not isinstance(value, Mapping):
+        raise ResourceError(where, value, "an object with name, cpus, memory")
+    unknown = sorted(map(str, set(value) - set(_JOB_KEYS)))
+    if unknown:
+        raise ResourceError(f"{where}.{unknown[0]}", value[unknown[0]], ", ".join(_JOB_KEYS))
+    for key in ("name", "cpus", "memory"):
+        if key not in value:
+            raise ResourceError(f"{where}.{key}", None, f"a value for {key} (it is required)")
+    name, hint = value["name"], value.get("instance_type")
+    if not isinstance(name, str) or not name:
+        raise ResourceError(f"{where}.name", name, "a non-empty string")
+    if hint is not None and not isinstance(hint, str):
+        raise ResourceError(f"{where}.instance_type", hint, "an instance type name")
+    try:
+        return Job(
+            name,
+            value["cpus"],
+            parse_memory(f"{where}.memory", value["memory"]),
+            value.get("gpus", 0),
+            hint,
+        )
+    except ResourceError as exc:
+        field = exc.field if exc.field.startswith(where) else f"{where}.{exc.field}"
+        raise ResourceError(field, exc.value, exc.expected) from None
+
+
+def parse_jobs(document: Any, source: str = "<memory>") -> tuple[Job, ...]:
+    """Jobs from a decoded JOBS.json: a list of ``{name, cpus, memory, gpus?,
+    instance_type?}``; memory is a size such as ``"4 GB"`` or a whole number of bytes."""
+    if not isinstance(document, list):
+        raise ResourceError(source, type(document).__name__, "a JSON list of jobs")
+    jobs = tuple(_job(f"{source}: jobs[{n}]", value) for n, value in enumerate(document))
+    seen: set[str] = set()
+    for n, j in enumerate(jobs):
+        if j.name in seen:
+            raise ResourceError(f"{source}: jobs[{n}].name", j.name, "a name no other job has")
+        seen.add(j.name)
+    return jobs
 
 
 # --- the steps ---------------------------------------------------------------------

@@ -33,7 +33,7 @@ import attrs
 import yaml
 from attrs import field, frozen
 
-from .catalogue import InstanceType, parse_instances
+from .catalogue import Catalogue, InstanceType, parse_instances
 from .dialects.human import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size
 from .errors import ResourceError
 from .units import GIB
@@ -119,6 +119,24 @@ class Platform:
     def queue(self, name: str) -> Queue | None:
         """The queue called ``name``, if any."""
         return next((q for q in self.queues if q.name == name), None)
+
+    def catalogue(self) -> Catalogue | None:
+        """The planner's instance types: ``instances:``, else an ECS platform's queues
+        (each an instance type with vCPUs, memory and an instance price), else None."""
+        if self.instances:
+            return Catalogue(self.instances, source=self.source)
+        if self.scheduler != "ecs":
+            return None
+        types = []
+        for q in self.queues:
+            if q.max_cpus is None or q.max_memory is None:
+                return None  # not a fixed machine size
+            types.append(
+                InstanceType(
+                    q.name, q.max_cpus, q.max_memory, q.cost.instance_hour, q.max_gpus or 0
+                )
+            )
+        return Catalogue(tuple(types), source=self.source)
 
 
 # --- YAML ----------------------------------------------------------------------------
