@@ -437,6 +437,8 @@ class _State:
         for o in self.open:
             self._insert(o)
         self.next_id = max((i.id for i in instances), default=0) + 1
+        self.capacity = {t.name: _capacity(t) for t in catalogue.types}
+        self.capacity.update((o.type.name, _capacity(o.type)) for o in self.open)
 
     def _insert(self, o: _Open) -> None:
         # A full instance (no vCPU or no memory left) can take no job: leave it out.
@@ -456,6 +458,9 @@ class _State:
             entries = self.sorted.get(name)
             if not entries:
                 continue
+            room = self.capacity[name]
+            if room[0] < cpus or room[1] < memory or room[2] < gpus:
+                continue  # not even an empty one of this type could take the job
             for n in range(bisect_left(entries, floor), len(entries)):
                 entry = entries[n]
                 if best is not None and entry > best:
