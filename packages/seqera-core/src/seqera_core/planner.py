@@ -153,10 +153,10 @@ class Plan:
         """The lower bound on the hourly cost of any plan for this plan's jobs."""
         return lower_bound(self.catalogue, self.jobs)
 
-    def extend(self, jobs: Iterable[Job]) -> Plan:
+    def extend(self, jobs: Iterable[Job], *, lookahead: bool = False) -> Plan:
         """This plan with ``jobs`` added (jobs that became ready at run time); placed jobs
         stay where they are."""
-        return schedule(self.catalogue, jobs, self.instances)
+        return schedule(self.catalogue, jobs, self.instances, lookahead=lookahead)
 
 
 # --- the jobs file ---------------------------------------------------------------
@@ -355,8 +355,19 @@ def release_empty_instances(instances: Iterable[Instance]) -> tuple[Instance, ..
     return tuple(i for i in instances if i.jobs)
 
 
-def schedule(catalogue: Catalogue, jobs: Iterable[Job], instances: Sequence[Instance] = ()) -> Plan:
-    """The plan of the CAVATICA loop for ``jobs``, starting from ``instances``."""
+def schedule(
+    catalogue: Catalogue,
+    jobs: Iterable[Job],
+    instances: Sequence[Instance] = (),
+    *,
+    lookahead: bool = False,
+) -> Plan:
+    """The plan of the CAVATICA loop for ``jobs``, starting from ``instances``.
+
+    ``lookahead`` is a variant, not the published algorithm: a new instance gets the type
+    (among those that hold the first waiting job) whose trial fill from the queue packs
+    the most lower-bound value per dollar, instead of the first job's cheapest type.
+    """
     types = _Types(catalogue)
     priced = [(-types.required(job).price, n, job) for n, job in enumerate(jobs)]
     # every hint is checked above, before anything is allocated
@@ -364,7 +375,7 @@ def schedule(catalogue: Catalogue, jobs: Iterable[Job], instances: Sequence[Inst
     queue = [job for _, _, job in priced]
     state = _State(catalogue, instances)
     waiting = [job for job in queue if not state.fit(job)] if instances else queue
-    _fill_new_instances(types, state, waiting)
+    _fill_new_instances(types, state, waiting, lookahead)
     return Plan(catalogue, release_empty_instances(state.instances()))
 
 
@@ -593,7 +604,12 @@ class _Cursor:
         self.positions, self.tree, self.local = positions, tree, -1
 
 
-def _fill_new_instances(types: _Types, state: _State, waiting: Sequence[Job]) -> None:
+_Group = tuple[str | None, int, list[int], _MinTree]
+
+
+def _fill_new_instances(
+    types: _Types, state: _State, waiting: Sequence[Job], lookahead: bool = False
+) -> None:
     """The rest of the loop: allocate for the first waiting job, fill that instance with
     the waiting jobs that fit, in queue order; repeat until nobody waits.
 
@@ -601,6 +617,10 @@ def _fill_new_instances(types: _Types, state: _State, waiting: Sequence[Job]) ->
     few, the usual 1, 2, 4 cores; else quantiles). Within a group the tree's minima then
     prune almost exactly on memory; one tree over jobs of mixed sizes could search most
     of itself to learn that no job has both few cores and little memory.
+
+    With ``lookahead`` the type is not the first job's required one: every type that can
+    hold the first job is packed on trial, and the one packing the most lower-bound
+    value per dollar is allocated (not the published algorithm; see :func:`schedule`).
     """
     demands = [_demand(job) for job in waiting]
     # up to _CPU_GROUPS vCPU bands: one per value when there are few, else quantiles
@@ -611,10 +631,11 @@ def _fill_new_instances(types: _Types, state: _State, waiting: Sequence[Job]) ->
     for position, job in enumerate(waiting):
         band = bands[bisect_right(bands, demands[position][0]) - 1]
         keys.setdefault((job.instance_type, band), []).append(position)
-    groups = [
+    groups: list[_Group] = [
         (hint, least, positions, _MinTree([demands[p] for p in positions]))
         for (hint, least), positions in keys.items()
     ]
+    worth = _worth(types.catalogue, demands) if lookahead else []
     placed = [False] * len(waiting)
     head = 0
     while True:
@@ -622,48 +643,89 @@ def _fill_new_instances(types: _Types, state: _State, waiting: Sequence[Job]) ->
             head += 1
         if head == len(waiting):
             return
-        o = state.allocate(types.required(waiting[head]))
-        start, cpus, memory, gpus = head, o.cpus, o.memory, o.gpus
-        # Each group's first fit only moves right while the room shrinks: remember it,
-        # and drop a group for this instance once it has none.
-        alive = [
-            _Cursor(positions, tree)
-            for hint, least, positions, tree in groups
-            if hint in (None, o.type.name) and least <= cpus
-        ]
-        while cpus > 0 and memory > 0 and alive:
-            best = -1
-            chosen: _Cursor | None = None
-            for entry in list(alive):
-                positions, tree, local = entry.positions, entry.tree, entry.local
-                if local >= 0:
-                    need = demands[positions[local]]
-                    if placed[positions[local]] or not (
-                        need[0] <= cpus and need[1] <= memory and need[2] <= gpus
-                    ):
-                        local = -1
-                if local < 0:
-                    first = bisect_left(positions, start)
-                    if first == len(positions):
-                        alive.remove(entry)
-                        continue
-                    if 0 <= best < positions[first]:
-                        continue  # its earliest job comes after the best so far
-                    local = tree.first(first, cpus, memory, gpus)
-                    if local < 0:
-                        alive.remove(entry)
-                        continue
-                    entry.local = local
-                if best < 0 or positions[local] < best:
-                    best, chosen = positions[local], entry
-            if chosen is None:
-                break
-            chosen.tree.remove(chosen.local)
-            chosen.local = -1
-            placed[best] = True
-            need_cpus, need_memory, need_gpus = demands[best]
-            cpus, memory, gpus = cpus - need_cpus, memory - need_memory, gpus - need_gpus
-            o.jobs.append(waiting[best])
-            start = best + 1
+        first = waiting[head]
+        chosen = types.required(first)
+        taken = _pack(groups, demands, placed, head, chosen.name, _capacity(chosen))
+        if lookahead:
+            best = (sum(worth[p] for p, _, _ in taken) / max(chosen.price, 1e-12), -chosen.price)
+            for t, room in types.by_price:
+                if t is chosen or first.instance_type not in (None, t.name):
+                    continue
+                if not _covers(room, demands[head]):
+                    continue
+                trial = _pack(groups, demands, placed, head, t.name, room)
+                score = (sum(worth[p] for p, _, _ in trial) / max(t.price, 1e-12), -t.price)
+                if score > best:
+                    best, chosen, taken = score, t, trial
+        o = state.allocate(chosen)
+        for position, local, tree in taken:
+            tree.remove(local)
+            placed[position] = True
+            need = demands[position]
+            o.cpus, o.memory, o.gpus = o.cpus - need[0], o.memory - need[1], o.gpus - need[2]
+            o.jobs.append(waiting[position])
         # no need to index it for fit_jobs: nothing later can go to an older instance
-        o.cpus, o.memory, o.gpus = cpus, memory, gpus
+
+
+def _worth(catalogue: Catalogue, demands: Sequence[tuple[int, int, int]]) -> list[float]:
+    # each job's own lower bound: its largest demand at the cheapest price per unit
+    unit = []
+    for n in range(3):
+        prices = [t.price / _capacity(t)[n] for t in catalogue.types if _capacity(t)[n] > 0]
+        unit.append(min(prices) if prices else 0.0)
+    return [max(d[0] * unit[0], d[1] * unit[1], d[2] * unit[2]) for d in demands]
+
+
+def _pack(
+    groups: Sequence[_Group],
+    demands: Sequence[tuple[int, int, int]],
+    placed: Sequence[bool],
+    head: int,
+    type_name: str,
+    room: tuple[int, int, int],
+) -> list[tuple[int, int, _MinTree]]:
+    """The waiting jobs an empty instance of this type and room takes, first fit in queue
+    order from ``head``; nothing is changed (taken jobs fall behind the search start)."""
+    cpus, memory, gpus = room
+    start = head
+    # Each group's first fit only moves right while the room shrinks: remember it,
+    # and drop a group for this instance once it has none.
+    alive = [
+        _Cursor(positions, tree)
+        for hint, least, positions, tree in groups
+        if hint in (None, type_name) and least <= cpus
+    ]
+    taken: list[tuple[int, int, _MinTree]] = []
+    while cpus > 0 and memory > 0 and alive:
+        best = -1
+        chosen: _Cursor | None = None
+        for entry in list(alive):
+            positions, tree, local = entry.positions, entry.tree, entry.local
+            if local >= 0:
+                need = demands[positions[local]]
+                if placed[positions[local]] or not (
+                    need[0] <= cpus and need[1] <= memory and need[2] <= gpus
+                ):
+                    local = -1
+            if local < 0:
+                first = bisect_left(positions, start)
+                if first == len(positions):
+                    alive.remove(entry)
+                    continue
+                if 0 <= best < positions[first]:
+                    continue  # its earliest job comes after the best so far
+                local = tree.first(first, cpus, memory, gpus)
+                if local < 0:
+                    alive.remove(entry)
+                    continue
+                entry.local = local
+            if best < 0 or positions[local] < best:
+                best, chosen = positions[local], entry
+        if chosen is None:
+            break
+        taken.append((best, chosen.local, chosen.tree))
+        chosen.local = -1
+        need_cpus, need_memory, need_gpus = demands[best]
+        cpus, memory, gpus = cpus - need_cpus, memory - need_memory, gpus - need_gpus
+        start = best + 1
+    return taken
