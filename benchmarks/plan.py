@@ -11,18 +11,18 @@ Workloads, on the shipped EC2 catalogue (seqera_core/data/ec2-us-east-1-2026-11.
 
 For each it prints the seed algorithm's instances, hourly cost, the lower bound (for
 every dimension, total demand times the cheapest price per unit; the largest), the
-ratio and the CPU seconds :func:`seqera_core.planner.schedule` took. Then the same for
-the *lookahead* variant below, up to 10,000 jobs (it is a plain loop, not tuned).
+ratio and the CPU seconds :func:`seqera_core.planner.schedule` took; then the same for
+the lookahead variant (``schedule(..., lookahead=True)``, ``seqera plan --lookahead``)
+and its gain over the seed.
 
 The seed's weak spot: it opens the cheapest type that holds the *first* waiting job
 alone, so that job nearly fills it and the rest of the queue rarely fits beside it;
-with EC2's linear prices most instances carry one job and the unused dimension (memory
-left on a compute-sized job's box, cores left on a memory-sized one's) is paid for.
-The lookahead variant instead tries every type that holds the first job, packs the
-next ``--window`` waiting jobs onto it the same first-fit way, and opens the type that
-packs the most lower-bound value (each job's own bound: max over dimensions of demand
-times the cheapest unit price) per dollar; it then fills that instance first-fit from
-the next ``10 x window`` waiting jobs (the seed looks at the whole queue).
+with EC2's linear prices most instances carry one or two jobs and the dimension the
+first job does not use (memory on a compute-sized job's box, cores on a memory-sized
+one's) is paid for and left idle. The lookahead variant packs every type that holds
+the first job on trial, with the seed's own first-fit fill over the whole queue, and
+opens the one whose packed jobs are worth the most lower-bound value (each job's
+largest demand at the cheapest unit price) per dollar.
 """
 
 from __future__ import annotations
@@ -33,14 +33,12 @@ import time
 from collections.abc import Callable, Sequence
 
 from seqera_core import catalogue as catalogues
-from seqera_core.catalogue import Catalogue, InstanceType
-from seqera_core.planner import Job, lower_bound, millicores, prioritize_jobs, schedule
+from seqera_core.planner import Job, lower_bound, schedule
 from seqera_core.units import GIB
 
-__all__ = ["WORKLOADS", "lookahead", "main"]
+__all__ = ["WORKLOADS", "main"]
 
 Workload = Callable[[random.Random, int], list[Job]]
-_FILL_SPAN = 10  # the variant fills from up to this many windows of the queue
 
 
 def _uniform(r: random.Random, count: int) -> list[Job]:
@@ -77,76 +75,11 @@ WORKLOADS: dict[str, Workload] = {
 }
 
 
-def _room(t: InstanceType) -> list[int]:
-    return [round(t.vcpus * 1000), t.memory, t.gpus]
-
-
-def lookahead(catalogue: Catalogue, jobs: Sequence[Job], window: int = 300) -> float:
-    """The hourly cost of the lookahead variant's plan (see the module docstring)."""
-    bound_unit = []
-    for n in range(3):
-        prices = [t.price / _room(t)[n] for t in catalogue.types if _room(t)[n] > 0]
-        bound_unit.append(min(prices) if prices else 0.0)
-    queue = list(prioritize_jobs(catalogue, jobs))
-    demand = [(millicores(j.cpus), j.memory, j.gpus) for j in queue]
-    value = [max(d[k] * bound_unit[k] for k in range(3)) for d in demand]
-    taken = [False] * len(queue)
-    head, cost = 0, 0.0
-    while True:
-        while head < len(queue) and taken[head]:
-            head += 1
-        if head == len(queue):
-            return cost
-        ahead: list[int] = []
-        position = head
-        while position < len(queue) and len(ahead) < window:
-            if not taken[position]:
-                ahead.append(position)
-            position += 1
-        first = queue[head]
-        best: tuple[float, float, InstanceType, list[int]] | None = None
-        for t in catalogue.types:
-            room = _room(t)
-            if first.instance_type not in (None, t.name) or any(
-                demand[head][k] > room[k] for k in range(3)
-            ):
-                continue
-            packed: list[int] = []
-            worth = 0.0
-            for p in ahead:
-                d = demand[p]
-                if queue[p].instance_type in (None, t.name) and all(
-                    d[k] <= room[k] for k in range(3)
-                ):
-                    room = [room[k] - d[k] for k in range(3)]
-                    packed.append(p)
-                    worth += value[p]
-            score = (worth / t.price if t.price else float("inf"), -t.price)
-            if best is None or score > best[:2]:
-                best = (score[0], score[1], t, packed)
-        assert best is not None  # the first job's required type always qualifies
-        chosen = best[2]
-        cost += chosen.price
-        # fill it as the seed does, in queue order, but only over a bounded stretch
-        room = _room(chosen)
-        for p in range(head, min(len(queue), head + _FILL_SPAN * window)):
-            d = demand[p]
-            if (
-                not taken[p]
-                and queue[p].instance_type in (None, chosen.name)
-                and all(d[k] <= room[k] for k in range(3))
-            ):
-                room = [room[k] - d[k] for k in range(3)]
-                taken[p] = True
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Print one row per workload and size."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100,1000,10000,100000")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--window", type=int, default=300, help="the variant's lookahead")
-    parser.add_argument("--variant-max", type=int, default=10_000, help="largest size for it")
     args = parser.parse_args(argv)
     catalogue = catalogues.default()
     header = (
@@ -167,12 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{name:<10} {size:>7} {len(plan.instances):>9} {cost:>10.2f} {bound:>10.2f} "
                 f"{cost / bound:>6.3f} {seconds:>6.2f}"
             )
-            if size <= args.variant_max:
-                start = time.process_time()
-                better = lookahead(catalogue, jobs, args.window)
-                spent = time.process_time() - start
-                gain = 1 - better / cost
-                row += f" | {better:>11.2f} {better / bound:>6.3f} {gain:>6.1%} {spent:>6.2f}"
+            start = time.process_time()
+            better = schedule(catalogue, jobs, lookahead=True).hourly_cost
+            spent = time.process_time() - start
+            gain = 1 - better / cost
+            row += f" | {better:>11.2f} {better / bound:>6.3f} {gain:>6.1%} {spent:>6.2f}"
             print(row, flush=True)
     return 0
 

@@ -347,6 +347,36 @@ def test_schedule_is_the_literal_loop_and_a_valid_plan(
 
 @settings(max_examples=200, deadline=None)
 @given(problems())
+def test_the_lookahead_variant_makes_valid_plans(problem: tuple[Catalogue, list[Job], int]) -> None:
+    catalogue, jobs, split = problem
+    plan = schedule(catalogue, jobs[:split], lookahead=True).extend(jobs[split:], lookahead=True)
+    assert sorted(j.name for i in plan.instances for j in i.jobs) == sorted(j.name for j in jobs)
+    for instance in plan.instances:
+        assert instance.jobs
+        assert all(room >= 0 for room in _room(instance))
+        assert all(j.instance_type in (None, instance.type.name) for j in instance.jobs)
+
+
+def test_lookahead_pairs_a_memory_job_with_compute_jobs() -> None:
+    compute = InstanceType("compute", vcpus=8, memory=8 * GIB, price=0.30)
+    memory = InstanceType("memory", vcpus=2, memory=32 * GIB, price=0.40)
+    general = InstanceType("general", vcpus=8, memory=40 * GIB, price=0.50)
+    catalogue = Catalogue((compute, memory, general))
+    jobs = [job("m", 1, 30), job("c1", 7, 2), job("c2", 3, 4)]
+    # seed: m opens a memory box (nothing else fits), c1 a compute box, c2 another: 1.00
+    assert layout(schedule(catalogue, jobs)) == [
+        ("memory", ["m"]),
+        ("compute", ["c1"]),
+        ("compute", ["c2"]),
+    ]
+    # lookahead: a general box holds m and c1 (0.50 for both), c2 a compute box: 0.80
+    better = schedule(catalogue, jobs, lookahead=True)
+    assert layout(better) == [("general", ["m", "c1"]), ("compute", ["c2"])]
+    assert better.hourly_cost == pytest.approx(0.80)
+
+
+@settings(max_examples=200, deadline=None)
+@given(problems())
 def test_fit_jobs_is_the_naive_first_fit(problem: tuple[Catalogue, list[Job], int]) -> None:
     catalogue, jobs, split = problem
     start = list(schedule(catalogue, jobs[:split]).instances)

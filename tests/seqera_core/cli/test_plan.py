@@ -175,3 +175,33 @@ def test_the_installed_command_finds_the_shipped_catalogue(
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
     )  # fmt: skip
     assert json.loads(result.stdout)["catalogue"]["date"] == "2026-11"
+
+
+def test_lookahead_variant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    catalogue = tmp_path / "c.yaml"
+    catalogue.write_text(
+        "instances:\n"
+        "  compute: {vcpus: 8, memory: 8 GiB, price: 0.3}\n"
+        "  memory: {vcpus: 2, memory: 32 GiB, price: 0.4}\n"
+        "  general: {vcpus: 8, memory: 40 GiB, price: 0.5}\n"
+    )
+    jobs = tmp_path / "j.json"
+    jobs.write_text(
+        json.dumps(
+            [
+                {"name": "m", "cpus": 1, "memory": "30 GiB"},
+                {"name": "c1", "cpus": 7, "memory": "2 GiB"},
+                {"name": "c2", "cpus": 3, "memory": "4 GiB"},
+            ]
+        )
+    )
+    seed = _plan(capsys, str(jobs), "--catalogue", str(catalogue))
+    better = _plan(capsys, str(jobs), "--catalogue", str(catalogue), "--lookahead")
+    assert seed["hourly_cost"] == pytest.approx(1.0)
+    assert better["hourly_cost"] == pytest.approx(0.8)
+    instances = better["instances"]
+    assert isinstance(instances, list)
+    assert [(i["type"], i["jobs"]) for i in instances] == [
+        ("general", ["m", "c1"]),
+        ("compute", ["c2"]),
+    ]

@@ -49,6 +49,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--catalogue", metavar="FILE", help="instance types and prices (YAML or JSON)"
     )
     plan.add_argument("--platform", metavar="FILE", help="a platform with an instances: section")
+    plan.add_argument(
+        "--lookahead",
+        action="store_true",
+        help=(
+            "a variant, not the published algorithm: give each new instance the type that "
+            "packs the most work per dollar on a trial fill"
+        ),
+    )
     plan.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -159,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     config = settings(platform=args.platform)
     catalogue = choose_catalogue(args.catalogue, config.get("platform"))
     jobs = parse_jobs(_read_jobs(args.jobs), args.jobs)
-    plan = schedule(catalogue, jobs)
+    plan = schedule(catalogue, jobs, lookahead=args.lookahead)
     if args.json:
         print(json.dumps(plan_document(plan), indent=2, sort_keys=True))
     else:
