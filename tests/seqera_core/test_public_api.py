@@ -31,6 +31,7 @@ MODULES = [
     "seqera_core.catalogue",
     "seqera_core.planner",
     "seqera_core.cli.plan",
+    "seqera_core._mintree",
 ]
 
 
