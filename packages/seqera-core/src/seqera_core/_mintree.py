@@ -125,11 +125,17 @@ def pack(
     head: int,
     type_name: str,
     room: tuple[int, int, int],
+    home: tuple[int, MinTree],
 ) -> list[tuple[int, int, MinTree]]:
     """The waiting jobs an empty instance of this type and room takes, first fit in queue
-    order from ``head``; nothing is changed (taken jobs fall behind the search start)."""
-    cpus, memory, gpus = room
-    start = head
+    order from ``head`` (the first waiting job, at index ``home[0]`` of tree ``home[1]``,
+    which the room must hold); nothing is changed (taken jobs fall behind the search
+    start)."""
+    # the head job is first in queue order and fits: no search needed for it
+    taken: list[tuple[int, int, MinTree]] = [(head, home[0], home[1])]
+    need = demands[head]
+    cpus, memory, gpus = room[0] - need[0], room[1] - need[1], room[2] - need[2]
+    start = head + 1
     # Each group's first fit only moves right while the room shrinks: remember it,
     # and drop a group for this instance once it has none.
     alive = [
@@ -137,7 +143,6 @@ def pack(
         for hint, least, positions, tree in groups
         if hint in (None, type_name) and least <= cpus
     ]
-    taken: list[tuple[int, int, MinTree]] = []
     while cpus > 0 and memory > 0 and alive:
         best = -1
         chosen: Cursor | None = None

@@ -69,7 +69,6 @@ __all__ = [
 ]
 
 
-
 def _cpus(_: Any, attribute: Any, value: Any) -> None:
     if (
         isinstance(value, bool)
@@ -534,6 +533,13 @@ def _fill_new_instances(
         (hint, least, positions, MinTree([demands[p] for p in positions]))
         for (hint, least), positions in keys.items()
     ]
+    if not groups:
+        return
+    # where each waiting job sits: its index in its group's tree
+    home: list[tuple[int, MinTree]] = [(0, groups[0][3])] * len(waiting)
+    for _, _, positions, tree in groups:
+        for local, position in enumerate(positions):
+            home[position] = (local, tree)
     worth = _worth(types.catalogue, demands) if lookahead else []
     placed = [False] * len(waiting)
     head = 0
@@ -544,7 +550,7 @@ def _fill_new_instances(
             return
         first = waiting[head]
         chosen = types.required(first)
-        taken = pack(groups, demands, placed, head, chosen.name, _capacity(chosen))
+        taken = pack(groups, demands, placed, head, chosen.name, _capacity(chosen), home[head])
         if lookahead:
             best = (sum(worth[p] for p, _, _ in taken) / max(chosen.price, 1e-12), -chosen.price)
             for t, room in types.by_price:
@@ -552,7 +558,7 @@ def _fill_new_instances(
                     continue
                 if not _covers(room, demands[head]):
                     continue
-                trial = pack(groups, demands, placed, head, t.name, room)
+                trial = pack(groups, demands, placed, head, t.name, room, home[head])
                 score = (sum(worth[p] for p, _, _ in trial) / max(t.price, 1e-12), -t.price)
                 if score > best:
                     best, chosen, taken = score, t, trial
