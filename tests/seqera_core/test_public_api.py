@@ -29,6 +29,10 @@ MODULES = [
     "seqera_core.pipeline",
     "seqera_core.resolvers",
     "seqera_core.dialects.human",
+    "seqera_core.catalogue",
+    "seqera_core.planner",
+    "seqera_core.cli.plan",
+    "seqera_core._mintree",
 ]
 
 

@@ -118,3 +118,47 @@ def test_an_installed_resolver_gives_the_effective_values(
     native = doc["native"]
     assert isinstance(native, dict) and "--mem=4096M" in native["args"]
     assert doc["labels"] == "--comment=nextflow/engine=nextflow;team=genomics"
+
+
+def test_ecs_shows_the_instance_type_and_its_price(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(
+        capsys, "--engine", "nextflow", "--memory", "10 GB", "--cpus", "2", "--backend", "ecs"
+    )
+    # the shipped catalogue: r7i.large (2 vCPUs, 16 GiB) is the cheapest with 10 GiB
+    assert doc["instance"] == {
+        "type": "r7i.large",
+        "hourly_price": 0.1323,
+        "catalogue": "seqera_core/data/ec2-us-east-1-2026-11.yaml",
+    }
+    assert main(["explain", "--engine", "nextflow", "--cpus", "2", "--backend", "ecs"]) == 0
+    assert "instance: c7i.large at 0.0893 per hour" in capsys.readouterr().out
+
+
+def test_ecs_machine_type_too_small_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [
+        "explain",
+        "--engine",
+        "nextflow",
+        "--memory",
+        "10 GB",
+        "--set",
+        "machineType=m7i.large",
+    ]
+    assert main([*argv, "--backend", "ecs"]) == 2
+    assert "m7i.large lacks 10 GiB memory (it has 8 GiB)" in capsys.readouterr().err
+
+
+def test_ecs_instance_comes_from_an_ecs_platform(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(
+        capsys, "--engine", "nextflow", "--memory", "10 GB", "--cpus", "2", "--backend", "ecs",
+        "--platform", "shared/platforms/ecs-account.yaml",
+    )  # fmt: skip
+    assert doc["instance"] == {
+        "type": "m7i.xlarge",
+        "hourly_price": 0.2016,
+        "catalogue": "shared/platforms/ecs-account.yaml",
+    }
+    assert (
+        _json(capsys, "--engine", "nextflow", "--cpus", "2", "--backend", "slurm")["instance"]
+        is None
+    )

@@ -15,6 +15,8 @@ cost: {core_hour: 0.02, gib_hour: 0.004}   # defaults for every queue
 queues:
   normal: {max_cpus: 128, max_memory: 512 GiB, max_walltime: 7d, max_gpus: 0}
   hugemem: {max_memory: 1.5 TiB, auto: false, cost: {gib_hour: 0.008}}
+instances:                       # optional: replaces the planner's instance catalogue
+  m7i.large: {vcpus: 2, memory: 8 GiB, price: 0.1008}
 ```
 """
 
@@ -31,6 +33,7 @@ import attrs
 import yaml
 from attrs import field, frozen
 
+from .catalogue import Catalogue, InstanceType, parse_instances
 from .dialects.human import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size
 from .errors import ResourceError
 from .units import GIB
@@ -45,6 +48,7 @@ __all__ = [
     "ValidationReport",
     "load",
     "parse",
+    "read_document",
     "validate",
 ]
 
@@ -109,10 +113,30 @@ class Platform:
     default_queue: str | None = None
     multipliers: Multipliers = field(factory=Multipliers)
     source: str = "<memory>"
+    # the planner's instance catalogue when the platform names one (empty: use the default)
+    instances: tuple[InstanceType, ...] = ()
 
     def queue(self, name: str) -> Queue | None:
         """The queue called ``name``, if any."""
         return next((q for q in self.queues if q.name == name), None)
+
+    def catalogue(self) -> Catalogue | None:
+        """The planner's instance types: ``instances:``, else an ECS platform's queues
+        (each an instance type with vCPUs, memory and an instance price), else None."""
+        if self.instances:
+            return Catalogue(self.instances, source=self.source)
+        if self.scheduler != "ecs":
+            return None
+        types = []
+        for q in self.queues:
+            if q.max_cpus is None or q.max_memory is None:
+                return None  # not a fixed machine size
+            types.append(
+                InstanceType(
+                    q.name, q.max_cpus, q.max_memory, q.cost.instance_hour, q.max_gpus or 0
+                )
+            )
+        return Catalogue(tuple(types), source=self.source)
 
 
 # --- YAML ----------------------------------------------------------------------------
@@ -265,30 +289,38 @@ def _platform(data: Mapping[str, Any], source: str) -> Platform:
             **{k: _multiplier(f"multipliers.{k}", v) for k, v in factors.items()}
         ),
         source=source,
+        instances=(parse_instances("instances", data["instances"]) if "instances" in data else ()),
     )
 
 
 def parse(document: Any, source: str = "<memory>") -> Platform:
     """A platform from a decoded YAML document; errors name ``source`` and the field path."""
-    keys = {"name", "scheduler", "default_queue", "multipliers", "cost", "queues"}
+    keys = {"name", "scheduler", "default_queue", "multipliers", "cost", "queues", "instances"}
     try:
         return _platform(_mapping("platform", document, keys), source)
     except ResourceError as exc:
         raise ResourceError(f"{source}: {exc.field}", exc.value, exc.expected) from None
 
 
-def load(path: str | Path) -> Platform:
-    """Read a platform definition file; any fault is a ResourceError naming the file."""
+def read_document(path: str | Path, flag: str = "--platform") -> Any:
+    """A decoded YAML (or JSON) file; any fault is a ResourceError naming ``flag`` or the file.
+
+    Duplicate keys are refused and ``168:00:00`` stays a string (see ``_Loader``).
+    """
     try:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as exc:
-        raise ResourceError("--platform", str(path), f"a readable YAML file ({exc})") from None
+        raise ResourceError(flag, str(path), f"a readable YAML file ({exc})") from None
     try:
-        document = yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader: no objects
+        return yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader: no objects
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"{path}: line {mark.line + 1}" if mark is not None else str(path)
         raise ResourceError(where, exc.problem, "valid YAML") from None
     except yaml.YAMLError as exc:
         raise ResourceError(str(path), str(exc), "valid YAML") from None
-    return parse(document, str(path))
+
+
+def load(path: str | Path) -> Platform:
+    """Read a platform definition file; any fault is a ResourceError naming the file."""
+    return parse(read_document(path), str(path))

@@ -7,6 +7,7 @@ import json
 import shlex
 from typing import Any
 
+from .. import catalogue as catalogues
 from .. import platforms, wire
 from ..checks import suspicious
 from ..config import Config
@@ -14,7 +15,8 @@ from ..dialects.engines import BACKENDS, ENGINES, GENERIC_KEYS, submission, tran
 from ..labels import ecs_tags, label_environment, pbs_args, run_labels, slurm_comment_args
 from ..models import ResourceRequest, Submission, Translation
 from ..pipeline import prepare
-from ..platforms import ValidationReport
+from ..planner import Job, required_type
+from ..platforms import Platform, ValidationReport
 from ..resolvers import HttpResolver, Resolver, discover
 from ..units import format_bytes, format_seconds
 from ._args import key_value, settings
@@ -23,6 +25,7 @@ __all__ = [
     "add_engine_options",
     "add_parser",
     "declared",
+    "ecs_instance",
     "input_warnings",
     "platform_lines",
     "report_document",
@@ -139,6 +142,22 @@ def platform_lines(report: ValidationReport) -> list[str]:
     return lines
 
 
+def ecs_instance(request: ResourceRequest, platform: Platform | None) -> dict[str, Any]:
+    """The instance type an ECS task would get (its ``machine_type``, else the cheapest that
+    covers it) from the platform's instance types or the shipped catalogue, and its price."""
+    own = platform.catalogue() if platform is not None else None
+    catalogue = own or catalogues.default()
+    task = Job(
+        request.process or "task",
+        request.cpus or 0.125,  # no cpus declared: ECS's minimum of 128 units
+        request.memory or 1,
+        request.accelerator.count if request.accelerator else 0,
+        request.machine_type,
+    )
+    chosen = required_type(catalogue, task)
+    return {"type": chosen.name, "hourly_price": chosen.price, "catalogue": catalogue.source}
+
+
 def _resolvers(config: Config) -> list[Resolver]:
     found = discover()
     url = config.get("resolver.url")
@@ -188,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
     request, report = prepared.request, prepared.report
     result = submission(backend, request)
     labels = _label_form(backend, dict(prepared.labels))
+    instance = ecs_instance(request, platform) if backend == "ecs" else None
     resolver = prepared.resolution.resolver if prepared.resolution else None
     messages = {
         "capped": list(prepared.notes),
@@ -205,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
             "backend": backend,
             "native": {"args": list(result.args), "values": dict(result.native)},
             "labels": labels,
+            "instance": instance,
             "capped": messages["capped"],
             "notes": messages["note"],
             "warnings": messages["warning"],
@@ -216,6 +237,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"effective ({resolver or 'not resolved'}): {values_text(request)}")
         if labels is not None:
             print(f"labels: {labels if isinstance(labels, str) else json.dumps(labels)}")
+        if instance is not None:
+            print(f"instance: {instance['type']} at {instance['hourly_price']:.4f} per hour")
         if report is not None:
             print("\n".join(platform_lines(report)))
     return 0 if prepared.ok else 2

@@ -1,0 +1,175 @@
+"""``seqera plan``: which instances to start for a set of jobs, and how far from the bound.
+
+JOBS.json is a list of jobs::
+
+    [{"name": "align-1", "cpus": 4, "memory": "16 GiB"},
+     {"name": "call", "cpus": 2, "memory": 8000000000, "gpus": 1},
+     {"name": "merge", "cpus": 1, "memory": "2 GB", "instance_type": "r7i.large"}]
+
+``memory`` is a size with a unit (``4 GB`` = 10^9 bytes, ``4 GiB`` = 2^30) or whole
+bytes; ``gpus`` and ``instance_type`` (a hint naming the type to use) are optional.
+The catalogue is ``--catalogue FILE``, else the platform's instance types (its
+``instances:``, or the queues of an ECS platform; ``--platform`` or seqera config),
+else the dated EC2 example shipped with seqera.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from .. import catalogue as catalogues
+from .. import platforms
+from ..catalogue import Catalogue
+from ..errors import ResourceError
+from ..planner import Instance, Plan, parse_jobs, schedule
+from ..units import format_bytes
+from ._args import settings
+
+__all__ = ["add_parser", "choose_catalogue", "plan_document", "run"]
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``seqera plan``."""
+    plan = commands.add_parser(
+        "plan",
+        help="pack jobs onto cloud instances (CAVATICA algorithm) and show the cost",
+        description=(
+            "Place jobs on instances with Seven Bridges' multi-instance scheduling "
+            "algorithm: the instances, which jobs go where, utilisation, the hourly cost "
+            "and the lower bound on it. JOBS.json is a list of {name, cpus, memory, "
+            'gpus?, instance_type?}; memory is a size such as "4 GB" or whole bytes.'
+        ),
+    )
+    plan.set_defaults(run=run)
+    plan.add_argument("jobs", metavar="JOBS.json", help="the jobs to place")
+    plan.add_argument(
+        "--catalogue", metavar="FILE", help="instance types and prices (YAML or JSON)"
+    )
+    plan.add_argument("--platform", metavar="FILE", help="a platform with an instances: section")
+    plan.add_argument(
+        "--lookahead",
+        action="store_true",
+        help=(
+            "a variant, not the published algorithm: give each new instance the type that "
+            "packs the most work per dollar on a trial fill"
+        ),
+    )
+    plan.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def choose_catalogue(catalogue: str | None, platform: str | None) -> Catalogue:
+    """``--catalogue``, else the platform's instance types (``instances:``, or an ECS
+    platform's queues), else the shipped EC2 example."""
+    if catalogue:
+        return catalogues.load(catalogue)
+    own = platforms.load(platform).catalogue() if platform else None
+    return own or catalogues.default()
+
+
+def _read_jobs(path: str) -> Any:
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResourceError("JOBS.json", path, f"a readable JSON file ({exc})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResourceError(f"{path}: line {exc.lineno}", exc.msg, "valid JSON") from None
+
+
+def _share(used: float, total: float) -> float:
+    return used / total if total else 0.0
+
+
+def _instance_document(instance: Instance) -> dict[str, Any]:
+    t = instance.type
+    return {
+        "id": instance.id,
+        "type": t.name,
+        "hourly_price": t.price,
+        "jobs": [j.name for j in instance.jobs],
+        "used": {
+            "cpus": instance.used_cpus,
+            "memory_bytes": instance.used_memory,
+            "gpus": instance.used_gpus,
+        },
+        "capacity": {"cpus": t.vcpus, "memory_bytes": t.memory, "gpus": t.gpus},
+        "utilisation": {
+            "cpus": _share(instance.used_cpus, t.vcpus),
+            "memory": _share(instance.used_memory, t.memory),
+            "gpus": _share(instance.used_gpus, t.gpus) if t.gpus else None,
+        },
+    }
+
+
+def plan_document(plan: Plan) -> dict[str, Any]:
+    """The plan as JSON-ready values."""
+    bound = plan.lower_bound()
+    cost = plan.hourly_cost
+    return {
+        "catalogue": {
+            "source": plan.catalogue.source,
+            "date": plan.catalogue.date,
+            "description": plan.catalogue.description,
+        },
+        "jobs": len(plan.jobs),
+        "instances": [_instance_document(i) for i in plan.instances],
+        "hourly_cost": cost,
+        "lower_bound": {
+            "hourly": bound.hourly,
+            "dimension": bound.dimension,
+            "per_dimension": dict(bound.per_dimension),
+        },
+        "cost_over_bound": cost / bound.hourly if bound.hourly else None,
+    }
+
+
+def _text(plan: Plan) -> str:
+    c = plan.catalogue
+    dated = f" ({c.date})" if c.date else ""
+    lines = [f"catalogue: {c.source}{dated}"]
+    rows = [("#", "type", "$/hour", "cpus", "memory", "gpus", "jobs")]
+    for i in plan.instances:
+        t = i.type
+        rows.append(
+            (
+                str(i.id),
+                t.name,
+                f"{t.price:.4f}",
+                f"{i.used_cpus:g}/{t.vcpus:g} {_share(i.used_cpus, t.vcpus):.0%}",
+                f"{format_bytes(i.used_memory)}/{format_bytes(t.memory)} "
+                f"{_share(i.used_memory, t.memory):.0%}",
+                f"{i.used_gpus}/{t.gpus}" if t.gpus else "-",
+                ", ".join(j.name for j in i.jobs),
+            )
+        )
+    widths = [max(len(row[n]) for row in rows) for n in range(len(rows[0]) - 1)]
+    for row in rows:
+        lines.append(
+            "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=False)) + "  " + row[-1]
+        )
+    bound = plan.lower_bound()
+    cost = plan.hourly_cost
+    lines.append(f"{len(plan.instances)} instances for {len(plan.jobs)} jobs: {cost:.4f} per hour")
+    if bound.hourly:
+        lines.append(
+            f"lower bound: {bound.hourly:.4f} per hour ({bound.dimension}); "
+            f"the plan costs {cost / bound.hourly:.3f} x the bound"
+        )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Plan the jobs and print the plan."""
+    config = settings(platform=args.platform)
+    catalogue = choose_catalogue(args.catalogue, config.get("platform"))
+    jobs = parse_jobs(_read_jobs(args.jobs), args.jobs)
+    plan = schedule(catalogue, jobs, lookahead=args.lookahead)
+    if args.json:
+        print(json.dumps(plan_document(plan), indent=2, sort_keys=True))
+    else:
+        print(_text(plan))
+    return 0
