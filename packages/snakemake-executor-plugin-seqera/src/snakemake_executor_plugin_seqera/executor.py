@@ -179,12 +179,15 @@ class Executor(RemoteExecutor):
         except SubmitError as exc:
             # Jobs before the failure were submitted: keep them, fail the rest.
             handles = list(exc.submitted)
-            for job, _ in ready[len(handles) :]:
-                self.report_job_error(SubmittedJobInfo(job), msg=f"submission failed: {exc}")
+            failed, *unsent = ready[len(handles) :]
+            self.report_job_error(SubmittedJobInfo(failed[0]), msg=f"submission failed: {exc}. ")
+            for job, _ in unsent:
+                why = f"not submitted: the submission before it in the same batch failed ({exc}). "
+                self.report_job_error(SubmittedJobInfo(job), msg=why)
         except (SeqeraError, OSError, ValueError) as exc:
             handles = []
             for job, _ in ready:
-                self.report_job_error(SubmittedJobInfo(job), msg=f"submission failed: {exc}")
+                self.report_job_error(SubmittedJobInfo(job), msg=f"submission failed: {exc}. ")
         for (job, _), handle in zip(ready, handles, strict=False):
             self.report_job_submission(
                 SubmittedJobInfo(job, external_jobid=handle.native_id, aux={"handle": handle})
