@@ -17,7 +17,6 @@ shipped inside the package.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 import yaml
 from attrs import frozen
 
+from .dialects._values import document_number as _number
 from .dialects.human import SIZE_FORMS, parse_size
 from .errors import ResourceError
 
@@ -78,20 +78,6 @@ class Catalogue:
         return min(fitting, key=lambda t: t.price) if fitting else None
 
 
-def _number(where: str, value: Any, *, integer: bool = False, positive: bool = True) -> Any:
-    kind = ("a whole number" if integer else "a number") + (" > 0" if positive else " >= 0")
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value < 0
-        or (positive and value == 0)
-        or (integer and not isinstance(value, int))
-    ):
-        raise ResourceError(where, value, kind)
-    return value
-
-
 def parse_memory(where: str, value: Any) -> int:
     """Bytes from a human size (``8 GiB``, ``4 GB``) or a whole number of bytes."""
     if isinstance(value, str):
@@ -113,7 +99,7 @@ def _instance(where: str, name: str, value: Any) -> InstanceType:
             raise ResourceError(f"{where}.{key}", None, f"a value for {key} (it is required)")
     return InstanceType(
         name=name,
-        vcpus=_number(f"{where}.vcpus", value["vcpus"]),
+        vcpus=_number(f"{where}.vcpus", value["vcpus"], positive=True),
         memory=parse_memory(f"{where}.memory", value["memory"]),
         price=float(_number(f"{where}.price", value["price"], positive=False)),
         gpus=_number(f"{where}.gpus", value.get("gpus", 0), integer=True, positive=False),

@@ -34,6 +34,7 @@ import yaml
 from attrs import field, frozen
 
 from .catalogue import Catalogue, InstanceType, parse_instances
+from .dialects._values import document_number as _number
 from .dialects.human import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size
 from .errors import ResourceError
 from .units import GIB
@@ -181,21 +182,6 @@ _Loader.add_implicit_resolver(
 
 
 # --- reading the document ------------------------------------------------------------
-
-
-def _number(where: str, value: Any, *, integer: bool = False, positive: bool = False) -> Any:
-    kind = "a whole number" if integer else "a number"
-    kind += " > 0" if positive else " >= 0"
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value < 0
-        or (positive and value == 0)
-        or (integer and not isinstance(value, int))
-    ):
-        raise ResourceError(where, value, kind)
-    return value
 
 
 def _size(where: str, value: Any) -> int:

@@ -27,3 +27,21 @@ def number(field: str, value: Any, expected: str, *, integer: bool = False) -> f
             raise ResourceError(field, value, expected)
         return int(value)
     return value
+
+
+def document_number(
+    where: str, value: Any, *, integer: bool = False, positive: bool = False
+) -> Any:
+    """A number as written in a YAML/JSON document (no strings): finite, >= 0 (> 0 if
+    ``positive``), whole if ``integer``; else ResourceError naming ``where``."""
+    kind = ("a whole number" if integer else "a number") + (" > 0" if positive else " >= 0")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+        or (positive and value == 0)
+        or (integer and not isinstance(value, int))
+    ):
+        raise ResourceError(where, value, kind)
+    return value
