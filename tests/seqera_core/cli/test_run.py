@@ -185,9 +185,32 @@ def test_platform_rejects_an_impossible_job_before_running_it(
 
 
 def test_platform_checks_pass_and_the_job_runs(capfd: pytest.CaptureFixture[str]) -> None:
-    argv = ["run", "--platform", str(PLATFORM), "--memory", "1GB", "--time", "1m", "--", "true"]
+    # --backend local: without it the platform's own scheduler (Slurm) would be used.
+    argv = ["run", "--platform", str(PLATFORM), "--backend", "local", "--memory", "1GB",
+            "--time", "1m", "--", "true"]  # fmt: skip
     assert main(argv) == 0
     assert "queue short is the cheapest" in capfd.readouterr().err
+
+
+def test_the_resolver_chain_sizes_the_job(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 150 MB held for a second, 100 MB asked for: the local backend kills it for memory,
+    # unless the test resolver plugin (it doubles memory) is enabled.
+    hungry = "import time; b = bytearray(150 * 10**6); time.sleep(1); print('fed')"
+    argv = ["run", "--backend", "local", "--memory", "100MB", "--", sys.executable, "-c", hungry]
+    assert main(argv) != 0
+    capfd.readouterr()
+    monkeypatch.setenv("SEQERA_TEST_RESOLVER", "1")
+    assert main(argv) == 0
+    assert capfd.readouterr().out == "fed\n"
+
+
+def test_the_runs_baseline_labels_reach_the_job(capfd: pytest.CaptureFixture[str]) -> None:
+    argv = ["run", "--backend", "local", "--label", "team=genomics", "--", "sh", "-c",
+            "echo $SEQERA_LABEL_SEQERA_ENGINE $SEQERA_LABEL_TEAM"]  # fmt: skip
+    assert main(argv) == 0
+    assert capfd.readouterr().out == "seqera genomics\n"
 
 
 def _start(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
@@ -231,4 +254,6 @@ def test_console_script_exit_code(tmp_path: Path) -> None:
         cwd=tmp_path,
         env={**os.environ, "PYTHONWARNINGS": "error"},
     )
-    assert (done.returncode, done.stdout, done.stderr) == (3, "hi\n", "")
+    assert (done.returncode, done.stdout) == (3, "hi\n")
+    # Nothing on stderr but the warning about the test fixture's deliberately broken plugin.
+    assert all("seqera_test_resolver" in line for line in done.stderr.splitlines())

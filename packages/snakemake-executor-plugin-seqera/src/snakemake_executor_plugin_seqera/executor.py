@@ -34,7 +34,7 @@ from seqera_core.config import Config, load_config
 from seqera_core.errors import SeqeraError
 from seqera_core.labels import run_labels
 from seqera_core.pipeline import Prepared, prepare
-from seqera_core.resolvers import HttpResolver, Resolver, discover
+from seqera_core.resolvers import HttpResolver, Resolver, configured
 from seqera_core.units import format_bytes, format_seconds
 
 from .resources import job_request
@@ -117,15 +117,7 @@ class Executor(RemoteExecutor):
         self._backend_name = str(config.get("backend"))
         if self._platform is not None and config.sources["backend"] == "default":
             self._backend_name = self._platform.scheduler
-        self._resolvers: list[Resolver] = discover()
-        self._http: HttpResolver | None = None
-        if config.get("resolver.url"):
-            self._http = HttpResolver(
-                config.get("resolver.url"),
-                token=config.get("resolver.token"),
-                timeout=config.get("resolver.timeout", 5.0),
-            )
-            self._resolvers.append(self._http)
+        self._resolvers: list[Resolver] = configured(config)
         metadata = {
             "engine": "snakemake",
             "run-id": self._run_id,
@@ -283,8 +275,9 @@ class Executor(RemoteExecutor):
 
     def shutdown(self) -> None:
         super().shutdown()
-        if self._http is not None:
-            self._http.close()
+        for resolver in self._resolvers:
+            if isinstance(resolver, HttpResolver):
+                resolver.close()
         close = getattr(self._backend, "close", None)
         if callable(close):
             close()

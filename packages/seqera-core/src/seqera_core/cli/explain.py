@@ -10,14 +10,13 @@ from typing import Any
 from .. import catalogue as catalogues
 from .. import platforms, wire
 from ..checks import suspicious
-from ..config import Config
 from ..dialects.engines import BACKENDS, ENGINES, GENERIC_KEYS, submission, translate
 from ..labels import ecs_tags, label_environment, pbs_args, run_labels, slurm_comment_args
 from ..models import ResourceRequest, Submission, Translation
 from ..pipeline import prepare
 from ..planner import Job, required_type
 from ..platforms import Platform, ValidationReport
-from ..resolvers import HttpResolver, Resolver, discover
+from ..resolvers import configured
 from ..units import format_bytes, format_seconds
 from ._args import key_value, settings
 
@@ -158,15 +157,6 @@ def ecs_instance(request: ResourceRequest, platform: Platform | None) -> dict[st
     return {"type": chosen.name, "hourly_price": chosen.price, "catalogue": catalogue.source}
 
 
-def _resolvers(config: Config) -> list[Resolver]:
-    found = discover()
-    url = config.get("resolver.url")
-    if url:
-        token, timeout = config.get("resolver.token"), config.get("resolver.timeout", 5.0)
-        found.append(HttpResolver(url, token=token, timeout=timeout))
-    return found
-
-
 def _label_form(backend: str, labels: dict[str, str]) -> object:
     # How each backend's users find the labels again (see seqera_core.labels): sbatch and
     # qsub arguments joined by spaces (the encoding holds none), ECS tags, else the
@@ -196,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     prepared = prepare(
         translation.request,
         platform=platform,
-        resolvers=_resolvers(config),
+        resolvers=configured(config),
         run_labels=run_labels(
             args.engine,
             {"engine": args.engine},

@@ -26,7 +26,10 @@ from ..config import Config
 from ..dialects._values import number
 from ..dialects.human import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size
 from ..errors import ResourceError, UsageError
+from ..labels import run_labels
 from ..models import Accelerator, ResourceRequest
+from ..pipeline import prepare
+from ..resolvers import HttpResolver, configured
 from ..units import format_bytes, format_seconds
 from ._args import key_value, settings
 
@@ -147,18 +150,6 @@ def _request(args: argparse.Namespace) -> ResourceRequest:
         account=args.account,
         labels=dict(key_value("--label", text) for text in args.label),
     )
-
-
-def _checked(path: str, request: ResourceRequest) -> ResourceRequest:
-    """The request after the platform's checks (queue chosen); UsageError (exit 2) on an error."""
-    report = platforms.validate(platforms.load(path), request)
-    for warning in report.warnings:
-        print(f"seqera run: warning: {warning}", file=sys.stderr)
-    for suggestion in report.suggestions:
-        print(f"seqera run: suggestion: {suggestion}", file=sys.stderr)
-    if report.errors:
-        raise UsageError(f"the job cannot run on platform {path}: " + "; ".join(report.errors))
-    return report.request
 
 
 def _backend(name: str, logdir: str, config: Config) -> Backend:
@@ -284,13 +275,36 @@ def run(args: argparse.Namespace) -> int:
         platform=args.platform,
         **{f"ecs.{key}": value for key, value in ecs.items()},
     )
-    request = _request(args)
-    if config.get("labels"):  # the user's configured labels, under the --label ones
-        request = attrs.evolve(request, labels={**config.get("labels"), **request.labels})
-    if config.get("platform"):
-        request = _checked(config.get("platform"), request)
+    path = config.get("platform")
+    platform = platforms.load(path) if path else None
+    backend_name = config.get("backend")
+    if platform is not None and config.sources["backend"] == "default":
+        backend_name = platform.scheduler  # nobody chose a backend: the platform's scheduler
+    resolvers = configured(config)
+    try:
+        prepared = prepare(
+            _request(args),
+            platform=platform,
+            resolvers=resolvers,
+            run_labels=run_labels(
+                "seqera", {"engine": "seqera"}, config.get("labels"),
+                auto=config.get("auto_labels"),
+            ),
+        )  # fmt: skip
+    finally:
+        for resolver in resolvers:
+            if isinstance(resolver, HttpResolver):
+                resolver.close()
+    report = prepared.report
+    for line in report.warnings if report else ():
+        print(f"seqera run: warning: {line}", file=sys.stderr)
+    for line in report.suggestions if report else ():
+        print(f"seqera run: suggestion: {line}", file=sys.stderr)
+    if report is not None and report.errors:
+        raise UsageError(f"the job cannot run on platform {path}: " + "; ".join(report.errors))
+    request = attrs.evolve(prepared.request, labels=prepared.labels)
     with tempfile.TemporaryDirectory(prefix="seqera-run-") as logdir:
-        backend = _backend(config.get("backend"), logdir, config)
+        backend = _backend(backend_name, logdir, config)
         try:
             return _submit_and_wait(backend, command, request, args, logdir)
         finally:

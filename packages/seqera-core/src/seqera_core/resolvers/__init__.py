@@ -2,6 +2,7 @@
 
 from .base import ENTRY_POINT_GROUP, DefaultResolver, Resolver, discover
 from .chain import Resolution, resolve
+from .configured import configured
 from .history import HistoryResolver
 from .http import BATCH_LIMIT, HttpResolver
 
@@ -13,6 +14,7 @@ __all__ = [
     "HttpResolver",
     "Resolution",
     "Resolver",
+    "configured",
     "discover",
     "resolve",
 ]
