@@ -34,7 +34,7 @@ from seqera_core.config import Config, load_config
 from seqera_core.errors import SeqeraError
 from seqera_core.labels import run_labels
 from seqera_core.pipeline import Prepared, prepare
-from seqera_core.resolvers import HttpResolver, Resolver, configured
+from seqera_core.resolvers import Resolver, close_all, configured
 from seqera_core.units import format_bytes, format_seconds
 
 from .resources import job_request
@@ -275,9 +275,7 @@ class Executor(RemoteExecutor):
 
     def shutdown(self) -> None:
         super().shutdown()
-        for resolver in self._resolvers:
-            if isinstance(resolver, HttpResolver):
-                resolver.close()
+        close_all(self._resolvers)
         close = getattr(self._backend, "close", None)
         if callable(close):
             close()

@@ -16,7 +16,7 @@ from ..models import ResourceRequest, Submission, Translation
 from ..pipeline import prepare
 from ..planner import Job, required_type
 from ..platforms import Platform, ValidationReport
-from ..resolvers import configured
+from ..resolvers import close_all, configured
 from ..units import format_bytes, format_seconds
 from ._args import key_value, settings
 
@@ -183,17 +183,21 @@ def run(args: argparse.Namespace) -> int:
     backend = config.get("backend")
     if platform is not None and config.sources["backend"] == "default":
         backend = platform.scheduler  # nobody chose a backend: the platform's scheduler
-    prepared = prepare(
-        translation.request,
-        platform=platform,
-        resolvers=configured(config),
-        run_labels=run_labels(
-            args.engine,
-            {"engine": args.engine},
-            config.get("labels"),
-            auto=config.get("auto_labels"),
-        ),
-    )
+    resolvers = configured(config)
+    try:
+        prepared = prepare(
+            translation.request,
+            platform=platform,
+            resolvers=resolvers,
+            run_labels=run_labels(
+                args.engine,
+                {"engine": args.engine},
+                config.get("labels"),
+                auto=config.get("auto_labels"),
+            ),
+        )
+    finally:
+        close_all(resolvers)
     request, report = prepared.request, prepared.report
     result = submission(backend, request)
     labels = _label_form(backend, dict(prepared.labels))

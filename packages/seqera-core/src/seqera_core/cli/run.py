@@ -29,7 +29,7 @@ from ..errors import ResourceError, UsageError
 from ..labels import run_labels
 from ..models import Accelerator, ResourceRequest
 from ..pipeline import prepare
-from ..resolvers import HttpResolver, configured
+from ..resolvers import close_all, configured
 from ..units import format_bytes, format_seconds
 from ._args import key_value, settings
 
@@ -292,9 +292,7 @@ def run(args: argparse.Namespace) -> int:
             ),
         )  # fmt: skip
     finally:
-        for resolver in resolvers:
-            if isinstance(resolver, HttpResolver):
-                resolver.close()
+        close_all(resolvers)
     report = prepared.report
     for line in report.warnings if report else ():
         print(f"seqera run: warning: {line}", file=sys.stderr)

@@ -2,7 +2,7 @@
 
 from .base import ENTRY_POINT_GROUP, DefaultResolver, Resolver, discover
 from .chain import Resolution, resolve
-from .configured import configured
+from .configured import close_all, configured
 from .history import HistoryResolver
 from .http import BATCH_LIMIT, HttpResolver
 
@@ -14,6 +14,7 @@ __all__ = [
     "HttpResolver",
     "Resolution",
     "Resolver",
+    "close_all",
     "configured",
     "discover",
     "resolve",

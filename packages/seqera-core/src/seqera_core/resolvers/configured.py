@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .base import Resolver, discover
 from .http import HttpResolver
 
-__all__ = ["configured"]
+__all__ = ["close_all", "configured"]
 
 
 def configured(config: Mapping[str, Any] | Any) -> list[Resolver]:
@@ -21,3 +21,10 @@ def configured(config: Mapping[str, Any] | Any) -> list[Resolver]:
         token, timeout = config.get("resolver.token"), config.get("resolver.timeout", 5.0)
         found.append(HttpResolver(url, token=token, timeout=timeout))
     return found
+
+
+def close_all(resolvers: Iterable[Resolver]) -> None:
+    """Close every resolver that holds connections (the HTTP ones)."""
+    for resolver in resolvers:
+        if isinstance(resolver, HttpResolver):
+            resolver.close()
