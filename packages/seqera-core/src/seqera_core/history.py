@@ -92,6 +92,16 @@ class ProcessStats:
 _FIELDS = tuple(a.name for a in attrs.fields(TaskRecord))
 
 
+_FLAGS = ("succeeded", "out_of_memory", "time_limit")
+
+
+def _record(row: tuple[object, ...]) -> TaskRecord:
+    values = dict(zip(_FIELDS, row, strict=True))
+    for flag in _FLAGS:  # SQLite hands booleans back as 0/1
+        values[flag] = bool(values[flag])
+    return TaskRecord(**values)  # type: ignore[arg-type]
+
+
 class History:
     """The task-history table in one SQLite database."""
 
@@ -142,6 +152,23 @@ class History:
         if not row[-1]:
             return None
         return ProcessStats(process, *row[:-1])
+
+    def attempts(self, after: int = 0, limit: int = 100_000) -> tuple[int, list[TaskRecord]]:
+        """Attempts stored after cursor ``after`` (oldest first) and the cursor to pass next.
+
+        A learner reads the whole table once with ``after=0`` and then only what is new;
+        a replayed attempt comes back once more, as a new row.
+        """
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT rowid, {', '.join(_FIELDS)} FROM task_history "
+                "WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                (after, limit),
+            ).fetchall()
+        if not rows:
+            return after, []
+        records = [_record(row[1:]) for row in rows]
+        return int(rows[-1][0]), records
 
     def processes(self) -> list[str]:
         """Every process with at least one successful attempt, sorted."""

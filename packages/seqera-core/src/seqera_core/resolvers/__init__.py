@@ -4,6 +4,7 @@ from .base import ENTRY_POINT_GROUP, DefaultResolver, Resolver, discover
 from .chain import Resolution, resolve
 from .history import HistoryResolver
 from .http import BATCH_LIMIT, HttpResolver
+from .predictive import PredictiveResolver
 
 __all__ = [
     "BATCH_LIMIT",
@@ -11,6 +12,7 @@ __all__ = [
     "DefaultResolver",
     "HistoryResolver",
     "HttpResolver",
+    "PredictiveResolver",
     "Resolution",
     "Resolver",
     "discover",
