@@ -103,7 +103,7 @@ class UsageModel:
         return max(self._ratios) * (1 + self.slack)
 
     def predict(self, input_bytes: float | None) -> float | None:
-        """Estimate × margin, or ``None`` when the model does not know."""
+        """Estimate x margin, or ``None`` when the model does not know."""
         if self.runs < self.min_runs:
             return None
         if input_bytes is not None and input_bytes > self._largest_input * 1.05:

@@ -3,8 +3,8 @@
 The protocol (issue 11): per process with at least 34 runs, a seeded random 30 % of its
 tasks is history and the other 70 % arrive online, all processes interleaved in one
 random order. A task given less than its peak (``rss``) fails, is charged its whole
-allocation × run time, is recorded as an out-of-memory attempt and is retried with what
-the predictor then answers; a task given enough is charged (allocation − peak) × run time
+allocation x run time, is recorded as an out-of-memory attempt and is retried with what
+the predictor then answers; a task given enough is charged (allocation - peak) x run time
 and is learned. GB = 10^9 bytes, hours from ``realtime``; MAQ = used / (used + wasted).
 """
 
@@ -39,7 +39,7 @@ PREDICTORS: dict[str, Callable[[History], Resolver] | None] = {
 
 @frozen
 class Score:
-    """One predictor on one trace: waste in GB·h, MAQ, and retries among online tasks."""
+    """One predictor on one trace: waste in GB-h, MAQ, and retries among online tasks."""
 
     predictor: str
     tasks: int

@@ -3,10 +3,10 @@
 Per process, a `UsageModel` for peak memory and one for run time learn every finished
 attempt the history holds (read incrementally, so a resolve costs one indexed query).
 A first attempt gets the model's prediction with its self-chosen margin, capped by the
-per-process maximum × ``fallback_margin``; with too few runs or an input larger than any
-seen, the per-process maximum × ``fallback_margin`` itself; with no run at all, no opinion
+per-process maximum x ``fallback_margin``; with too few runs or an input larger than any
+seen, the per-process maximum x ``fallback_margin`` itself; with no run at all, no opinion
 (the declared values). A retry after an out-of-memory (time-limit) kill gets at least the
-largest use seen × ``fallback_margin`` and ``escalation`` × the allocation that failed.
+largest use seen x ``fallback_margin`` and ``escalation`` x the allocation that failed.
 Cpus are left as declared unless ``apply_cpus``: then the most cores ever kept busy.
 """
 
