@@ -62,3 +62,18 @@ def test_threads_share_one_store() -> None:
 def test_unknown_urls_are_refused() -> None:
     with pytest.raises(ResourceError, match="sqlite:///path"):
         open_history("postgresql://db/history")
+
+
+def test_attempts_since_a_cursor() -> None:
+    history = open_history(":memory:")
+    history.record([TaskRecord("r", "1", "A", True, peak_memory=5),
+                    TaskRecord("r", "2", "A", False, out_of_memory=True, memory=4)])  # fmt: skip
+    cursor, first = history.attempts()
+    assert [(r.task_id, r.succeeded, r.out_of_memory) for r in first] == [
+        ("1", True, False),
+        ("2", False, True),
+    ]
+    assert history.attempts(cursor) == (cursor, [])
+    history.record([TaskRecord("r", "3", "A", True)])
+    later, new = history.attempts(cursor)
+    assert later > cursor and [r.task_id for r in new] == ["3"]

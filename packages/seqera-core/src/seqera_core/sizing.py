@@ -28,7 +28,7 @@ class UsageModel:
         neighbours: int = 8,
         errors: int = 100,
         min_runs: int = 10,
-        slack: float = 0.0,
+        slack: float = 0.02,
     ) -> None:
         self.window = window
         self.neighbours = neighbours
