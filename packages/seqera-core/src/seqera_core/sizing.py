@@ -69,7 +69,7 @@ class UsageModel:
 
     def learn(self, input_bytes: float | None, usage: float) -> None:
         """Learn one successful run: first score the prediction it would have had."""
-        if self.runs >= self.min_runs:
+        if self.runs >= self.min_runs and input_bytes is not None:
             estimate = self.point(input_bytes)
             if estimate:
                 self._ratios.append(usage / estimate)
@@ -106,7 +106,8 @@ class UsageModel:
         """Estimate x margin, or ``None`` when the model does not know."""
         if self.runs < self.min_runs:
             return None
-        if input_bytes is not None and input_bytes > self._largest_input * 1.05:
+        # Without an input size, or beyond the largest seen, its errors say nothing.
+        if input_bytes is None or input_bytes > self._largest_input * 1.05:
             return None
         estimate, margin = self.point(input_bytes), self.margin()
         if estimate is None or margin is None:

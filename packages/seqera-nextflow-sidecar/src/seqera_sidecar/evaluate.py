@@ -34,6 +34,7 @@ PREDICTORS: dict[str, Callable[[History], Resolver] | None] = {
     "max": lambda h: HistoryResolver(h, margin=1.0, escalation=2.0),
     "max-1.2": lambda h: HistoryResolver(h, margin=1.2, escalation=2.0),
     "predictive": lambda h: PredictiveResolver(h),
+    "predictive-1.2": lambda h: PredictiveResolver(h, fallback_margin=1.2),
 }
 
 
