@@ -95,11 +95,14 @@ _FIELDS = tuple(a.name for a in attrs.fields(TaskRecord))
 _FLAGS = ("succeeded", "out_of_memory", "time_limit")
 
 
+_FLAG_INDEX = tuple(_FIELDS.index(flag) for flag in _FLAGS)
+
+
 def _record(row: tuple[object, ...]) -> TaskRecord:
-    values = dict(zip(_FIELDS, row, strict=True))
-    for flag in _FLAGS:  # SQLite hands booleans back as 0/1
-        values[flag] = bool(values[flag])
-    return TaskRecord(**values)  # type: ignore[arg-type]
+    values = list(row)
+    for index in _FLAG_INDEX:  # SQLite hands booleans back as 0/1
+        values[index] = bool(values[index])
+    return TaskRecord(*values)  # type: ignore[arg-type]
 
 
 class History:

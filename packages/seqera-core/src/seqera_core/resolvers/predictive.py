@@ -69,6 +69,9 @@ class PredictiveResolver(Resolver):
         self._models: dict[str, _Process] = {}
         self._cursor = 0
         self._lock = threading.Lock()
+        # Read the history now: a first resolve that had to read 100,000 rows would
+        # outlast the chain's timeout.
+        self.refresh()
 
     def _learn(self, record: TaskRecord) -> None:
         model = self._models.get(record.process)
