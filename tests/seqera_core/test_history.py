@@ -77,3 +77,16 @@ def test_attempts_since_a_cursor() -> None:
     history.record([TaskRecord("r", "3", "A", True)])
     later, new = history.attempts(cursor)
     assert later > cursor and [r.task_id for r in new] == ["3"]
+
+
+def test_cpu_use_reports_cores_never_busy() -> None:
+    history = open_history(":memory:")
+    history.record([
+        TaskRecord("r", "1", "IDLE", True, cpus=8, cpu_percent=95.0),
+        TaskRecord("r", "2", "IDLE", True, cpus=8, cpu_percent=180.0),
+        TaskRecord("r", "3", "BUSY", True, cpus=2, cpu_percent=199.0),
+        TaskRecord("r", "4", "IDLE", False, cpus=8, cpu_percent=790.0),  # failed: not counted
+    ])  # fmt: skip
+    idle, busy = sorted(history.cpu_use(), key=lambda u: u.process)[::-1]
+    assert (idle.process, idle.runs, idle.reserved, idle.busy) == ("IDLE", 2, 8, 1.8)
+    assert idle.unused == 6 and busy.unused == 0

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from seqera_core.errors import UsageError
+from seqera_core.history import open_history
+from seqera_sidecar.cli import main
 from seqera_sidecar.evaluate import MIN_RUNS, evaluate, split
 from seqera_sidecar.trace import read_trace
 
@@ -62,3 +64,14 @@ def test_the_command() -> None:
     rows = [line for line in done.stdout.splitlines() if line.startswith("| max") or
             line.startswith("| predictive")]  # fmt: skip
     assert len(rows) == 2
+
+
+def test_cpu_report_from_the_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    history = open_history(tmp_path / "h.db")
+    history.record(read_trace(TRACE))
+    history.close()
+    assert main(["cpus", "--history", str(tmp_path / "h.db")]) == 0
+    out = capsys.readouterr().out
+    wasted = [u for u in open_history(tmp_path / "h.db").cpu_use() if u.unused > 0]
+    assert wasted and all(f"| {u.process} |" in out for u in wasted)
+    assert "--apply-cpus" in out

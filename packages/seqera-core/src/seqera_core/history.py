@@ -11,6 +11,7 @@ The store is safe to share between threads of one process.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
 from collections.abc import Iterable
@@ -21,7 +22,7 @@ from attrs import frozen
 
 from .errors import ResourceError
 
-__all__ = ["History", "ProcessStats", "TaskRecord", "open_history"]
+__all__ = ["CpuUse", "History", "ProcessStats", "TaskRecord", "open_history"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS task_history (
@@ -87,6 +88,21 @@ class ProcessStats:
     # The largest allocation an out-of-memory (time-limit) attempt was killed at.
     failed_memory: int | None
     failed_time: int | None
+
+
+@frozen
+class CpuUse:
+    """Cores a process reserved and the most it kept busy (``%cpu`` / 100) over ``runs``."""
+
+    process: str
+    runs: int
+    reserved: float
+    busy: float
+
+    @property
+    def unused(self) -> float:
+        """Cores reserved that no run ever used (whole cores; 0 when all were)."""
+        return max(0.0, self.reserved - max(1.0, math.ceil(self.busy)))
 
 
 _FIELDS = tuple(a.name for a in attrs.fields(TaskRecord))
@@ -172,6 +188,17 @@ class History:
             return after, []
         records = [_record(row[1:]) for row in rows]
         return int(rows[-1][0]), records
+
+    def cpu_use(self) -> list[CpuUse]:
+        """Per process with successful runs that report both, the cores reserved and used."""
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT process, COUNT(*), MAX(cpus), MAX(cpu_percent) / 100.0
+                   FROM task_history
+                   WHERE succeeded AND cpus IS NOT NULL AND cpu_percent IS NOT NULL
+                   GROUP BY process ORDER BY process"""
+            ).fetchall()
+        return [CpuUse(*row) for row in rows]
 
     def processes(self) -> list[str]:
         """Every process with at least one successful attempt, sorted."""

@@ -103,6 +103,20 @@ def _config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cpus(args: argparse.Namespace) -> int:
+    wasted = [use for use in _history(args).cpu_use() if use.unused > 0]
+    if not wasted:
+        print("every process used the cores it reserved")
+        return 0
+    print("| process | runs | cpus reserved | most busy | never used |\n|---|---|---|---|---|")
+    for use in sorted(wasted, key=lambda u: -u.unused):
+        print(
+            f"| {use.process} | {use.runs} | {use.reserved:g} | {use.busy:.2f} | {use.unused:g} |"
+        )
+    print("(apply with: seqera-sidecar serve --apply-cpus)")
+    return 0
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from .evaluate import PREDICTORS, evaluate
     from .trace import read_trace
@@ -130,6 +144,9 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--predictor", action="append", choices=list(PREDICTORS),
                           help="repeat for several (default: all)")  # fmt: skip
     evaluate.set_defaults(run=_evaluate)
+    cpus = commands.add_parser("cpus", help="processes that never use the cores they reserve")
+    cpus.add_argument("--history", help="SQLite path or sqlite:/// URL")
+    cpus.set_defaults(run=_cpus)
     for name, helptext in (("serve", "run the HTTP service"),
                            ("resolve", "effective resources of one process"),
                            ("config", "a Nextflow config from the history")):  # fmt: skip
