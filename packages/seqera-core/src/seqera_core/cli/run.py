@@ -26,7 +26,10 @@ from ..config import Config
 from ..dialects._values import number
 from ..dialects.human import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size
 from ..errors import ResourceError, UsageError
+from ..history import History, TaskRecord, open_history
 from ..models import Accelerator, ResourceRequest
+from ..pipeline import DEFAULTS
+from ..resolvers import PredictiveResolver, resolve
 from ..units import format_bytes, format_seconds
 from ._args import key_value, settings
 
@@ -124,6 +127,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--label", action="append", default=[], metavar="KEY=VALUE", help="repeatable"
     )
     parser.add_argument("--name", help="job name (default: the command's name)")
+    parser.add_argument(
+        "--history",
+        metavar="PATH",
+        help="size the job from this history (SQLite) and record it there when it ends",
+    )
     parser.add_argument("--workdir", metavar="DIR", help="where the job runs (default: here)")
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="report submission, wall time and memory"
@@ -289,13 +297,56 @@ def run(args: argparse.Namespace) -> int:
         request = attrs.evolve(request, labels={**config.get("labels"), **request.labels})
     if config.get("platform"):
         request = _checked(config.get("platform"), request)
+    history = None
+    if args.history:
+        history = open_history(os.path.expanduser(args.history))
+        request = _sized(attrs.evolve(request, process=args.name or Path(command[0]).name),
+                         history, args.verbose)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="seqera-run-") as logdir:
         backend = _backend(config.get("backend"), logdir, config)
         try:
-            return _submit_and_wait(backend, command, request, args, logdir)
+            status = _submit_and_wait(backend, command, request, args, logdir)
         finally:
             if isinstance(backend, LocalBackend):
                 backend.close()  # never leave a local job behind, whatever happened
+    if history is not None and isinstance(status, JobStatus):
+        history.record([_finished(request, status)])
+        history.close()
+    return _exit_status(status) if isinstance(status, JobStatus) else status
+
+
+def _sized(request: ResourceRequest, history: History, verbose: bool) -> ResourceRequest:
+    """The request with the right-sizer's memory and time (what the task declared stays
+    the ceiling: the resolver's answer is capped by nothing else here)."""
+    resolution = resolve(request, [PredictiveResolver(history)], defaults=DEFAULTS)
+    if resolution.resolver == "declared":
+        return request
+    effective = resolution.effective
+    memory = effective.memory if request.memory is None else min(effective.memory, request.memory)
+    seconds = effective.time if request.time is None else min(effective.time, request.time)
+    if verbose:
+        _say(f"sized from the history: memory {format_bytes(memory)}, "
+             f"time {format_seconds(seconds)}")  # fmt: skip
+    return attrs.evolve(request, memory=memory, time=seconds)
+
+
+def _finished(request: ResourceRequest, status: JobStatus) -> TaskRecord:
+    return TaskRecord(
+        run_id=f"seqera-run-{os.getpid()}-{time.time_ns()}",
+        task_id=status.handle.native_id,
+        process=request.process or "task",
+        succeeded=status.state is JobState.SUCCEEDED,
+        engine="seqera-run",
+        exit_code=status.exit_code,
+        out_of_memory=status.out_of_memory,
+        time_limit=status.time_limit,
+        cpus=request.cpus,
+        memory=request.memory,
+        time=request.time,
+        peak_memory=status.peak_memory_bytes,
+        realtime=status.wall_seconds,
+        finished=time.time(),
+    )
 
 
 def _submit_and_wait(
@@ -304,7 +355,8 @@ def _submit_and_wait(
     request: ResourceRequest,
     args: argparse.Namespace,
     logdir: str,
-) -> int:
+) -> JobStatus | int:
+    """The finished job's status, or the exit status after an interruption."""
     local = isinstance(backend, LocalBackend)
     # base.JobSpec's bare `converter=tuple` leaves mypy an unsolved TypeVar for `command`.
     argv: Any = tuple(command)
@@ -335,7 +387,7 @@ def _submit_and_wait(
     if handle.stdout is None:
         sys.stdout.write(backend.logs(handle))
     _report(status, request, args.verbose)
-    return _exit_status(status)
+    return status
 
 
 def _cancel(backend: Backend, handle: JobHandle | None, tails: list[_Tail], signum: int) -> int:
