@@ -221,11 +221,20 @@ class History:
 
 
 def open_history(location: str | Path) -> History:
-    """A history at a path, ``sqlite:///absolute/path``, ``sqlite:relative`` or ``:memory:``."""
+    """A history at a path, ``sqlite:///absolute/path``, ``sqlite:relative``, ``:memory:``,
+    or a shared one at ``postgresql://user@host:port/database`` (the ``postgresql`` extra)."""
     text = str(location)
+    if text.startswith(("postgresql://", "postgres://")):
+        try:
+            from ._history_pg import PostgresHistory
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ResourceError("history", text, f"psycopg installed ({exc})") from None
+        return PostgresHistory(text)
     if text.startswith("sqlite:"):
         text = text.removeprefix("sqlite:").removeprefix("//")
         text = text or ":memory:"
     elif "://" in text:
-        raise ResourceError("history", text, "a file path or an sqlite:///path URL")
+        raise ResourceError(
+            "history", text, "a file path, an sqlite:///path or a postgresql:// URL"
+        )
     return History(text)
