@@ -60,8 +60,8 @@ def test_threads_share_one_store() -> None:
 
 
 def test_unknown_urls_are_refused() -> None:
-    with pytest.raises(ResourceError, match="sqlite:///path"):
-        open_history("postgresql://db/history")
+    with pytest.raises(ResourceError, match="sqlite:///path or a postgresql:// URL"):
+        open_history("mysql://db/history")
 
 
 def test_attempts_since_a_cursor() -> None:

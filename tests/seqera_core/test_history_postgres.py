@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from seqera_core.errors import ResourceError
 from seqera_core.history import History, TaskRecord, open_history
 from seqera_core.models import ResourceRequest
 from seqera_core.resolvers import PredictiveResolver
@@ -143,3 +144,9 @@ def test_the_right_sizer_learns_from_it(history: History) -> None:
         ResourceRequest(memory=10**11, process="ALIGN", input_bytes=5 * 10**8)
     )
     assert answer is not None and answer.memory < 50 * 10**7
+
+
+def test_an_unreachable_server_is_a_clear_error(postgres_url: str) -> None:
+    url = f"postgresql://postgres@127.0.0.1:{_free_port()}/postgres"
+    with pytest.raises(ResourceError, match=r"history: .* expected a reachable PostgreSQL"):
+        open_history(url)

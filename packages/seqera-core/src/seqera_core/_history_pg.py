@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from .errors import ResourceError
 from .history import _FIELDS, CpuUse, History, ProcessStats, TaskRecord
 
 __all__ = ["PostgresHistory"]
@@ -59,7 +60,11 @@ class PostgresHistory(History):
         import psycopg  # the optional extra: only a PostgreSQL history needs it
 
         self.path = url
-        self._pg = psycopg.connect(url, autocommit=True)
+        try:
+            self._pg = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        except psycopg.OperationalError as exc:
+            reason = str(exc).strip().splitlines()[0]
+            raise ResourceError("history", url, f"a reachable PostgreSQL ({reason})") from None
         self._lock = threading.Lock()
         with self._lock, self._pg.transaction():
             # Several runs may open a fresh database at once: one creates the table.
