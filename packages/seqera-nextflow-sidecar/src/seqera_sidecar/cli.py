@@ -157,7 +157,7 @@ def _parser() -> argparse.ArgumentParser:
                              "(largest use seen x --margin)")  # fmt: skip
             sub.add_argument("--apply-cpus", action="store_true",
                              help="predictive: cpus = most cores ever busy")  # fmt: skip
-        sub.add_argument("--history", help=f"SQLite path or sqlite:/// URL (default "
+        sub.add_argument("--history", help=f"SQLite path, sqlite:/// or postgresql:// URL (default "
                          f"$SEQERA_HISTORY or {DEFAULT_HISTORY})")  # fmt: skip
         sub.add_argument("--margin", type=float, default=1.2,
                          help="max: multiplier on the largest use (default 1.2)")  # fmt: skip
