@@ -12,7 +12,7 @@ nox.options.default_venv_backend = "uv"
 nox.options.error_on_missing_interpreters = True
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
-CORE = "packages/seqera-core[http,ecs]"
+CORE = "packages/seqera-core[http,ecs,postgresql]"
 SNAKEMAKE = "snakemake>=9,<10"
 
 # session name -> (packages to install editable, test folder, extra test requirements)

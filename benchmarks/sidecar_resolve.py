@@ -1,8 +1,10 @@
 """Resolve latency of a real ``seqera-sidecar serve`` on loopback, at a fixed request rate.
 
-``uv run python benchmarks/sidecar_resolve.py [--rate 300] [--seconds 10]``: starts the
-sidecar on a free port of 127.0.0.1 with a history fed the recorded nf-core/chipseq
-weblog stream (2,938 tasks, 57 processes), then sends resolve requests at ``--rate`` per
+``uv run python benchmarks/sidecar_resolve.py [--rate 300] [--seconds 10] [--tasks N]
+[--resolver predictive|max]``: starts the sidecar on a free port of 127.0.0.1 with a
+history fed the recorded nf-core/chipseq weblog stream (2,938 tasks, 57 processes), and
+with ``--tasks N`` as many more attempts of the same processes written to the history
+first (their input sizes spread over 1 MB-10 GB), then sends resolve requests at ``--rate`` per
 second for ``--seconds`` (open loop: a request is sent on schedule whether or not the
 previous one answered) and reports p50/p99/max latency, for single requests and for
 batches of 100. The sidecar is stopped at the end.
@@ -14,6 +16,7 @@ import argparse
 import asyncio
 import gzip
 import json
+import random
 import statistics
 import sys
 import tempfile
@@ -21,6 +24,8 @@ import time
 from pathlib import Path
 
 import httpx
+
+from seqera_core.history import TaskRecord, open_history
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from tests.seqera_sidecar.conftest import start_sidecar, stop_sidecar  # the tests' launcher
@@ -73,22 +78,48 @@ async def _load(
     }
 
 
+def _synthetic(path: Path, processes: list[str], tasks: int, rng: random.Random) -> None:
+    history = open_history(path)
+    for start in range(0, tasks, 10_000):
+        history.record(
+            TaskRecord("synthetic", str(i), processes[i % len(processes)], True,
+                       peak_memory=rng.randrange(10**7, 10**10), realtime=rng.uniform(1, 3600),
+                       input_bytes=rng.randrange(10**6, 10**10), cpu_percent=100.0)
+            for i in range(start, min(start + 10_000, tasks))
+        )  # fmt: skip
+    history.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=300)
     parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--tasks", type=int, default=0, help="extra history rows")
+    parser.add_argument("--resolver", choices=("predictive", "max"), default="predictive")
     args = parser.parse_args(argv)
     events = _events()
     processes = sorted({e["trace"]["process"] for e in events if "trace" in e})  # type: ignore[index]
-    single = [("/v1/resources/resolve", {"process": p, "memory_bytes": 2**30, "cpus": 2})
-              for p in processes]  # fmt: skip
+    rng = random.Random(0)
+    single = [("/v1/resources/resolve", {"process": p, "memory_bytes": 2**30, "cpus": 2,
+                                          "input_bytes": rng.randrange(10**6, 10**10)})
+              for p in processes for _ in range(5)]  # fmt: skip
     batch = [("/v1/resources/resolve/batch",
               {"requests": [single[(i + k) % len(single)][1] for k in range(100)]})
              for i in range(len(single))]  # fmt: skip
     with tempfile.TemporaryDirectory() as directory:
-        process, served = start_sidecar(Path(directory) / "history.db")
+        path = Path(directory) / "history.db"
+        _synthetic(path, processes, args.tasks, rng)
+        process, served = start_sidecar(path, None, "--resolver", args.resolver)
         try:
             httpx.post(f"{served.url}/v1/weblog", json=events, timeout=120).raise_for_status()
+            # The first resolve reads the whole history into the models; time it apart.
+            started = time.perf_counter()
+            httpx.post(f"{served.url}{single[0][0]}", json=single[0][1], timeout=120)
+            print(
+                f"history of {args.tasks + 2938} attempts; first resolve (loads it) "
+                f"{(time.perf_counter() - started) * 1000:.0f} ms",
+                flush=True,
+            )
             rows = []
             for name, bodies, rate in (("single", single, args.rate),
                                        ("batch of 100", batch, args.rate / 10)):  # fmt: skip

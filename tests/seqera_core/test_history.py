@@ -60,5 +60,33 @@ def test_threads_share_one_store() -> None:
 
 
 def test_unknown_urls_are_refused() -> None:
-    with pytest.raises(ResourceError, match="sqlite:///path"):
-        open_history("postgresql://db/history")
+    with pytest.raises(ResourceError, match="sqlite:///path or a postgresql:// URL"):
+        open_history("mysql://db/history")
+
+
+def test_attempts_since_a_cursor() -> None:
+    history = open_history(":memory:")
+    history.record([TaskRecord("r", "1", "A", True, peak_memory=5),
+                    TaskRecord("r", "2", "A", False, out_of_memory=True, memory=4)])  # fmt: skip
+    cursor, first = history.attempts()
+    assert [(r.task_id, r.succeeded, r.out_of_memory) for r in first] == [
+        ("1", True, False),
+        ("2", False, True),
+    ]
+    assert history.attempts(cursor) == (cursor, [])
+    history.record([TaskRecord("r", "3", "A", True)])
+    later, new = history.attempts(cursor)
+    assert later > cursor and [r.task_id for r in new] == ["3"]
+
+
+def test_cpu_use_reports_cores_never_busy() -> None:
+    history = open_history(":memory:")
+    history.record([
+        TaskRecord("r", "1", "IDLE", True, cpus=8, cpu_percent=95.0),
+        TaskRecord("r", "2", "IDLE", True, cpus=8, cpu_percent=180.0),
+        TaskRecord("r", "3", "BUSY", True, cpus=2, cpu_percent=199.0),
+        TaskRecord("r", "4", "IDLE", False, cpus=8, cpu_percent=790.0),  # failed: not counted
+    ])  # fmt: skip
+    idle, busy = sorted(history.cpu_use(), key=lambda u: u.process)[::-1]
+    assert (idle.process, idle.runs, idle.reserved, idle.busy) == ("IDLE", 2, 8, 1.8)
+    assert idle.unused == 6 and busy.unused == 0

@@ -28,6 +28,7 @@ MODULES = [
     "seqera_core.config",
     "seqera_core.pipeline",
     "seqera_core.resolvers",
+    "seqera_core.sizing",
     "seqera_core.dialects.human",
     "seqera_core.catalogue",
     "seqera_core.planner",

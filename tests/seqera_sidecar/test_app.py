@@ -9,7 +9,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from seqera_core.history import open_history
-from seqera_core.resolvers import HistoryResolver
+from seqera_core.resolvers import HistoryResolver, PredictiveResolver
 from seqera_sidecar import create_app
 from seqera_sidecar.nextflow_config import process_config
 
@@ -25,7 +25,7 @@ def client(tmp_path: Path) -> TestClient:
 
 def test_a_recorded_nf_core_run_feeds_history_resolution_and_config(tmp_path: Path) -> None:
     history = open_history(tmp_path / "h.db")
-    client = TestClient(create_app(history, token="t0ken"))
+    client = TestClient(create_app(history, token="t0ken", resolvers=[HistoryResolver(history)]))
     events = recorded_events()
     for start in range(0, len(events), 500):  # as batches, and one by one below
         answer = client.post("/v1/weblog", json=events[start : start + 500], headers=AUTH)
@@ -47,6 +47,23 @@ def test_a_recorded_nf_core_run_feeds_history_resolution_and_config(tmp_path: Pa
     assert f"memory = '{mib} MB'" in line or f"memory = '{mib // 1024} GB'" in line
 
 
+def test_the_default_resolver_sizes_from_input_bytes(tmp_path: Path) -> None:
+    history = open_history(tmp_path / "h.db")
+    client = TestClient(create_app(history, token="t0ken"))
+    events = recorded_events()
+    assert client.post("/v1/weblog", json=events, headers=AUTH).status_code == 202
+    peaks = expected_peaks()
+    process = max(peaks, key=peaks.get)
+    sizes = sorted({r.input_bytes for r in PredictiveResolver(history).history.attempts()[1]
+                    if r.process == process and r.input_bytes})  # fmt: skip
+    declared = {"process": process, "memory_bytes": 200 * 2**30}
+    unsized = client.post("/v1/resources/resolve", json=declared, headers=AUTH).json()
+    assert unsized["memory_bytes"] == peaks[process]  # no input size: the largest peak
+    small = {**declared, "input_bytes": sizes[0]}
+    sized = client.post("/v1/resources/resolve", json=small, headers=AUTH).json()
+    assert 64 * 2**20 <= sized["memory_bytes"] <= math.ceil(peaks[process] * 1.2)
+
+
 def test_batch_answers_in_order_with_null_for_no_opinion(client: TestClient) -> None:
     client.post("/v1/weblog", headers=AUTH, json={
         "runName": "r", "runId": "1", "event": "process_completed",
@@ -57,7 +74,8 @@ def test_batch_answers_in_order_with_null_for_no_opinion(client: TestClient) -> 
     answer = client.post("/v1/resources/resolve/batch", json=body, headers=AUTH)
     assert answer.status_code == 200
     first, second = answer.json()["responses"]
-    assert first is None and second["memory_bytes"] == math.ceil(10**9 * 1.2)
+    # The default (predictive) resolver: one run, no input size -> the largest peak.
+    assert first is None and second["memory_bytes"] == 10**9
 
 
 def test_a_malformed_event_never_loses_its_neighbours(client: TestClient, tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,8 @@ def test_the_cores_http_resolver_points_at_it(served: Served) -> None:
         process = "NFCORE_CHIPSEQ:CHIPSEQ:PREPARE_GENOME:GTF2BED"
         answer = resolver.resolve(ResourceRequest(process=process, memory=2**30))
         assert answer is not None
-        assert answer.memory == math.ceil(expected_peaks()[process] * 1.2)
+        # The default predictive resolver: no input size, so the largest peak seen.
+        assert answer.memory == expected_peaks()[process]
         many = resolver.resolve_many(
             [ResourceRequest(process="NEW"), ResourceRequest(process=process)]
         )
@@ -64,7 +64,9 @@ def test_resolve_and_config_from_the_command_line(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "cpus 2" and lines[1].startswith("memory '") and "MB'" in lines[1]
-    assert lines[3] == "// from history"
+    assert lines[3] == "// from predictive"
+    kept = _cli("resolve", "--history", str(history), "--process", name, "--resolver", "max")
+    assert kept.returncode == 0 and kept.stdout.splitlines()[-1] == "// from history"
     config = tmp_path / "resources.config"
     assert _cli("config", "--history", str(history), "-o", str(config)).returncode == 0
     text = config.read_text()

@@ -257,3 +257,28 @@ def test_console_script_exit_code(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout) == (3, "hi\n")
     # Nothing on stderr but the warning about the test fixture's deliberately broken plugin.
     assert all("seqera_test_resolver" in line for line in done.stderr.splitlines())
+
+
+def test_history_records_each_run_and_sizes_the_next(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from seqera_core.history import open_history
+
+    db = tmp_path / "h.db"
+    # Touch 100 MB of memory so the local backend measures a real peak.
+    script = "import time; b = bytearray(100_000_000); time.sleep(0.3)"
+    argv = ["run", "--history", str(db), "--name", "grab", "--memory", "4GB", "--time", "1h",
+            "-v", "--", sys.executable, "-c", script]  # fmt: skip
+    assert main(argv) == 0
+    assert main(argv) == 0
+    err = capfd.readouterr().err
+    _, records = open_history(db).attempts()
+    first, second = records
+    assert first.process == second.process == "grab" and first.succeeded
+    assert first.engine == "seqera-run" and first.memory == 4 * 10**9
+    assert first.peak_memory is not None and first.peak_memory >= 100_000_000
+    assert first.realtime is not None and first.realtime >= 0.3
+    # The second run asked for the first one's peak, not the declared 4 GB.
+    assert second.memory == max(first.peak_memory, 64 * 2**20)
+    assert second.time == 60  # the floor: the first run took under a minute
+    assert "sized by predictive" in err

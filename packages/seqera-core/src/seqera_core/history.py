@@ -11,6 +11,7 @@ The store is safe to share between threads of one process.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
 from collections.abc import Iterable
@@ -21,7 +22,7 @@ from attrs import frozen
 
 from .errors import ResourceError
 
-__all__ = ["History", "ProcessStats", "TaskRecord", "open_history"]
+__all__ = ["CpuUse", "History", "ProcessStats", "TaskRecord", "open_history"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS task_history (
@@ -89,7 +90,35 @@ class ProcessStats:
     failed_time: int | None
 
 
+@frozen
+class CpuUse:
+    """Cores a process reserved and the most it kept busy (``%cpu`` / 100) over ``runs``."""
+
+    process: str
+    runs: int
+    reserved: float
+    busy: float
+
+    @property
+    def unused(self) -> float:
+        """Cores reserved that no run ever used (whole cores; 0 when all were)."""
+        return max(0.0, self.reserved - max(1.0, math.ceil(self.busy)))
+
+
 _FIELDS = tuple(a.name for a in attrs.fields(TaskRecord))
+
+
+_FLAGS = ("succeeded", "out_of_memory", "time_limit")
+
+
+_FLAG_INDEX = tuple(_FIELDS.index(flag) for flag in _FLAGS)
+
+
+def _record(row: tuple[object, ...]) -> TaskRecord:
+    values = list(row)
+    for index in _FLAG_INDEX:  # SQLite hands booleans back as 0/1
+        values[index] = bool(values[index])
+    return TaskRecord(*values)  # type: ignore[arg-type]
 
 
 class History:
@@ -143,6 +172,34 @@ class History:
             return None
         return ProcessStats(process, *row[:-1])
 
+    def attempts(self, after: int = 0, limit: int = 100_000) -> tuple[int, list[TaskRecord]]:
+        """Attempts stored after cursor ``after`` (oldest first) and the cursor to pass next.
+
+        A learner reads the whole table once with ``after=0`` and then only what is new;
+        a replayed attempt comes back once more, as a new row.
+        """
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT rowid, {', '.join(_FIELDS)} FROM task_history "
+                "WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                (after, limit),
+            ).fetchall()
+        if not rows:
+            return after, []
+        records = [_record(row[1:]) for row in rows]
+        return int(rows[-1][0]), records
+
+    def cpu_use(self) -> list[CpuUse]:
+        """Per process with successful runs that report both, the cores reserved and used."""
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT process, COUNT(*), MAX(cpus), MAX(cpu_percent) / 100.0
+                   FROM task_history
+                   WHERE succeeded AND cpus IS NOT NULL AND cpu_percent IS NOT NULL
+                   GROUP BY process ORDER BY process"""
+            ).fetchall()
+        return [CpuUse(*row) for row in rows]
+
     def processes(self) -> list[str]:
         """Every process with at least one successful attempt, sorted."""
         with self._lock:
@@ -164,11 +221,20 @@ class History:
 
 
 def open_history(location: str | Path) -> History:
-    """A history at a path, ``sqlite:///absolute/path``, ``sqlite:relative`` or ``:memory:``."""
+    """A history at a path, ``sqlite:///absolute/path``, ``sqlite:relative``, ``:memory:``,
+    or a shared one at ``postgresql://user@host:port/database`` (the ``postgresql`` extra)."""
     text = str(location)
+    if text.startswith(("postgresql://", "postgres://")):
+        try:
+            from ._history_pg import PostgresHistory
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ResourceError("history", text, f"psycopg installed ({exc})") from None
+        return PostgresHistory(text)
     if text.startswith("sqlite:"):
         text = text.removeprefix("sqlite:").removeprefix("//")
         text = text or ":memory:"
     elif "://" in text:
-        raise ResourceError("history", text, "a file path or an sqlite:///path URL")
+        raise ResourceError(
+            "history", text, "a file path, an sqlite:///path or a postgresql:// URL"
+        )
     return History(text)

@@ -31,7 +31,7 @@ from seqera_core.errors import ResourceError, SeqeraError, WireError
 from seqera_core.history import History
 from seqera_core.models import ResourceRequest
 from seqera_core.pipeline import DEFAULTS
-from seqera_core.resolvers import BATCH_LIMIT, HistoryResolver, Resolver, resolve
+from seqera_core.resolvers import BATCH_LIMIT, PredictiveResolver, Resolver, resolve
 
 from . import __version__
 from .openapi import bundled_spec
@@ -77,12 +77,12 @@ def create_app(
     resolvers: list[Resolver] | None = None,
     dispatcher: Dispatcher | None = None,
 ) -> Starlette:
-    """The sidecar's app over ``history``; ``resolvers`` default to the history resolver.
+    """The sidecar's app over ``history``; ``resolvers`` default to the predictive resolver.
 
     With a ``dispatcher``, the runs and tasks endpoints submit to its backend, and its
     poller runs while the app does.
     """
-    chain = resolvers if resolvers is not None else [HistoryResolver(history)]
+    chain = resolvers if resolvers is not None else [PredictiveResolver(history)]
     metrics = _Metrics()
     spec = bundled_spec()
 

@@ -1,4 +1,4 @@
-"""``seqera-sidecar serve|resolve|config``: the service and Nextflow's process hooks."""
+"""``seqera-sidecar serve|resolve|config|evaluate``: the service, Nextflow's hooks, replays."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from seqera_core.dialects.nextflow import request_from_directives
 from seqera_core.errors import SeqeraError, UsageError
 from seqera_core.history import History, open_history
 from seqera_core.pipeline import DEFAULTS
-from seqera_core.resolvers import HistoryResolver, Resolver, resolve
+from seqera_core.resolvers import HistoryResolver, PredictiveResolver, Resolver, resolve
 
 from .nextflow_config import directives, process_config
 
@@ -27,6 +27,12 @@ DEFAULT_HISTORY = "~/.seqera/history.db"
 def _history(args: argparse.Namespace) -> History:
     location = args.history or os.environ.get("SEQERA_HISTORY") or DEFAULT_HISTORY
     return open_history(os.path.expanduser(location))
+
+
+def _resolver(args: argparse.Namespace, history: History) -> Resolver:
+    if args.resolver == "max":
+        return HistoryResolver(history, margin=args.margin)
+    return PredictiveResolver(history, apply_cpus=args.apply_cpus)
 
 
 def _loopback(host: str) -> bool:
@@ -60,7 +66,7 @@ def _serve(args: argparse.Namespace) -> int:
     from .runs import Dispatcher
 
     history = _history(args)
-    resolvers: list[Resolver] = [HistoryResolver(history, margin=args.margin)]
+    resolvers: list[Resolver] = [_resolver(args, history)]
     dispatcher = None
     if args.backend:
         state = Path(os.path.expanduser(args.state))
@@ -80,7 +86,7 @@ def _resolve(args: argparse.Namespace) -> int:
         attempt=args.attempt,
     )
     history = _history(args)
-    resolution = resolve(request, [HistoryResolver(history, margin=args.margin)], defaults=DEFAULTS)
+    resolution = resolve(request, [_resolver(args, history)], defaults=DEFAULTS)
     for key, value in directives(resolution.effective).items():
         print(f"{key} {value}")
     print(f"// from {resolution.resolver}" + "".join(f"; {n}" for n in resolution.notes))
@@ -97,17 +103,64 @@ def _config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cpus(args: argparse.Namespace) -> int:
+    wasted = [use for use in _history(args).cpu_use() if use.unused > 0]
+    if not wasted:
+        print("every process used the cores it reserved")
+        return 0
+    print("| process | runs | cpus reserved | most busy | never used |\n|---|---|---|---|---|")
+    for use in sorted(wasted, key=lambda u: -u.unused):
+        print(
+            f"| {use.process} | {use.runs} | {use.reserved:g} | {use.busy:.2f} | {use.unused:g} |"
+        )
+    print("(apply with: seqera-sidecar serve --apply-cpus)")
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from .evaluate import PREDICTORS, evaluate
+    from .trace import read_trace
+
+    records = read_trace(args.trace)
+    names = args.predictor or list(PREDICTORS)
+    print(f"{args.trace} (seed {args.seed})")
+    print("| predictor | online tasks | used GB-h | wasted GB-h | MAQ | retries |")
+    print("|---|---|---|---|---|---|")
+    for name in names:
+        score = evaluate(records, args.seed, name)
+        print(f"| {name} | {score.tasks} | {score.used_gbh:.2f} | {score.wasted_gbh:.2f} | "
+              f"{score.maq:.3f} | {score.retries} ({score.retry_share:.2%}) |")  # fmt: skip
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seqera-sidecar", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
+    from .evaluate import PREDICTORS
+
+    evaluate = commands.add_parser("evaluate", help="replay a Nextflow trace against predictors")
+    evaluate.add_argument("trace", help="a trace file written with trace.raw = true (.csv/.gz)")
+    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument("--predictor", action="append", choices=list(PREDICTORS),
+                          help="repeat for several (default: all)")  # fmt: skip
+    evaluate.set_defaults(run=_evaluate)
+    cpus = commands.add_parser("cpus", help="processes that never use the cores they reserve")
+    cpus.add_argument("--history", help="SQLite path or sqlite:/// URL")
+    cpus.set_defaults(run=_cpus)
     for name, helptext in (("serve", "run the HTTP service"),
                            ("resolve", "effective resources of one process"),
                            ("config", "a Nextflow config from the history")):  # fmt: skip
         sub = commands.add_parser(name, help=helptext)
-        sub.add_argument("--history", help=f"SQLite path or sqlite:/// URL (default "
+        if name != "config":  # a static config has no input sizes: always the maximum
+            sub.add_argument("--resolver", choices=("predictive", "max"), default="predictive",
+                             help="predictive (learns from input sizes, default) or max "
+                             "(largest use seen x --margin)")  # fmt: skip
+            sub.add_argument("--apply-cpus", action="store_true",
+                             help="predictive: cpus = most cores ever busy")  # fmt: skip
+        sub.add_argument("--history", help=f"SQLite path, sqlite:/// or postgresql:// URL (default "
                          f"$SEQERA_HISTORY or {DEFAULT_HISTORY})")  # fmt: skip
         sub.add_argument("--margin", type=float, default=1.2,
-                         help="multiplier on the largest use seen (default 1.2)")  # fmt: skip
+                         help="max: multiplier on the largest use (default 1.2)")  # fmt: skip
         sub.set_defaults(run={"serve": _serve, "resolve": _resolve, "config": _config}[name])
         if name == "serve":
             sub.add_argument("--host", default="127.0.0.1")

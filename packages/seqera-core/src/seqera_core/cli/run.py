@@ -26,10 +26,11 @@ from ..config import Config
 from ..dialects._values import number
 from ..dialects.human import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size
 from ..errors import ResourceError, UsageError
+from ..history import History, TaskRecord, open_history
 from ..labels import run_labels
 from ..models import Accelerator, ResourceRequest
 from ..pipeline import prepare
-from ..resolvers import close_all, configured
+from ..resolvers import PredictiveResolver, Resolver, close_all, configured
 from ..units import format_bytes, format_seconds
 from ._args import key_value, settings
 
@@ -127,6 +128,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--label", action="append", default=[], metavar="KEY=VALUE", help="repeatable"
     )
     parser.add_argument("--name", help="job name (default: the command's name)")
+    parser.add_argument(
+        "--history",
+        metavar="PATH",
+        help="size the job from this history (SQLite) and record it there when it ends",
+    )
     parser.add_argument("--workdir", metavar="DIR", help="where the job runs (default: here)")
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="report submission, wall time and memory"
@@ -280,10 +286,18 @@ def run(args: argparse.Namespace) -> int:
     backend_name = config.get("backend")
     if platform is not None and config.sources["backend"] == "default":
         backend_name = platform.scheduler  # nobody chose a backend: the platform's scheduler
-    resolvers = configured(config)
+    request = _request(args)
+    history: History | None = None
+    sizing: list[Resolver] = []
+    if args.history:
+        # The right-sizer learns per process: the job's name (or its program) is one.
+        history = open_history(os.path.expanduser(args.history))
+        request = attrs.evolve(request, process=args.name or Path(command[0]).name)
+        sizing = [PredictiveResolver(history)]
+    resolvers = sizing + configured(config)
     try:
         prepared = prepare(
-            _request(args),
+            request,
             platform=platform,
             resolvers=resolvers,
             run_labels=run_labels(
@@ -301,13 +315,45 @@ def run(args: argparse.Namespace) -> int:
     if report is not None and report.errors:
         raise UsageError(f"the job cannot run on platform {path}: " + "; ".join(report.errors))
     request = attrs.evolve(prepared.request, labels=prepared.labels)
+    resolution = prepared.resolution
+    if args.verbose and resolution is not None and resolution.resolver != "declared":
+        _say(f"sized by {resolution.resolver}: {_sizes(request)}")
     with tempfile.TemporaryDirectory(prefix="seqera-run-") as logdir:
         backend = _backend(backend_name, logdir, config)
         try:
-            return _submit_and_wait(backend, command, request, args, logdir)
+            status = _submit_and_wait(backend, command, request, args, logdir)
         finally:
             if isinstance(backend, LocalBackend):
                 backend.close()  # never leave a local job behind, whatever happened
+    if history is not None and isinstance(status, JobStatus):
+        history.record([_finished(request, status)])
+        history.close()
+    return _exit_status(status) if isinstance(status, JobStatus) else status
+
+
+def _sizes(request: ResourceRequest) -> str:
+    memory = "?" if request.memory is None else format_bytes(request.memory)
+    seconds = "?" if request.time is None else format_seconds(request.time)
+    return f"memory {memory}, time {seconds}"
+
+
+def _finished(request: ResourceRequest, status: JobStatus) -> TaskRecord:
+    return TaskRecord(
+        run_id=f"seqera-run-{os.getpid()}-{time.time_ns()}",
+        task_id=status.handle.native_id,
+        process=request.process or "task",
+        succeeded=status.state is JobState.SUCCEEDED,
+        engine="seqera-run",
+        exit_code=status.exit_code,
+        out_of_memory=status.out_of_memory,
+        time_limit=status.time_limit,
+        cpus=request.cpus,
+        memory=request.memory,
+        time=request.time,
+        peak_memory=status.peak_memory_bytes,
+        realtime=status.wall_seconds,
+        finished=time.time(),
+    )
 
 
 def _submit_and_wait(
@@ -316,7 +362,8 @@ def _submit_and_wait(
     request: ResourceRequest,
     args: argparse.Namespace,
     logdir: str,
-) -> int:
+) -> JobStatus | int:
+    """The finished job's status, or the exit status after an interruption."""
     local = isinstance(backend, LocalBackend)
     # base.JobSpec's bare `converter=tuple` leaves mypy an unsolved TypeVar for `command`.
     argv: Any = tuple(command)
@@ -347,7 +394,7 @@ def _submit_and_wait(
     if handle.stdout is None:
         sys.stdout.write(backend.logs(handle))
     _report(status, request, args.verbose)
-    return _exit_status(status)
+    return status
 
 
 def _cancel(backend: Backend, handle: JobHandle | None, tails: list[_Tail], signum: int) -> int:

@@ -5,6 +5,7 @@ from .chain import Resolution, resolve
 from .configured import close_all, configured
 from .history import HistoryResolver
 from .http import BATCH_LIMIT, HttpResolver
+from .predictive import PredictiveResolver
 
 __all__ = [
     "BATCH_LIMIT",
@@ -12,6 +13,7 @@ __all__ = [
     "DefaultResolver",
     "HistoryResolver",
     "HttpResolver",
+    "PredictiveResolver",
     "Resolution",
     "Resolver",
     "close_all",

@@ -1,0 +1,115 @@
+"""An online model of one quantity (peak memory, run time) of one process against its input.
+
+The estimate for an input is the largest use among the ``neighbours`` runs of the last
+``window`` whose input sizes are nearest (a local upper quantile: it follows a rising
+trend and a plateau alike); learning and predicting cost O(log window + k). Before a
+run is learned, the model records how far off its own prediction would have been
+(``usage / prediction``); the safety factor it applies is the largest of those recent
+ratios, so a process whose usage the input explains well gets a small margin and an
+erratic one a large margin. It says "I do not know" (``None``) with too few runs or
+errors, or for an input larger than any it has seen.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+
+__all__ = ["UsageModel"]
+
+
+class UsageModel:
+    """Learns ``usage`` against ``input_bytes`` online; predicts with a self-chosen margin."""
+
+    def __init__(
+        self,
+        *,
+        window: int = 256,
+        neighbours: int = 8,
+        errors: int = 100,
+        min_runs: int = 10,
+        slack: float = 0.02,
+    ) -> None:
+        self.window = window
+        self.neighbours = neighbours
+        self.min_runs = min_runs
+        self.slack = slack
+        self.runs = 0
+        self.largest = 0.0  # over every run ever learned, not only the window
+        self._order = 0
+        self._points: deque[tuple[float | None, int, float]] = deque()
+        self._sorted: list[tuple[float, int, float]] = []  # the window's sized points by input
+        self._sum = 0.0
+        self._ratios: deque[float] = deque(maxlen=errors)
+        self._failed: deque[float] = deque(maxlen=16)
+        self._largest_input = 0.0
+
+    def point(self, input_bytes: float | None) -> float | None:
+        """The model's central estimate (no margin), or ``None`` before any run."""
+        if not self._points:
+            return None
+        ranked = self._sorted
+        if input_bytes is None or not ranked:
+            return self._sum / len(self._points)
+        # The largest use among the runs with the nearest inputs: a local upper quantile,
+        # which follows a rising trend and a plateau alike.
+        right = bisect.bisect_left(ranked, (input_bytes, -1, 0.0))
+        left = right - 1
+        best = 0.0
+        for _ in range(min(self.neighbours, len(ranked))):
+            if right >= len(ranked) or (
+                left >= 0 and input_bytes - ranked[left][0] <= ranked[right][0] - input_bytes
+            ):
+                best = max(best, ranked[left][2])
+                left -= 1
+            else:
+                best = max(best, ranked[right][2])
+                right += 1
+        return best
+
+    def learn(self, input_bytes: float | None, usage: float) -> None:
+        """Learn one successful run: first score the prediction it would have had."""
+        if self.runs >= self.min_runs and input_bytes is not None:
+            estimate = self.point(input_bytes)
+            if estimate:
+                self._ratios.append(usage / estimate)
+        self.runs += 1
+        self._order += 1
+        self.largest = max(self.largest, usage)
+        self._points.append((input_bytes, self._order, usage))
+        self._sum += usage
+        if input_bytes is not None:
+            self._largest_input = max(self._largest_input, input_bytes)
+            bisect.insort(self._sorted, (input_bytes, self._order, usage))
+        if len(self._points) > self.window:
+            old_x, order, old_y = self._points.popleft()
+            self._sum -= old_y
+            if old_x is not None:
+                del self._sorted[bisect.bisect_left(self._sorted, (old_x, order, old_y))]
+
+    def fail(self, allocation: float) -> None:
+        """Record an attempt killed at ``allocation``: a lower bound, never a peak."""
+        self._failed.append(allocation)
+
+    @property
+    def failed(self) -> float:
+        """The largest allocation recent attempts were killed at (0 without any)."""
+        return max(self._failed, default=0.0)
+
+    def margin(self) -> float | None:
+        """The safety factor from recent errors, or ``None`` with too few of them."""
+        if len(self._ratios) < self.min_runs:
+            return None
+        return max(self._ratios) * (1 + self.slack)
+
+    def predict(self, input_bytes: float | None) -> float | None:
+        """Estimate x margin, or ``None`` when the model does not know."""
+        if self.runs < self.min_runs:
+            return None
+        # Without an input size, or beyond the largest seen, its errors say nothing.
+        if input_bytes is None or input_bytes > self._largest_input * 1.05:
+            return None
+        estimate, margin = self.point(input_bytes), self.margin()
+        if estimate is None or margin is None:
+            return None
+        return estimate * margin

@@ -1,0 +1,131 @@
+"""Replaying a Nextflow trace against a memory predictor: waste, MAQ and retries.
+
+The protocol (issue 11): per process with at least 34 runs, a seeded random 30 % of its
+tasks is history and the other 70 % arrive online, all processes interleaved in one
+random order. A task given less than its peak (``rss``) fails, is charged its whole
+allocation x run time, is recorded as an out-of-memory attempt and is retried with what
+the predictor then answers; a task given enough is charged (allocation - peak) x run time
+and is learned. GB = 10^9 bytes, hours from ``realtime``; MAQ = used / (used + wasted).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+import attrs
+from attrs import frozen
+
+from seqera_core.history import History, TaskRecord, open_history
+from seqera_core.models import ResourceRequest
+from seqera_core.resolvers import HistoryResolver, PredictiveResolver, Resolver
+
+__all__ = ["PREDICTORS", "Score", "evaluate", "split"]
+
+MIN_RUNS = 34
+HISTORY_SHARE = 0.3
+MAX_ATTEMPTS = 20
+_GBH = 1e9 * 3600
+
+# A predictor is built over the history it may read; ``None`` means the trace's presets.
+PREDICTORS: dict[str, Callable[[History], Resolver] | None] = {
+    "preset": None,
+    "max": lambda h: HistoryResolver(h, margin=1.0, escalation=2.0),
+    "max-1.2": lambda h: HistoryResolver(h, margin=1.2, escalation=2.0),
+    "predictive": lambda h: PredictiveResolver(h),
+    "predictive-1.2": lambda h: PredictiveResolver(h, fallback_margin=1.2),
+}
+
+
+@frozen
+class Score:
+    """One predictor on one trace: waste in GB-h, MAQ, and retries among online tasks."""
+
+    predictor: str
+    tasks: int
+    used_gbh: float
+    wasted_gbh: float
+    retries: int
+    by_process: dict[str, float] = attrs.field(factory=dict, eq=False)
+
+    @property
+    def maq(self) -> float:
+        """Memory allocation quality: used / (used + wasted)."""
+        total = self.used_gbh + self.wasted_gbh
+        return self.used_gbh / total if total else 1.0
+
+    @property
+    def retry_share(self) -> float:
+        """Retried attempts as a share of online tasks."""
+        return self.retries / self.tasks if self.tasks else 0.0
+
+
+def split(records: Sequence[TaskRecord], seed: int) -> tuple[list[TaskRecord], list[TaskRecord]]:
+    """The protocol's (history, online) split: online tasks in one seeded random order."""
+    rng = random.Random(seed)
+    groups: dict[str, list[TaskRecord]] = defaultdict(list)
+    for record in records:
+        if record.peak_memory and record.realtime:
+            groups[record.process].append(record)
+    past: list[TaskRecord] = []
+    online: list[TaskRecord] = []
+    for process in sorted(groups):
+        tasks = groups[process]
+        if len(tasks) < MIN_RUNS:
+            continue
+        rng.shuffle(tasks)
+        cut = round(len(tasks) * HISTORY_SHARE)
+        past += tasks[:cut]
+        online += tasks[cut:]
+    rng.shuffle(online)
+    return past, online
+
+
+def _request(task: TaskRecord, attempt: int) -> ResourceRequest:
+    return ResourceRequest(
+        cpus=task.cpus,
+        memory=task.memory,
+        time=task.time or None,
+        process=task.process,
+        attempt=attempt,
+        input_bytes=task.input_bytes,
+        container=task.container,
+    )
+
+
+def evaluate(records: Sequence[TaskRecord], seed: int, predictor: str) -> Score:
+    """Replay ``records`` (one trace) with ``predictor`` under the protocol."""
+    build = PREDICTORS[predictor]
+    past, online = split(records, seed)
+    history = open_history(":memory:")
+    history.record(past)
+    resolver = build(history) if build is not None else None
+    used = wasted = 0.0
+    retries = 0
+    by_process: dict[str, float] = defaultdict(float)
+    for task in online:
+        peak, seconds = task.peak_memory or 0, task.realtime or 0.0
+        used += peak * seconds
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            declared = task.memory or peak
+            if resolver is None:
+                # nf-core's presets: memory * task.attempt
+                allocation = declared * attempt
+            else:
+                answer = resolver.resolve(_request(task, attempt))
+                allocation = declared if answer is None else answer.memory
+            ok = allocation >= peak
+            cost = (allocation - peak if ok else allocation) * seconds
+            wasted += cost
+            by_process[task.process] += cost / _GBH
+            outcome = attrs.evolve(task, attempt=attempt, memory=allocation, succeeded=ok,
+                                   out_of_memory=not ok)  # fmt: skip
+            if not ok:
+                outcome = attrs.evolve(outcome, peak_memory=None, realtime=None)
+            history.record([outcome])
+            if ok:
+                break
+            retries += 1
+    history.close()
+    return Score(predictor, len(online), used / _GBH, wasted / _GBH, retries, dict(by_process))

@@ -1,0 +1,73 @@
+"""Nextflow trace files (``trace.raw = true``: bytes, milliseconds) as task records."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+from pathlib import Path
+from typing import IO
+
+from seqera_core.errors import UsageError
+from seqera_core.history import TaskRecord
+
+__all__ = ["read_trace"]
+
+_NEEDED = ("task_id", "process", "status", "memory", "rss", "realtime")
+
+
+def _number(row: dict[str, str], column: str, line: int) -> float | None:
+    text = row.get(column, "-").strip()
+    if text in ("", "-"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(
+            f"trace line {line}: column {column!r} is {text!r}, expected a raw number "
+            "(write the trace with trace.raw = true)"
+        ) from None
+
+
+def _open(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", newline="")
+    return path.open(newline="")
+
+
+def read_trace(path: str | Path, run_id: str = "trace") -> list[TaskRecord]:
+    """The trace's completed tasks: requested memory/time, ``rss`` as the peak, ``rchar`` input."""
+    path = Path(path)
+    with _open(path) as stream:
+        reader = csv.DictReader(
+            stream, delimiter="\t" if path.name.endswith(("txt", "tsv")) else ","
+        )
+        missing = [c for c in _NEEDED if c not in (reader.fieldnames or ())]
+        if missing:
+            raise UsageError(f"trace {path}: columns {missing} missing, expected {list(_NEEDED)}")
+        records = []
+        for line, row in enumerate(reader, start=2):
+            if row["status"] not in ("COMPLETED", "CACHED"):
+                continue
+            memory, time = _number(row, "memory", line), _number(row, "time", line)
+            rchar, realtime = _number(row, "rchar", line), _number(row, "realtime", line)
+            rss, cpu = _number(row, "rss", line), _number(row, "%cpu", line)
+            cpus = _number(row, "cpus", line)
+            records.append(
+                TaskRecord(
+                    run_id=run_id,
+                    task_id=row["task_id"],
+                    process=row["process"],
+                    succeeded=True,
+                    attempt=int(_number(row, "attempt", line) or 1),
+                    engine="nextflow",
+                    cpus=cpus,
+                    memory=None if memory is None else int(memory),
+                    time=None if time is None else int(time // 1000),
+                    peak_memory=None if rss is None else int(rss),
+                    cpu_percent=cpu,
+                    realtime=None if realtime is None else realtime / 1000,
+                    input_bytes=None if rchar is None else int(rchar),
+                    container=row.get("container") or None,
+                )
+            )
+    return records

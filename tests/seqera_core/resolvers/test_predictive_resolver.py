@@ -1,0 +1,165 @@
+"""The learning right-sizer: fallbacks, online learning, retries, floors and limits."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seqera_core.history import History, TaskRecord, open_history
+from seqera_core.models import ResourceLimits, ResourceRequest
+from seqera_core.pipeline import DEFAULTS
+from seqera_core.resolvers import PredictiveResolver, resolve
+from seqera_core.units import GIB, MIB
+
+
+def _runs(process: str, pairs: list[tuple[int, int]], start: int = 0) -> list[TaskRecord]:
+    return [
+        TaskRecord("r", str(start + i), process, True, peak_memory=peak, input_bytes=size,
+                   realtime=100.0, cpu_percent=150.0)
+        for i, (size, peak) in enumerate(pairs)
+    ]  # fmt: skip
+
+
+def _history(pairs: list[tuple[int, int]]) -> History:
+    history = open_history(":memory:")
+    history.record(_runs("ALIGN", pairs))
+    return history
+
+
+def test_never_seen_process_has_no_opinion() -> None:
+    resolver = PredictiveResolver(open_history(":memory:"))
+    assert resolver.resolve(ResourceRequest(memory=GIB, process="ALIGN")) is None
+    assert resolver.resolve(ResourceRequest(memory=GIB)) is None
+
+
+def test_few_runs_fall_back_to_the_largest_peak() -> None:
+    resolver = PredictiveResolver(_history([(GIB, 2 * GIB), (GIB, 3 * GIB)]))
+    answer = resolver.resolve(ResourceRequest(memory=16 * GIB, process="ALIGN", input_bytes=GIB))
+    assert answer is not None and answer.memory == 3 * GIB
+
+
+def test_sizes_from_input_bytes() -> None:
+    # Peak = 2 x input: a small input gets far less than the largest peak.
+    resolver = PredictiveResolver(_history([(i * 100 * MIB, i * 200 * MIB) for i in range(1, 61)]))
+    small = resolver.resolve(ResourceRequest(memory=64 * GIB, process="ALIGN", input_bytes=GIB))
+    assert small is not None
+    assert 2 * GIB <= small.memory < 4 * GIB  # the largest peak is 11.7 GiB
+    beyond = resolver.resolve(
+        ResourceRequest(memory=64 * GIB, process="ALIGN", input_bytes=100 * GIB)
+    )
+    assert beyond is not None and beyond.memory == 60 * 200 * MIB  # the per-process max
+
+
+def test_learns_tasks_finished_after_it_was_built() -> None:
+    history = _history([(GIB, GIB)])
+    resolver = PredictiveResolver(history)
+    history.record(_runs("ALIGN", [(GIB, 5 * GIB)], start=10))
+    answer = resolver.resolve(ResourceRequest(memory=GIB, process="ALIGN"))
+    assert answer is not None and answer.memory == 5 * GIB
+
+
+def test_time_and_cpus() -> None:
+    history = _history([(GIB, GIB)] * 3)
+    request = ResourceRequest(cpus=8, memory=GIB, time=7200, process="ALIGN")
+    answer = PredictiveResolver(history).resolve(request)
+    assert answer is not None
+    assert answer.time == 100 and answer.cpus == 8  # cpus only on request
+    applied = PredictiveResolver(history, apply_cpus=True).resolve(request)
+    assert applied is not None and applied.cpus == 2
+
+
+def test_time_limit_kill_escalates_time_only() -> None:
+    history = _history([(GIB, GIB)] * 20)
+    history.record([TaskRecord("r", "99", "ALIGN", False, time=150, time_limit=True)])
+    answer = PredictiveResolver(history).resolve(
+        ResourceRequest(memory=GIB, time=7200, process="ALIGN", attempt=2)
+    )
+    assert answer is not None
+    assert answer.time >= 300
+    assert answer.memory < 2 * GIB
+
+
+def test_oom_before_any_success_gets_more_than_the_failed_allocation() -> None:
+    history = open_history(":memory:")
+    history.record([TaskRecord("r", "1", "ALIGN", False, memory=GIB, out_of_memory=True)])
+    answer = PredictiveResolver(history).resolve(
+        ResourceRequest(memory=GIB, process="ALIGN", attempt=2)
+    )
+    assert answer is not None and answer.memory == 2 * GIB
+
+
+def test_bad_settings_are_refused() -> None:
+    history = open_history(":memory:")
+    for options in ({"escalation": 1.0}, {"fallback_margin": 0.5}, {"min_runs": 0},
+                    {"fallback_margin": 1.5, "ceiling": 1.2}):  # fmt: skip
+        try:
+            PredictiveResolver(history, **options)  # type: ignore[arg-type]
+        except ValueError:
+            continue
+        raise AssertionError(f"{options} accepted")
+
+
+def test_resolve_is_fast_with_a_large_history() -> None:
+    history = open_history(":memory:")
+    history.record(
+        _runs(f"P{i % 50}", [(i * 1000 + 1, (i % 97 + 1) * MIB)], start=i)[0] for i in range(20_000)
+    )
+    resolver = PredictiveResolver(history)
+    resolver.refresh()
+    started = time.perf_counter()
+    for i in range(1000):
+        resolver.resolve(ResourceRequest(memory=GIB, process=f"P{i % 50}", input_bytes=i * 7919))
+    assert (time.perf_counter() - started) / 1000 < 1e-3
+
+
+_peaks = st.lists(st.tuples(st.integers(0, 10**12), st.integers(1, 2**40)), min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    peaks=_peaks,
+    input_bytes=st.none() | st.integers(0, 10**12),
+    floor=st.integers(1, GIB),
+    limit=st.integers(1, 2**41),
+    attempt=st.integers(1, 4),
+)
+def test_never_below_floor_nor_above_limits(
+    peaks: list[tuple[int, int]], input_bytes: int | None, floor: int, limit: int, attempt: int
+) -> None:
+    resolver = PredictiveResolver(_history(peaks), floor_memory=floor, floor_time=30)
+    answer = resolver.resolve(
+        ResourceRequest(memory=GIB, time=3600, process="ALIGN", attempt=attempt,
+                        input_bytes=input_bytes)
+    )  # fmt: skip
+    assert answer is not None
+    assert answer.memory >= floor and answer.time >= 30
+    capped = resolve(
+        ResourceRequest(memory=GIB, process="ALIGN", attempt=attempt, input_bytes=input_bytes,
+                        resource_limits=ResourceLimits(memory=limit, time=600)),
+        [resolver], defaults=DEFAULTS,
+    )  # fmt: skip
+    assert capped.effective.memory <= limit and capped.effective.time <= 600
+
+
+@settings(max_examples=60, deadline=None)
+@given(peaks=_peaks, input_bytes=st.none() | st.integers(0, 10**12), attempt=st.integers(1, 3))
+def test_retry_after_oom_gets_more_than_the_failed_allocation(
+    peaks: list[tuple[int, int]], input_bytes: int | None, attempt: int
+) -> None:
+    history = _history(peaks)
+    resolver = PredictiveResolver(history)
+    request = ResourceRequest(memory=GIB, process="ALIGN", attempt=attempt, input_bytes=input_bytes)
+    first = resolver.resolve(request)
+    assert first is not None
+    history.record([TaskRecord("r", "x", "ALIGN", False, attempt=attempt, memory=first.memory,
+                               out_of_memory=True, input_bytes=input_bytes)])  # fmt: skip
+    retry = resolver.resolve(
+        ResourceRequest(memory=GIB, process="ALIGN", attempt=attempt + 1, input_bytes=input_bytes)
+    )
+    assert retry is not None
+    assert retry.memory > first.memory
+    assert retry.memory >= max(peak for _, peak in peaks)
+    assert retry.memory == max(retry.memory, math.ceil(first.memory * 2))

@@ -1,0 +1,161 @@
+"""The shared history on a real PostgreSQL server this module starts on 127.0.0.1."""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from seqera_core.errors import ResourceError
+from seqera_core.history import History, TaskRecord, open_history
+from seqera_core.models import ResourceRequest
+from seqera_core.resolvers import PredictiveResolver
+
+from ..conftest import IN_CI, require
+
+
+def _unavailable(why: str) -> None:
+    if IN_CI:
+        pytest.fail(f"PostgreSQL cannot start: {why}")
+    pytest.skip(f"PostgreSQL cannot start: {why}")
+
+
+def _bin(name: str) -> str | None:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return found[-1] if found else shutil.which(name)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    require("psycopg", "the PostgreSQL history needs the postgresql extra")
+    initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
+    if (initdb is None or pg_ctl is None) and os.geteuid() == 0 and shutil.which("apt-get"):
+        # A fresh machine has apt only: install the server, as the Slurm fixture does.
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for argv in (
+            ["apt-get", "update", "-qq"],
+            ["apt-get", "install", "-y", "-qq", "postgresql"],
+        ):
+            subprocess.run(argv, env=env, capture_output=True, timeout=900, check=False)
+        initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
+    if initdb is None or pg_ctl is None:
+        _unavailable("initdb/pg_ctl not found (apt-get install -y postgresql)")
+    assert initdb is not None and pg_ctl is not None
+    # The server refuses to run as root: run it as the postgres user then.
+    as_user: list[str] = []
+    directory = Path(tempfile.mkdtemp(prefix="seqera-pg-"))
+    if os.geteuid() == 0:
+        try:
+            account = pwd.getpwnam("postgres")
+        except KeyError:
+            shutil.rmtree(directory)
+            _unavailable("running as root and there is no postgres user")
+        os.chown(directory, account.pw_uid, account.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    data, port = directory / "data", _free_port()
+    try:
+        subprocess.run([*as_user, initdb, "-D", str(data), "-A", "trust", "-U", "postgres",
+                        "--no-sync"], check=True, capture_output=True, timeout=120)  # fmt: skip
+        subprocess.run(
+            [*as_user, pg_ctl, "-D", str(data), "-l", str(directory / "log"), "-w", "-t", "60",
+             "-o", f"-p {port} -k {directory} -c listen_addresses=127.0.0.1 -c fsync=off",
+             "start"],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+    except (subprocess.SubprocessError, OSError) as exc:
+        log = directory / "log"
+        detail = log.read_text() if log.exists() else ""
+        shutil.rmtree(directory, ignore_errors=True)
+        _unavailable(f"{exc} {getattr(exc, 'stderr', b'')!r} {detail}")
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"],
+                       capture_output=True, timeout=120, check=False)  # fmt: skip
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def history(postgres_url: str) -> Iterator[History]:
+    store = open_history(postgres_url)  # creates the table
+    psycopg = require("psycopg", "the PostgreSQL history needs the postgresql extra")
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute("TRUNCATE task_history")
+    yield store
+    store.close()
+
+
+def test_same_answers_as_sqlite(history: History) -> None:
+    records = [
+        TaskRecord("r", "1", "ALIGN", True, peak_memory=2 * 10**9, cpus=4, cpu_percent=150.0,
+                   realtime=10.0, input_bytes=10**9),
+        TaskRecord("r", "2", "ALIGN", False, memory=10**9, out_of_memory=True),
+        TaskRecord("r", "3", "SORT", True, peak_memory=10**8),
+    ]  # fmt: skip
+    lite = open_history(":memory:")
+    for store in (history, lite):
+        assert store.record(records) == 3
+    assert history.stats("ALIGN") == lite.stats("ALIGN")
+    assert history.stats("NONE") is None
+    assert history.processes() == lite.processes() == ["ALIGN", "SORT"]
+    assert history.cpu_use() == lite.cpu_use()
+    cursor, stored = history.attempts()
+    assert stored == lite.attempts()[1]
+    assert history.attempts(cursor) == (cursor, [])
+    history.record(records[:1])  # a replay replaces itself and comes back once more
+    assert history.count() == 3
+    assert [r.task_id for r in history.attempts(cursor)[1]] == ["1"]
+
+
+def test_several_runs_writing_at_once_lose_nothing(postgres_url: str, history: History) -> None:
+    def run(name: str) -> None:
+        store = open_history(postgres_url)
+        for batch in range(10):
+            store.record(
+                TaskRecord(name, f"{batch}-{i}", "ALIGN", True, peak_memory=i + 1)
+                for i in range(50)
+            )
+        store.close()
+
+    writers = [threading.Thread(target=run, args=(f"run{n}",)) for n in range(4)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    assert history.count() == 4 * 10 * 50
+    _, records = history.attempts()
+    assert len({(r.run_id, r.task_id) for r in records}) == 2000
+
+
+def test_the_right_sizer_learns_from_it(history: History) -> None:
+    history.record(
+        TaskRecord("r", str(i), "ALIGN", True, peak_memory=(i + 1) * 10**7,
+                   input_bytes=(i + 1) * 10**8, realtime=60.0)
+        for i in range(50)
+    )  # fmt: skip
+    resolver = PredictiveResolver(history)
+    answer = resolver.resolve(
+        ResourceRequest(memory=10**11, process="ALIGN", input_bytes=5 * 10**8)
+    )
+    assert answer is not None and answer.memory < 50 * 10**7
+
+
+def test_an_unreachable_server_is_a_clear_error(postgres_url: str) -> None:
+    url = f"postgresql://postgres@127.0.0.1:{_free_port()}/postgres"
+    with pytest.raises(ResourceError, match=r"history: .* expected a reachable PostgreSQL"):
+        open_history(url)

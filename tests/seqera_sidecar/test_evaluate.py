@@ -1,0 +1,77 @@
+"""The trace replay: the issue's protocol on a real nf-core/iwd trace (trimmed, in the repo)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seqera_core.errors import UsageError
+from seqera_core.history import open_history
+from seqera_sidecar.cli import main
+from seqera_sidecar.evaluate import MIN_RUNS, evaluate, split
+from seqera_sidecar.trace import read_trace
+
+TRACE = Path(__file__).parent / "data" / "trace-iwd.csv.gz"
+
+
+def test_reads_a_raw_trace() -> None:
+    records = read_trace(TRACE)
+    assert len(records) == 1661
+    first = records[0]
+    assert first.process == "demToGraph" and first.memory == 524288000
+    assert first.peak_memory == 290197504 and first.realtime == pytest.approx(6.094)
+    assert first.input_bytes == 30916214
+
+
+def test_a_formatted_trace_is_refused_with_the_column(tmp_path: Path) -> None:
+    path = tmp_path / "trace.csv"
+    path.write_text("task_id,process,status,memory,rss,realtime\n1,A,COMPLETED,4 GB,1 GB,1s\n")
+    with pytest.raises(UsageError, match=r"'memory' is '4 GB'.*trace\.raw"):
+        read_trace(path)
+
+
+def test_split_is_seeded_and_keeps_30_percent_of_large_processes() -> None:
+    records = read_trace(TRACE)
+    past, online = split(records, 7)
+    assert split(records, 7) == (past, online)
+    assert split(records, 8) != (past, online)
+    by_process: dict[str, int] = {}
+    for record in records:
+        by_process[record.process] = by_process.get(record.process, 0) + 1
+    kept = sum(n for n in by_process.values() if n >= MIN_RUNS)
+    assert len(past) + len(online) == kept
+    assert abs(len(past) - 0.3 * kept) <= len(by_process)
+
+
+def test_the_predictor_beats_the_maximum_with_few_retries() -> None:
+    records = read_trace(TRACE)
+    preset, largest, predictive = (evaluate(records, 0, p) for p in ("preset", "max", "predictive"))
+    assert preset.wasted_gbh > largest.wasted_gbh > predictive.wasted_gbh
+    assert predictive.maq >= 0.95 and predictive.retry_share <= 0.01
+    assert preset.tasks == largest.tasks == predictive.tasks
+
+
+def test_the_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "seqera_sidecar", "evaluate", str(TRACE), "--seed", "1",
+         "--predictor", "max", "--predictor", "predictive"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| max") or
+            line.startswith("| predictive")]  # fmt: skip
+    assert len(rows) == 2
+
+
+def test_cpu_report_from_the_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    history = open_history(tmp_path / "h.db")
+    history.record(read_trace(TRACE))
+    history.close()
+    assert main(["cpus", "--history", str(tmp_path / "h.db")]) == 0
+    out = capsys.readouterr().out
+    wasted = [u for u in open_history(tmp_path / "h.db").cpu_use() if u.unused > 0]
+    assert wasted and all(f"| {u.process} |" in out for u in wasted)
+    assert "--apply-cpus" in out
