@@ -4,13 +4,12 @@ from ._dispatch import Dispatcher
 from ._executor import DispatchingExecutor
 from ._job import RunSettings, SeqeraCommandLineJob, job_request, make_tool_factory
 from ._main import main, make_backend, staging_arguments
-from ._options import EXECUTORS, SeqeraOptions, parse_options
+from ._options import SeqeraOptions, parse_options
 from ._status import process_status, status_message
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "EXECUTORS",
     "Dispatcher",
     "DispatchingExecutor",
     "RunSettings",

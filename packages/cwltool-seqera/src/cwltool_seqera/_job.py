@@ -18,6 +18,7 @@ from cwltool.job import CommandLineJob, JobBase, relink_initialworkdir
 from cwltool.process import Process
 from cwltool.utils import bytes2str_in_dicts
 from cwltool.workflow import default_make_tool
+
 from seqera_core.backends import JobSpec
 from seqera_core.dialects.cwl import request_from_resources
 from seqera_core.errors import SeqeraError
@@ -144,7 +145,9 @@ class SeqeraCommandLineJob(CommandLineJob):
             self.outdir, self.base_path_logs, stdout if self.stdout else None,
             stderr if self.stderr else None,
         )  # fmt: skip
-        outputs = bytes2str_in_dicts(self.collect_outputs(self.outdir, -1 if code is None else code))  # type: ignore[arg-type]
+        outputs = bytes2str_in_dicts(
+            self.collect_outputs(self.outdir, -1 if code is None else code)
+        )  # type: ignore[arg-type]
         return outputs, status
 
     def _prepare(self) -> Prepared:
@@ -229,10 +232,11 @@ def make_tool_factory(settings: RunSettings) -> Callable[[Any, LoadingContext], 
     tool_class = type("SeqeraCommandLineTool", (SeqeraCommandLineTool,), {"job_class": job_class})
 
     def make_tool(toolpath_object: Any, loading_context: LoadingContext) -> Process:
-        if isinstance(toolpath_object, Mapping) and toolpath_object.get("class") == "CommandLineTool":
+        if (
+            isinstance(toolpath_object, Mapping)
+            and toolpath_object.get("class") == "CommandLineTool"
+        ):
             return tool_class(toolpath_object, loading_context)
         return default_make_tool(toolpath_object, loading_context)
 
     return make_tool
-
-

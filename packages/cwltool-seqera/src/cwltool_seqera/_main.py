@@ -11,6 +11,7 @@ from pathlib import Path
 
 import cwltool.main
 from cwltool.context import LoadingContext
+
 from seqera_core import backends
 from seqera_core.backends import Backend, LocalBackend, PbsBackend, SlurmBackend
 from seqera_core.errors import SeqeraError, UsageError
@@ -34,7 +35,9 @@ def make_backend(options: SeqeraOptions, workdir: Path) -> Backend:
     extra = dict(options.backend_options)
     if options.executor == "local":
         if extra:
-            raise UsageError(f"--seqera-backend-option {sorted(extra)[0]}: the local backend takes none")
+            raise UsageError(
+                f"--seqera-backend-option {sorted(extra)[0]}: the local backend takes none"
+            )
         return LocalBackend(options.local_cpus, options.local_memory, workdir / "logs")
     if options.executor == "ecs":
         # The ECS backend (an extra of the core) and S3 staging come with the ECS issue.

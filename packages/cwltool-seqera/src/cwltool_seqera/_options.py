@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
+
 from seqera_core.errors import UsageError
 
 __all__ = ["EXECUTORS", "SeqeraOptions", "parse_options"]
@@ -74,9 +75,7 @@ def parse_options(argv: Sequence[str]) -> tuple[SeqeraOptions, list[str]]:
     cut = args.index("--") if "--" in args else len(args)
     ours, rest = _parser().parse_known_args(args[:cut])
     if ours.executor not in EXECUTORS:
-        raise UsageError(
-            f"--executor {ours.executor!r}: expected one of {', '.join(EXECUTORS)}"
-        )
+        raise UsageError(f"--executor {ours.executor!r}: expected one of {', '.join(EXECUTORS)}")
     interval = _number("--seqera-poll-interval", ours.seqera_poll_interval, float)
     memory = _number("--seqera-local-memory", ours.seqera_local_memory, int)
     options = SeqeraOptions(
