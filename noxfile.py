@@ -29,7 +29,7 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     ),
     "cwl": ((CORE, "packages/cwltool-seqera"), "tests/cwltool_seqera", ()),
     "nextflow": ((CORE, "packages/seqera-nextflow-sidecar"), "tests/seqera_sidecar", ()),
-    "integration": ((CORE,), "tests/integration", ()),
+    "integration": ((CORE, "packages/cwltool-seqera"), "tests/integration", ()),
 }
 
 

@@ -152,6 +152,11 @@ class SeqeraCommandLineJob(CommandLineJob):
 
     def _prepare(self) -> Prepared:
         request = job_request(self.builder.resources, self.timelimit, self.name)
+        declared, _ = self.get_requirement("ResourceRequirement")
+        if not any(k.startswith(("tmpdir", "outdir")) for k in declared or {}):
+            # CWL's implicit 1 GiB tmpdir + outdir would become e.g. sbatch --tmp, which a
+            # node without TmpDisk refuses: only a declared size goes to the scheduler.
+            request = attrs.evolve(request, disk=None)
         settings = self.settings
         prepared = prepare(
             request,
