@@ -1,5 +1,26 @@
-"""cwltool-seqera: installs and imports; its engine integration is a later issue."""
+"""cwltool-seqera: a drop-in cwltool command line that dispatches each CWL job to a backend."""
+
+from ._dispatch import Dispatcher
+from ._executor import DispatchingExecutor
+from ._job import RunSettings, SeqeraCommandLineJob, job_request, make_tool_factory
+from ._main import main, make_backend, staging_arguments
+from ._options import SeqeraOptions, parse_options
+from ._status import process_status, status_message
 
 __version__ = "0.1.0"
 
-__all__: list[str] = []
+__all__ = [
+    "Dispatcher",
+    "DispatchingExecutor",
+    "RunSettings",
+    "SeqeraCommandLineJob",
+    "SeqeraOptions",
+    "job_request",
+    "main",
+    "make_backend",
+    "make_tool_factory",
+    "parse_options",
+    "process_status",
+    "staging_arguments",
+    "status_message",
+]

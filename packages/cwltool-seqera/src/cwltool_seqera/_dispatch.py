@@ -1,0 +1,100 @@
+"""One backend shared by every job of a run: submit, then wait while one thread polls all."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from seqera_core.backends import Backend, JobHandle, JobSpec, JobState, JobStatus
+
+__all__ = ["Dispatcher"]
+
+_log = logging.getLogger(__name__)
+
+
+class Dispatcher:
+    """Submits jobs from many threads; one poller thread asks the backend about all of them
+    with a single ``poll`` per cycle and wakes each job's thread when its job has ended."""
+
+    def __init__(self, backend: Backend, *, interval: float = 1.0) -> None:
+        self.backend = backend
+        self.interval = interval
+        # Backends are not promised to be thread-safe: every call goes through this lock.
+        self._calls = threading.Lock()
+        self._state = threading.Condition()
+        self._waiting: dict[JobHandle, threading.Event] = {}
+        self._results: dict[JobHandle, JobStatus] = {}
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def run(self, spec: JobSpec, on_submit: Callable[[JobHandle], None] | None = None) -> JobStatus:
+        """Submit one job and block until it has finished (or the dispatcher is closed)."""
+        with self._state:
+            if self._closed:
+                raise RuntimeError("the run is being cancelled; no more jobs are submitted")
+        with self._calls:
+            (handle,) = self.backend.submit([spec])
+        if on_submit is not None:
+            on_submit(handle)
+        done = threading.Event()
+        with self._state:
+            self._waiting[handle] = done
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._poll_loop, daemon=True)
+                self._thread.start()
+            self._state.notify_all()
+        done.wait()
+        with self._state:
+            return self._results.pop(handle)
+
+    def cancel_all(self) -> list[JobHandle]:
+        """Cancel every job still waiting (Ctrl-C); returns the handles cancelled."""
+        with self._state:
+            self._closed = True
+            handles = list(self._waiting)
+        if handles:
+            with self._calls:
+                self.backend.cancel(handles)
+        with self._state:
+            for handle in handles:
+                event = self._waiting.pop(handle, None)
+                if event is not None:
+                    self._results[handle] = JobStatus(
+                        handle, JobState.CANCELLED, reason="cancelled by cwltool-seqera"
+                    )
+                    event.set()
+            self._state.notify_all()
+        return handles
+
+    def close(self) -> None:
+        """Cancel what is left and stop the poller."""
+        self.cancel_all()
+        with self._state:
+            thread, self._thread = self._thread, None
+            self._state.notify_all()
+        if thread is not None:
+            thread.join(timeout=self.interval + 5)
+
+    def _poll_loop(self) -> None:
+        while True:
+            with self._state:
+                self._state.wait_for(lambda: self._waiting or self._closed)
+                if self._closed and not self._waiting:
+                    return
+                handles = list(self._waiting)
+            try:
+                with self._calls:
+                    statuses = self.backend.poll(handles)
+            except Exception:  # a flaky scheduler command: try again next cycle
+                _log.warning("polling %d job(s) failed; retrying", len(handles), exc_info=True)
+                statuses = []
+            with self._state:
+                for status in statuses:
+                    if status.state.finished:
+                        event = self._waiting.pop(status.handle, None)
+                        if event is not None:
+                            self._results[status.handle] = status
+                            event.set()
+                # Sleep, but wake at once on close.
+                self._state.wait_for(lambda: self._closed, timeout=self.interval)

@@ -1,0 +1,92 @@
+"""This command's own options; every other argument goes to cwltool unchanged."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import attrs
+
+from seqera_core.errors import UsageError
+
+__all__ = ["EXECUTORS", "SeqeraOptions", "parse_options"]
+
+EXECUTORS = ("local", "slurm", "pbs", "ecs")
+
+
+@attrs.frozen
+class SeqeraOptions:
+    """The ``--executor`` and ``--seqera-*`` values of one invocation."""
+
+    executor: str = "local"
+    platform: Path | None = None
+    resolver_url: str | None = None
+    labels: Mapping[str, str] = attrs.field(factory=dict)
+    workdir: Path | None = None
+    poll_interval: float | None = None  # None: 0.1 s on the local backend, 1 s on a cluster
+    backend_options: Mapping[str, str] = attrs.field(factory=dict)
+    local_cpus: float | None = None
+    local_memory: int | None = None
+
+
+def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
+    pairs = {}
+    for value in values:
+        key, sep, text = value.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{flag} {value!r}: expected KEY=VALUE")
+        pairs[key] = text
+    return pairs
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--executor", default="local")
+    parser.add_argument("--seqera-platform", type=Path)
+    parser.add_argument("--seqera-resolver-url")
+    parser.add_argument("--seqera-label", action="append", default=[])
+    parser.add_argument("--seqera-workdir", type=Path)
+    parser.add_argument("--seqera-poll-interval")
+    parser.add_argument("--seqera-backend-option", action="append", default=[])
+    parser.add_argument("--seqera-local-cpus")
+    parser.add_argument("--seqera-local-memory")
+    return parser
+
+
+def _number(flag: str, text: str | None, kind: type[float] | type[int]) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = kind(text)
+    except ValueError:
+        value = -1
+    if not value > 0:
+        raise UsageError(f"{flag} {text!r}: expected a number greater than 0")
+    return value
+
+
+def parse_options(argv: Sequence[str]) -> tuple[SeqeraOptions, list[str]]:
+    """Split ``argv`` into this command's options and the arguments cwltool receives.
+
+    Only arguments before a ``--`` are looked at; cwltool sees the rest in order.
+    """
+    args = list(argv)
+    cut = args.index("--") if "--" in args else len(args)
+    ours, rest = _parser().parse_known_args(args[:cut])
+    if ours.executor not in EXECUTORS:
+        raise UsageError(f"--executor {ours.executor!r}: expected one of {', '.join(EXECUTORS)}")
+    interval = _number("--seqera-poll-interval", ours.seqera_poll_interval, float)
+    memory = _number("--seqera-local-memory", ours.seqera_local_memory, int)
+    options = SeqeraOptions(
+        executor=ours.executor,
+        platform=ours.seqera_platform,
+        resolver_url=ours.seqera_resolver_url,
+        labels=_pairs(ours.seqera_label, "--seqera-label"),
+        workdir=ours.seqera_workdir,
+        poll_interval=interval,
+        backend_options=_pairs(ours.seqera_backend_option, "--seqera-backend-option"),
+        local_cpus=_number("--seqera-local-cpus", ours.seqera_local_cpus, float),
+        local_memory=None if memory is None else int(memory),
+    )
+    return options, rest + args[cut:]

@@ -1,0 +1,122 @@
+"""End to end: the real cwltool, driven by cwltool-seqera, on the local backend."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+DATA = Path(__file__).parent / "data"
+EXAMPLES = Path(__file__).parents[2] / "examples" / "cwl"
+COMMAND = str(Path(sys.executable).parent / "cwltool-seqera")
+
+
+@attrs.frozen
+class Run:
+    """One finished invocation."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def outputs(self) -> Any:
+        """The output object cwltool printed."""
+        return json.loads(self.stdout)
+
+
+def run_cwl(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 600
+) -> Run:
+    """``cwltool-seqera ARGS`` in ``cwd``; outputs go to ``cwd/out``."""
+    done = subprocess.run(
+        [COMMAND, "--outdir", str(cwd / "out"), *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+def stamps(path: str) -> tuple[float, float]:
+    """The start and end time a stamp.cwl job printed."""
+    start, end = Path(path).read_text().split()
+    return float(start), float(end)
+
+
+def overlapping(intervals: list[tuple[float, float]]) -> bool:
+    """Whether every interval overlaps every other one."""
+    return max(start for start, _ in intervals) < min(end for _, end in intervals)
+
+
+def test_the_example_workflow_counts_words(tmp_path: Path) -> None:
+    run = run_cwl(
+        ["--no-container", str(EXAMPLES / "wordcount.cwl"), str(EXAMPLES / "wordcount.yml")],
+        tmp_path,
+    )
+    assert run.code == 0, run.stderr
+    assert Path(run.outputs["total"]["path"]).read_text().strip() == "6"
+    assert "submitted to local" in run.stderr
+
+
+def test_scatter_jobs_run_at_the_same_time(tmp_path: Path) -> None:
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"pauses": [3, 3, 3]}))
+    # Two declared cores of room would serialise nothing: give the backend room for three.
+    run = run_cwl(
+        ["--seqera-local-cpus", "3", "--no-container", str(DATA / "scatter.cwl"), str(job)],
+        tmp_path,
+    )
+    assert run.code == 0, run.stderr
+    intervals = [stamps(item["path"]) for item in run.outputs["stamps"]]
+    assert len(intervals) == 3
+    assert overlapping(intervals), intervals
+
+
+def test_stdin_is_fed_and_the_environment_is_clean(tmp_path: Path) -> None:
+    (tmp_path / "in.txt").write_text("abc\n")
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"text": {"class": "File", "path": "in.txt"}}))
+    run = run_cwl(["--no-container", str(DATA / "stdin.cwl"), str(job)], tmp_path, {"LEAK": "1"})
+    assert run.code == 0, run.stderr
+    assert Path(run.outputs["upper"]["path"]).read_text() == "ABC\nhello clean\n"
+
+
+def test_exit_codes_follow_the_tools_lists(tmp_path: Path) -> None:
+    tool = str(DATA / "exit.cwl")
+    success = run_cwl(["--no-container", tool, "--code", "5"], tmp_path)
+    assert success.code == 0, success.stderr
+    temporary = run_cwl(["--no-container", tool, "--code", "3"], tmp_path)
+    assert temporary.code != 0
+    assert "completed temporaryFail" in temporary.stderr
+    permanent = run_cwl(["--no-container", tool, "--code", "4"], tmp_path)
+    assert "completed permanentFail" in permanent.stderr
+
+
+def test_a_time_limit_kill_is_reported_as_such(tmp_path: Path) -> None:
+    began = time.monotonic()
+    run = run_cwl(["--no-container", str(DATA / "slow.cwl")], tmp_path)
+    assert run.code != 0
+    assert "time limit" in run.stderr
+    assert time.monotonic() - began < 30 + 60  # far from waiting for sleep 30 and more
+
+
+def test_ecs_says_it_is_not_available(tmp_path: Path) -> None:
+    run = run_cwl(["--executor", "ecs", str(DATA / "slow.cwl")], tmp_path)
+    assert run.code == 2
+    assert "not available yet" in run.stderr
+
+
+def test_cwltool_own_options_still_work(tmp_path: Path) -> None:
+    run = run_cwl(["--validate", str(EXAMPLES / "wordcount.cwl")], tmp_path)
+    assert run.code == 0, run.stderr
+    assert "is valid CWL" in run.stdout + run.stderr

@@ -1,0 +1,121 @@
+"""Option parsing, exit-code rules and resource translation, without running cwltool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cwltool_seqera import (
+    SeqeraOptions,
+    job_request,
+    make_backend,
+    parse_options,
+    process_status,
+    staging_arguments,
+    status_message,
+)
+from seqera_core.backends import JobHandle, JobState, JobStatus, LocalBackend
+from seqera_core.errors import UsageError
+from seqera_core.units import MIB
+
+
+def test_own_options_are_taken_out_and_the_rest_passed_in_order() -> None:
+    argv = [
+        "--executor", "slurm", "--no-container", "--seqera-label", "team=genomics",
+        "--outdir", "out", "--seqera-backend-option=history=none", "tool.cwl", "--x", "1",
+    ]  # fmt: skip
+    options, rest = parse_options(argv)
+    assert options.executor == "slurm"
+    assert options.labels == {"team": "genomics"}
+    assert options.backend_options == {"history": "none"}
+    assert rest == ["--no-container", "--outdir", "out", "tool.cwl", "--x", "1"]
+
+
+def test_arguments_after_a_double_dash_are_never_read() -> None:
+    options, rest = parse_options(["tool.cwl", "--", "--executor", "pbs"])
+    assert options.executor == "local"
+    assert rest == ["tool.cwl", "--", "--executor", "pbs"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--executor", "lsf"], "'lsf': expected one of local, slurm, pbs, ecs"),
+        (["--seqera-label", "team"], "expected KEY=VALUE"),
+        (["--seqera-poll-interval", "0"], "expected a number greater than 0"),
+        (["--seqera-local-cpus", "many"], "expected a number greater than 0"),
+    ],
+)
+def test_bad_options_name_the_flag_value_and_expectation(argv: list[str], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        parse_options(argv)
+
+
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [(0, "success"), (5, "success"), (3, "temporaryFail"), (4, "permanentFail"),
+     (1, "permanentFail"), (None, "permanentFail")],
+)  # fmt: skip
+def test_exit_codes_follow_the_tools_lists(code: int | None, status: str) -> None:
+    assert process_status(code, success=[5], temporary=[3], permanent=[4]) == status
+
+
+def test_a_listed_zero_can_be_a_failure() -> None:
+    assert process_status(0, permanent=[0]) == "permanentFail"
+
+
+def test_scheduler_kills_are_named() -> None:
+    handle = JobHandle("slurm", "7")
+    assert "time limit" in (
+        status_message(JobStatus(handle, JobState.FAILED, time_limit=True)) or ""
+    )
+    oom = JobStatus(handle, JobState.FAILED, out_of_memory=True)
+    assert "out of memory" in (status_message(oom) or "")
+    assert status_message(JobStatus(handle, JobState.FAILED, exit_code=1)) is None
+
+
+def test_resources_are_translated_and_rounded_up() -> None:
+    resources = {
+        "cores": 1.5,
+        "ram": 100.2,
+        "tmpdirSize": 10.1,
+        "outdirSize": 20,
+        "cudaDeviceCount": 1,
+    }
+    request = job_request(resources, 90.5, "count_3")
+    assert request.cpus == 1.5
+    assert request.memory == 101 * MIB
+    assert request.disk == 31 * MIB
+    assert request.time == 91
+    assert request.accelerator is not None and request.accelerator.count == 1
+    assert request.labels == {"cwl/step": "count", "cwl/job": "count_3"}
+
+
+def test_no_time_limit_means_none() -> None:
+    assert job_request({"cores": 1, "ram": 256}, 0, "tool").time is None
+
+
+def test_cluster_staging_defaults_to_the_work_directory(tmp_path: Path) -> None:
+    slurm = SeqeraOptions(executor="slurm")
+    added = staging_arguments(slurm, ["tool.cwl"], tmp_path)
+    assert added == [f"--tmpdir-prefix={tmp_path}/tmp/", f"--tmp-outdir-prefix={tmp_path}/out/"]
+    given = staging_arguments(slurm, ["--tmpdir-prefix=/shared/t/", "tool.cwl"], tmp_path)
+    assert given == [f"--tmp-outdir-prefix={tmp_path}/out/"]
+    assert staging_arguments(SeqeraOptions(), ["tool.cwl"], tmp_path) == []
+
+
+def test_ecs_is_refused_clearly(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"ecs: .*not available yet"):
+        make_backend(SeqeraOptions(executor="ecs"), tmp_path)
+
+
+def test_backends_are_built_from_the_options(tmp_path: Path) -> None:
+    local = make_backend(SeqeraOptions(local_cpus=64), tmp_path)
+    assert isinstance(local, LocalBackend) and local.capacity_cpus == 64
+    slurm = make_backend(
+        SeqeraOptions(executor="slurm", backend_options={"history": "none"}), tmp_path
+    )
+    assert slurm.name == "slurm"
+    with pytest.raises(UsageError, match="history"):
+        make_backend(SeqeraOptions(executor="slurm", backend_options={"history": "x"}), tmp_path)

@@ -1,0 +1,54 @@
+"""cwltool-seqera on the real one-node Slurm: a scatter whose jobs overlap, and the request
+the scheduler recorded (cores, memory, time)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import SlurmCluster
+
+DATA = Path(__file__).parents[1] / "cwltool_seqera" / "data"
+COMMAND = str(Path(sys.executable).parent / "cwltool-seqera")
+
+
+def _stamps(path: str) -> tuple[float, float]:
+    start, end = Path(path).read_text().split()
+    return float(start), float(end)
+
+
+def test_scatter_runs_concurrently_with_the_declared_request(
+    slurm: SlurmCluster, tmp_path: Path
+) -> None:
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"pauses": [4, 4, 4]}))
+    done = subprocess.run(
+        [COMMAND, "--executor", "slurm", "--no-container", "--outdir", str(tmp_path / "out"),
+         "--debug", str(DATA / "scatter.cwl"), str(job)],
+        cwd=tmp_path, env={**os.environ, **slurm.env}, capture_output=True, text=True,
+        timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    intervals = [_stamps(item["path"]) for item in json.loads(done.stdout)["stamps"]]
+    assert max(s for s, _ in intervals) < min(e for _, e in intervals), intervals
+    # Staging and outputs went under the working directory, never /tmp of a node.
+    assert (tmp_path / "cwltool-seqera-work" / "jobs").is_dir()
+    ids = re.findall(r"submitted to slurm as (\d+)", done.stderr)
+    assert len(ids) == 3
+    record = subprocess.run(
+        ["sacct", "-c", "-n", "-P", "-j", ids[0], "-o", "NCPUS,ReqMem,Timelimit"],
+        env={**os.environ, **slurm.env}, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    shown = record.stdout + record.stderr
+    scontrol = subprocess.run(
+        ["scontrol", "show", "job", ids[0]],
+        env={**os.environ, **slurm.env}, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    shown += scontrol.stdout
+    # stamp.cwl asks for 1 core, 64 MiB and 300 s (5 minutes).
+    assert re.search(r"MinMemoryNode=64M|mem=64M|\b64M\b", shown), shown
+    assert re.search(r"TimeLimit=00:05:00|\b00:05:00\b|\b5\b", shown), shown
