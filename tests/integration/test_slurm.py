@@ -114,8 +114,9 @@ def test_non_zero_exit(backend: SlurmBackend) -> None:
 
 
 def test_out_of_memory_kill(backend: SlurmBackend) -> None:
-    # tail keeps all of a newline-free stream in memory: 300 MiB against a 32 MiB limit.
-    hog = ["sh", "-c", "head -c 300M /dev/zero | tail"]
+    # 300 MiB against a 32 MiB limit, held for 20 s: Slurm samples memory once a second, and
+    # a hog that is over sooner (as `head -c 300M /dev/zero | tail` can be) may go unseen.
+    hog = ["python3", "-c", "import time; b = bytearray(300 * 2**20); time.sleep(20)"]
     [handle] = backend.submit([JobSpec("hog", hog, ResourceRequest(memory=32 * MIB))])
     [status] = wait(backend, [handle])
     assert status.state is JobState.FAILED and status.out_of_memory, status
