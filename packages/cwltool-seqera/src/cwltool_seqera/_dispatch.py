@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from seqera_core.backends import Backend, JobHandle, JobSpec, JobState, JobStatus
@@ -25,11 +26,23 @@ class Dispatcher:
         self._state = threading.Condition()
         self._waiting: dict[JobHandle, threading.Event] = {}
         self._results: dict[JobHandle, JobStatus] = {}
+        # CWL time limits are seconds, Slurm's whole minutes: the poller enforces the rest.
+        self._limits: dict[JobHandle, float] = {}
+        self._started: dict[JobHandle, float] = {}
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def run(self, spec: JobSpec, on_submit: Callable[[JobHandle], None] | None = None) -> JobStatus:
-        """Submit one job and block until it has finished (or the dispatcher is closed)."""
+    def run(
+        self,
+        spec: JobSpec,
+        on_submit: Callable[[JobHandle], None] | None = None,
+        limit: float | None = None,
+    ) -> JobStatus:
+        """Submit one job and block until it has finished (or the dispatcher is closed).
+
+        ``limit``: seconds the job may run; past it the job is cancelled and reported as
+        killed for its time limit, whatever granularity the scheduler's own limit has.
+        """
         with self._state:
             if self._closed:
                 raise RuntimeError("the run is being cancelled; no more jobs are submitted")
@@ -40,6 +53,8 @@ class Dispatcher:
         done = threading.Event()
         with self._state:
             self._waiting[handle] = done
+            if limit:
+                self._limits[handle] = float(limit)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._poll_loop, daemon=True)
                 self._thread.start()
@@ -76,6 +91,15 @@ class Dispatcher:
         if thread is not None:
             thread.join(timeout=self.interval + 5)
 
+    def _finish(self, status: JobStatus) -> None:
+        # Called with self._state held.
+        event = self._waiting.pop(status.handle, None)
+        self._limits.pop(status.handle, None)
+        self._started.pop(status.handle, None)
+        if event is not None:
+            self._results[status.handle] = status
+            event.set()
+
     def _poll_loop(self) -> None:
         while True:
             with self._state:
@@ -89,12 +113,27 @@ class Dispatcher:
             except Exception:  # a flaky scheduler command: try again next cycle
                 _log.warning("polling %d job(s) failed; retrying", len(handles), exc_info=True)
                 statuses = []
+            now = time.monotonic()
+            overdue: list[JobStatus] = []
             with self._state:
                 for status in statuses:
+                    handle = status.handle
+                    if status.state is JobState.RUNNING:
+                        started = self._started.setdefault(handle, now)
+                        if handle in self._limits and now - started > self._limits[handle]:
+                            overdue.append(status)
                     if status.state.finished:
-                        event = self._waiting.pop(status.handle, None)
-                        if event is not None:
-                            self._results[status.handle] = status
-                            event.set()
+                        self._finish(status)
+            if overdue:
+                with self._calls:
+                    self.backend.cancel([status.handle for status in overdue])
+                with self._state:
+                    for status in overdue:
+                        limit = self._limits.get(status.handle)
+                        self._finish(JobStatus(
+                            status.handle, JobState.FAILED, reason=f"ran past its {limit:g} s",
+                            time_limit=True,
+                        ))  # fmt: skip
+            with self._state:
                 # Sleep, but wake at once on close.
                 self._state.wait_for(lambda: self._closed, timeout=self.interval)

@@ -117,6 +117,7 @@ class SeqeraCommandLineJob(CommandLineJob):
             on_submit=lambda h: _log.info(
                 "[job %s] submitted to %s as %s", self.name, h.backend, h.native_id
             ),
+            limit=spec.request.time,
         )
         self._relay(stdout, self.stdout, context.default_stdout)
         self._relay(stderr, self.stderr, context.default_stderr)
