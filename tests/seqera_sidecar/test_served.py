@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ def test_the_cores_http_resolver_points_at_it(served: Served) -> None:
         answer = resolver.resolve(ResourceRequest(process=process, memory=2**30))
         assert answer is not None
         # The default predictive resolver: no input size, so the largest peak seen.
-        assert answer.memory == expected_peaks()[process]
+        assert answer.memory == math.ceil(expected_peaks()[process] * 1.2)
         many = resolver.resolve_many(
             [ResourceRequest(process="NEW"), ResourceRequest(process=process)]
         )

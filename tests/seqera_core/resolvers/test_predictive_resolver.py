@@ -36,14 +36,15 @@ def test_never_seen_process_has_no_opinion() -> None:
 
 
 def test_few_runs_fall_back_to_the_largest_peak() -> None:
-    resolver = PredictiveResolver(_history([(GIB, 2 * GIB), (GIB, 3 * GIB)]))
+    resolver = PredictiveResolver(_history([(GIB, 2 * GIB), (GIB, 3 * GIB)]), fallback_margin=1.0)
     answer = resolver.resolve(ResourceRequest(memory=16 * GIB, process="ALIGN", input_bytes=GIB))
     assert answer is not None and answer.memory == 3 * GIB
 
 
 def test_sizes_from_input_bytes() -> None:
     # Peak = 2 x input: a small input gets far less than the largest peak.
-    resolver = PredictiveResolver(_history([(i * 100 * MIB, i * 200 * MIB) for i in range(1, 61)]))
+    history = _history([(i * 100 * MIB, i * 200 * MIB) for i in range(1, 61)])
+    resolver = PredictiveResolver(history, fallback_margin=1.0)
     small = resolver.resolve(ResourceRequest(memory=64 * GIB, process="ALIGN", input_bytes=GIB))
     assert small is not None
     assert 2 * GIB <= small.memory < 4 * GIB  # the largest peak is 11.7 GiB
@@ -55,7 +56,7 @@ def test_sizes_from_input_bytes() -> None:
 
 def test_learns_tasks_finished_after_it_was_built() -> None:
     history = _history([(GIB, GIB)])
-    resolver = PredictiveResolver(history)
+    resolver = PredictiveResolver(history, fallback_margin=1.0)
     history.record(_runs("ALIGN", [(GIB, 5 * GIB)], start=10))
     answer = resolver.resolve(ResourceRequest(memory=GIB, process="ALIGN"))
     assert answer is not None and answer.memory == 5 * GIB
@@ -64,17 +65,17 @@ def test_learns_tasks_finished_after_it_was_built() -> None:
 def test_time_and_cpus() -> None:
     history = _history([(GIB, GIB)] * 3)
     request = ResourceRequest(cpus=8, memory=GIB, time=7200, process="ALIGN")
-    answer = PredictiveResolver(history).resolve(request)
+    answer = PredictiveResolver(history, fallback_margin=1.0).resolve(request)
     assert answer is not None
     assert answer.time == 100 and answer.cpus == 8  # cpus only on request
-    applied = PredictiveResolver(history, apply_cpus=True).resolve(request)
+    applied = PredictiveResolver(history, fallback_margin=1.0, apply_cpus=True).resolve(request)
     assert applied is not None and applied.cpus == 2
 
 
 def test_time_limit_kill_escalates_time_only() -> None:
     history = _history([(GIB, GIB)] * 20)
     history.record([TaskRecord("r", "99", "ALIGN", False, time=150, time_limit=True)])
-    answer = PredictiveResolver(history).resolve(
+    answer = PredictiveResolver(history, fallback_margin=1.0).resolve(
         ResourceRequest(memory=GIB, time=7200, process="ALIGN", attempt=2)
     )
     assert answer is not None
@@ -85,7 +86,7 @@ def test_time_limit_kill_escalates_time_only() -> None:
 def test_oom_before_any_success_gets_more_than_the_failed_allocation() -> None:
     history = open_history(":memory:")
     history.record([TaskRecord("r", "1", "ALIGN", False, memory=GIB, out_of_memory=True)])
-    answer = PredictiveResolver(history).resolve(
+    answer = PredictiveResolver(history, fallback_margin=1.0).resolve(
         ResourceRequest(memory=GIB, process="ALIGN", attempt=2)
     )
     assert answer is not None and answer.memory == 2 * GIB
@@ -107,7 +108,7 @@ def test_resolve_is_fast_with_a_large_history() -> None:
     history.record(
         _runs(f"P{i % 50}", [(i * 1000 + 1, (i % 97 + 1) * MIB)], start=i)[0] for i in range(20_000)
     )
-    resolver = PredictiveResolver(history)
+    resolver = PredictiveResolver(history, fallback_margin=1.0)
     resolver.refresh()
     started = time.perf_counter()
     for i in range(1000):
@@ -150,7 +151,7 @@ def test_retry_after_oom_gets_more_than_the_failed_allocation(
     peaks: list[tuple[int, int]], input_bytes: int | None, attempt: int
 ) -> None:
     history = _history(peaks)
-    resolver = PredictiveResolver(history)
+    resolver = PredictiveResolver(history, fallback_margin=1.0)
     request = ResourceRequest(memory=GIB, process="ALIGN", attempt=attempt, input_bytes=input_bytes)
     first = resolver.resolve(request)
     assert first is not None

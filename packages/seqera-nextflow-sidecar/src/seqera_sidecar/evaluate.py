@@ -33,8 +33,10 @@ PREDICTORS: dict[str, Callable[[History], Resolver] | None] = {
     "preset": None,
     "max": lambda h: HistoryResolver(h, margin=1.0, escalation=2.0),
     "max-1.2": lambda h: HistoryResolver(h, margin=1.2, escalation=2.0),
+    # The default: a peak measured once is a sample, so the fallback keeps a 20 % margin.
     "predictive": lambda h: PredictiveResolver(h),
-    "predictive-1.2": lambda h: PredictiveResolver(h, fallback_margin=1.2),
+    # No margin on the fallback: less waste in replay, where a peak repeats exactly.
+    "predictive-1.0": lambda h: PredictiveResolver(h, fallback_margin=1.0),
 }
 
 

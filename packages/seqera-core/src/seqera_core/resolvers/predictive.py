@@ -43,7 +43,7 @@ class PredictiveResolver(Resolver):
         self,
         history: History,
         *,
-        fallback_margin: float = 1.0,
+        fallback_margin: float = 1.2,
         ceiling: float = 1.2,
         escalation: float = 2.0,
         min_runs: int = 10,
