@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .errors import ResourceError
-from .history import _FIELDS, CpuUse, History, ProcessStats, TaskRecord
+from .history import _FIELDS, _STATS_SQL, CpuUse, History, ProcessStats, TaskRecord
 
 __all__ = ["PostgresHistory"]
 
@@ -85,16 +85,7 @@ class PostgresHistory(History):
     def stats(self, process: str) -> ProcessStats | None:
         """The process's history, or ``None`` if it never finished an attempt here."""
         (row,) = self._rows(
-            """SELECT COUNT(*) FILTER (WHERE succeeded),
-                      MAX(peak_memory) FILTER (WHERE succeeded),
-                      MAX(cpu_percent) FILTER (WHERE succeeded),
-                      MAX(realtime) FILTER (WHERE succeeded),
-                      COUNT(*) FILTER (WHERE out_of_memory),
-                      COUNT(*) FILTER (WHERE time_limit),
-                      MAX(memory) FILTER (WHERE out_of_memory),
-                      MAX(time) FILTER (WHERE time_limit),
-                      COUNT(*)
-               FROM task_history WHERE process = %s""",
+            _STATS_SQL.format(param="%s"),
             (process,),
         )
         if not row[-1]:

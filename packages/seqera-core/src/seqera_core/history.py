@@ -106,6 +106,13 @@ class CpuUse:
 
 
 _FIELDS = tuple(a.name for a in attrs.fields(TaskRecord))
+# ProcessStats in one query, the same on SQLite and PostgreSQL but for the placeholder.
+_STATS_SQL = """SELECT COUNT(*) FILTER (WHERE succeeded),
+    MAX(peak_memory) FILTER (WHERE succeeded), MAX(cpu_percent) FILTER (WHERE succeeded),
+    MAX(realtime) FILTER (WHERE succeeded), COUNT(*) FILTER (WHERE out_of_memory),
+    COUNT(*) FILTER (WHERE time_limit), MAX(memory) FILTER (WHERE out_of_memory),
+    MAX(time) FILTER (WHERE time_limit), COUNT(*)
+FROM task_history WHERE process = {param}"""
 
 
 _FLAGS = ("succeeded", "out_of_memory", "time_limit")
@@ -156,16 +163,7 @@ class History:
         """The process's history, or ``None`` if it never finished an attempt here."""
         with self._lock:
             row = self._db.execute(
-                """SELECT COUNT(*) FILTER (WHERE succeeded),
-                          MAX(peak_memory) FILTER (WHERE succeeded),
-                          MAX(cpu_percent) FILTER (WHERE succeeded),
-                          MAX(realtime) FILTER (WHERE succeeded),
-                          COUNT(*) FILTER (WHERE out_of_memory),
-                          COUNT(*) FILTER (WHERE time_limit),
-                          MAX(memory) FILTER (WHERE out_of_memory),
-                          MAX(time) FILTER (WHERE time_limit),
-                          COUNT(*)
-                   FROM task_history WHERE process = ?""",
+                _STATS_SQL.format(param="?"),
                 (process,),
             ).fetchone()
         if not row[-1]:
