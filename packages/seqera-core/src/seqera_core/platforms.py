@@ -37,6 +37,7 @@ from .catalogue import Catalogue, InstanceType, parse_instances
 from .dialects._values import document_number as _number
 from .dialects.human import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size
 from .errors import ResourceError
+from .squash import SquashPolicy
 from .units import GIB
 from .validation import ValidationReport, validate
 
@@ -116,6 +117,7 @@ class Platform:
     source: str = "<memory>"
     # the planner's instance catalogue when the platform names one (empty: use the default)
     instances: tuple[InstanceType, ...] = ()
+    squash: SquashPolicy = field(factory=SquashPolicy)
 
     def queue(self, name: str) -> Queue | None:
         """The queue called ``name``, if any."""
@@ -276,12 +278,22 @@ def _platform(data: Mapping[str, Any], source: str) -> Platform:
         ),
         source=source,
         instances=(parse_instances("instances", data["instances"]) if "instances" in data else ()),
+        squash=SquashPolicy.parse(data.get("squash")),
     )
 
 
 def parse(document: Any, source: str = "<memory>") -> Platform:
     """A platform from a decoded YAML document; errors name ``source`` and the field path."""
-    keys = {"name", "scheduler", "default_queue", "multipliers", "cost", "queues", "instances"}
+    keys = {
+        "name",
+        "scheduler",
+        "default_queue",
+        "multipliers",
+        "cost",
+        "queues",
+        "instances",
+        "squash",
+    }
     try:
         return _platform(_mapping("platform", document, keys), source)
     except ResourceError as exc:
