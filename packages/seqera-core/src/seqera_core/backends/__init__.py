@@ -1,7 +1,9 @@
-"""Dispatch backends: the local machine, Slurm, PBS Pro and Torque (ECS lives in an extra)."""
+"""Dispatch backends: the local machine, Slurm, PBS Pro and Torque (ECS lives in an extra),
+and squashed allocations on a batch scheduler."""
 
 from ._batch import BatchBackend, RetryPolicy, SchedulerError, SubmitError
 from ._open import BACKENDS, open_backend
+from ._squash import Decision, SquashBackend
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from .local import LocalBackend
 from .pbs import PbsBackend
@@ -11,6 +13,7 @@ __all__ = [
     "BACKENDS",
     "Backend",
     "BatchBackend",
+    "Decision",
     "JobHandle",
     "JobSpec",
     "JobState",
@@ -20,6 +23,7 @@ __all__ = [
     "RetryPolicy",
     "SchedulerError",
     "SlurmBackend",
+    "SquashBackend",
     "SubmitError",
     "open_backend",
 ]

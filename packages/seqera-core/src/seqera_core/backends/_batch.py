@@ -40,6 +40,7 @@ from attrs import field, frozen
 
 from ..errors import SeqeraError
 from ..labels import env_name
+from ..squash import SquashPolicy
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "from_wait_status",
     "job_labels",
     "job_script",
+    "prepare_job",
     "run_command",
     "shell_exit",
 ]
@@ -209,6 +211,7 @@ class BatchBackend(Backend):
         env: extra environment for the scheduler commands (``SLURM_CONF``, ``PBS_SERVER``).
         runner: runs one argv; tests replace it to work without a scheduler.
         sleep: the pause between retries; tests replace it.
+        squash: which jobs may go out together (arrays); off by default.
     """
 
     name = "batch"
@@ -224,8 +227,10 @@ class BatchBackend(Backend):
         env: Mapping[str, str] | None = None,
         runner: Runner | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        squash: SquashPolicy | None = None,
     ) -> None:
         super().__init__()
+        self.squash = squash or SquashPolicy()
         self.work_dir = Path(work_dir) if work_dir else Path.home() / ".seqera" / "jobs"
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
@@ -412,16 +417,7 @@ class BatchBackend(Backend):
     # -- job directories and scripts -------------------------------------------------
 
     def _prepare(self, spec: JobSpec) -> JobFiles:
-        stem = _NOT_FILE_NAME.sub("_", spec.name)[:60] or "job"
-        directory = self.work_dir / f"{stem}.{uuid.uuid4().hex[:12]}"
-        directory.mkdir(parents=True)
-        base = Path(spec.workdir) if spec.workdir else directory
-        stdout = base / spec.stdout if spec.stdout else directory / "stdout"
-        stderr = base / spec.stderr if spec.stderr else directory / "stderr"
-        files = JobFiles(directory, directory / "job.sh", stdout, stderr)
-        files.script.write_text(job_script(spec, files))
-        files.script.chmod(0o700)
-        return files
+        return prepare_job(self.work_dir, spec)
 
     def _remember(self, native_id: str, directory: Path) -> None:
         self._dirs[native_id] = directory
@@ -446,6 +442,20 @@ class BatchBackend(Backend):
         with contextlib.suppress(OSError, ValueError):
             return int((directory / EXIT_FILE).read_text().strip())
         return None
+
+
+def prepare_job(work_dir: Path, spec: JobSpec) -> JobFiles:
+    """A new directory for ``spec`` under ``work_dir``, with its script written."""
+    stem = _NOT_FILE_NAME.sub("_", spec.name)[:60] or "job"
+    directory = work_dir / f"{stem}.{uuid.uuid4().hex[:12]}"
+    directory.mkdir(parents=True)
+    base = Path(spec.workdir) if spec.workdir else directory
+    stdout = base / spec.stdout if spec.stdout else directory / "stdout"
+    stderr = base / spec.stderr if spec.stderr else directory / "stderr"
+    files = JobFiles(directory, directory / "job.sh", stdout, stderr)
+    files.script.write_text(job_script(spec, files))
+    files.script.chmod(0o700)
+    return files
 
 
 def job_labels(spec: JobSpec) -> dict[str, str]:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import UsageError
+from ..squash import SquashMode, SquashPolicy
 from .base import Backend
 
 __all__ = ["BACKENDS", "open_backend"]
@@ -20,16 +21,27 @@ _FACTORIES: dict[str, tuple[str, str, Mapping[str, Any]]] = {
     "ecs": ("seqera_core.backends.ecs", "EcsBackend", {}),
 }
 BACKENDS = tuple(_FACTORIES)
+_BATCH = ("slurm", "pbs", "torque")
 
 
-def open_backend(name: str, **options: Any) -> Backend:
+def open_backend(name: str, *, squash: SquashPolicy | None = None, **options: Any) -> Backend:
     """A new backend called ``name`` built with ``options`` (its constructor's keywords).
 
+    ``squash`` puts jobs together on a batch scheduler: arrays, or squashed allocations
+    (then the backend returned wraps the scheduler's).
+
     Raises:
-        UsageError: the name is unknown, or the backend's module (or extra) is not installed.
+        UsageError: the name is unknown, the backend's module (or extra) is not
+            installed, or squashing was asked of a backend that is not a batch scheduler.
     """
     if name not in _FACTORIES:
         raise UsageError(f"backend: {name!r} is not one of {', '.join(BACKENDS)}")
+    policy = squash or SquashPolicy()
+    if policy.mode is not SquashMode.OFF and name not in _BATCH:
+        raise UsageError(
+            f"squash: {policy.mode.value!r} needs a batch scheduler ({', '.join(_BATCH)}); "
+            f"the {name} backend runs each job on its own (set squash to off)"
+        )
     module_name, class_name, fixed = _FACTORIES[name]
     try:
         module = importlib.import_module(module_name)
@@ -46,8 +58,15 @@ def open_backend(name: str, **options: Any) -> Backend:
         raise UsageError(f"backend {name!r} is not available: {module_name} has no {class_name}")
     if name == "ecs":
         return _ecs(module, options)
-    backend: Backend = factory(**fixed, **options)
-    return backend
+    if name not in _BATCH:
+        backend: Backend = factory(**fixed, **options)
+        return backend
+    batch = factory(**fixed, **options, squash=policy)
+    if policy.mode is SquashMode.SQUASH:
+        from ._squash import SquashBackend
+
+        return SquashBackend(batch, policy)
+    return batch  # type: ignore[no-any-return]
 
 
 def _ecs(module: Any, options: Mapping[str, Any]) -> Backend:
