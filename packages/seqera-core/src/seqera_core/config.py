@@ -65,6 +65,11 @@ KEYS: dict[str, str] = {
     "ecs.capacity_provider": "SEQERA_ECS_CAPACITY_PROVIDER",
     "ecs.max_spot_attempts": "SEQERA_ECS_MAX_SPOT_ATTEMPTS",
     "ecs.region": "SEQERA_ECS_REGION",
+    "squash.mode": "SEQERA_SQUASH_MODE",
+    "squash.max_jobs": "SEQERA_SQUASH_MAX_JOBS",
+    "squash.max_time": "SEQERA_SQUASH_MAX_TIME",
+    "squash.cpus": "SEQERA_SQUASH_CPUS",
+    "squash.key": "SEQERA_SQUASH_KEY",
 }
 _LISTS = ("ecs.subnets", "ecs.security_groups")
 _BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
@@ -185,7 +190,7 @@ def _check(key: str, value: Any, where: str) -> Any:
         return _list(key, value, where)
     if key == "ecs.assign_public_ip":
         return _boolean(key, value, where)
-    if key == "ecs.max_spot_attempts":
+    if key in ("ecs.max_spot_attempts", "squash.max_jobs", "squash.cpus"):
         return _count(key, value, where)
     return _text(key, value, where)
 

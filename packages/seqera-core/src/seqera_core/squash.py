@@ -17,6 +17,7 @@ import enum
 from collections.abc import Hashable, Mapping
 from typing import Any
 
+import attrs
 from attrs import field, frozen
 
 from .dialects.human import DURATION_FORMS, parse_duration
@@ -79,6 +80,18 @@ class SquashPolicy:
         """Whether jobs of one shape go out as one array call."""
         return self.mode is not SquashMode.OFF
 
+    def merged(self, overrides: Mapping[str, Any], where: str = "squash") -> SquashPolicy:
+        """This policy with the fields ``overrides`` sets (a config's ``squash.*`` keys)."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if not given:
+            return self
+        base = {"mode": self.mode.value, "max_jobs": self.max_jobs, "cpus": self.cpus}
+        base["key"] = self.key
+        parsed = SquashPolicy.parse({**base, **given}, where)
+        if "max_time" not in given:
+            parsed = attrs.evolve(parsed, max_time=self.max_time)
+        return parsed
+
     @classmethod
     def parse(cls, value: Any, where: str = "squash") -> SquashPolicy:
         """A policy from a platform definition's or a config's ``squash`` mapping.
@@ -114,6 +127,8 @@ def _whole_number(where: str, value: Any) -> Any:
     # YAML and JSON give 8.0 for 8; a fraction stays as it is for the validator to name.
     if isinstance(value, float) and value.is_integer():
         return int(value)
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        return int(value)  # from an environment variable
     return value
 
 

@@ -35,6 +35,7 @@ from seqera_core.errors import SeqeraError
 from seqera_core.labels import run_labels
 from seqera_core.pipeline import Prepared, prepare
 from seqera_core.resolvers import Resolver, close_all, configured
+from seqera_core.squash import SquashPolicy
 from seqera_core.units import format_bytes, format_seconds
 
 from .resources import job_request
@@ -75,6 +76,10 @@ def _config(settings: ExecutorSettings) -> Config:
         "ecs.capacity_provider": settings.ecs_capacity_provider,
         "ecs.logs_group": settings.ecs_log_group,
         "ecs.region": settings.ecs_region,
+        "squash.mode": settings.squash,
+        "squash.max_jobs": settings.squash_max_jobs,
+        "squash.max_time": settings.squash_max_time,
+        "squash.cpus": settings.squash_cpus,
     }
     return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
 
@@ -145,11 +150,16 @@ class Executor(RemoteExecutor):
             )
 
     def _open(self, name: str, settings: ExecutorSettings, config: Config) -> Backend:
+        # the platform's squash policy, with the settings' squash.* values over it
+        base = self._platform.squash if self._platform is not None else SquashPolicy()
+        policy = base.merged(config.section("squash"))
         if name == "local":
-            return open_backend(name, cpus=settings.local_cores, workdir=self._jobdir)
+            return open_backend(
+                name, cpus=settings.local_cores, workdir=self._jobdir, squash=policy
+            )
         if name == "ecs":
-            return open_backend(name, **config.section("ecs"))
-        return open_backend(name, work_dir=self._jobdir)
+            return open_backend(name, squash=policy, **config.section("ecs"))
+        return open_backend(name, work_dir=self._jobdir, squash=policy)
 
     # -- submission ------------------------------------------------------------------
 

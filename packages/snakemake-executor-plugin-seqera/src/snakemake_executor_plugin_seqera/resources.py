@@ -74,7 +74,8 @@ def job_request(
     request = translation.request
     warnings = list(suspicious(request))
     total = input_bytes(job.input)
-    changes: dict[str, Any] = {"input_bytes": total, "labels": task_labels(job)}
+    labels = {**request.labels, **task_labels(job)}
+    changes: dict[str, Any] = {"input_bytes": total, "labels": labels}
     if request.memory is None:
         changes["memory"] = default_memory(total)
     elif request.memory < RUNNER_MEMORY:

@@ -74,6 +74,30 @@ class ExecutorSettings(ExecutorSettingsBase):
         default=None,
         metadata=_setting("Cores the local backend shares between jobs (default: all)."),
     )
+    squash: Optional[str] = field(
+        default=None,
+        metadata=_setting(
+            "Put jobs together on slurm, pbs or torque: off (default), array (one "
+            "sbatch --array / qsub -J per batch of same-shape jobs) or squash (small "
+            "jobs with a runtime share allocations run by a launcher).",
+            choices=("off", "array", "squash"),
+        ),
+    )
+    squash_max_jobs: Optional[int] = field(
+        default=None,
+        metadata=_setting("Most jobs in one array call or squashed allocation (default 100)."),
+    )
+    squash_max_time: Optional[str] = field(
+        default=None,
+        metadata=_setting("Longest squashed allocation, e.g. 1h or 02:00:00 (default 1h)."),
+    )
+    squash_cpus: Optional[int] = field(
+        default=None,
+        metadata=_setting(
+            "Cores of a squashed allocation (default: the largest job's, so its jobs run "
+            "one after another)."
+        ),
+    )
     image: Optional[str] = field(
         default=None,
         metadata=_setting(

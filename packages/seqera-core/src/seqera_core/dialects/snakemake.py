@@ -42,7 +42,7 @@ READ_KEYS = frozenset(
         "mem", "mem_mb", "mem_mib", "disk", "disk_mb", "disk_mib", "runtime", "walltime",
         "threads", "_cores", "_nodes", "gpu", "gpus", "gpu_model", "nvidia_gpu",
         "slurm_partition", "slurm_account", "slurm_extra", "constraint", "qos",
-        "tmpdir", "machine_type",
+        "tmpdir", "machine_type", "squash_key",
     }
 )  # fmt: skip
 
@@ -171,6 +171,8 @@ def request_from_resources(
         process=rule,
         attempt=attempt,
         extra=extra,
+        # keeps unrelated jobs out of one squashed allocation (seqera_core.squash)
+        labels={"squash_key": str(get("squash_key"))} if get("squash_key") else {},
     )
     ignored = tuple(sorted(k for k in resources if k not in READ_KEYS))
     return Translation(request, ignored)
