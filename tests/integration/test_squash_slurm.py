@@ -1,0 +1,110 @@
+"""Squashed allocations on the real one-node Slurm: many jobs, few ``sbatch`` calls."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from seqera_core.backends import JobHandle, JobSpec, JobState, JobStatus, SquashBackend
+from seqera_core.backends._batch import RetryPolicy
+from seqera_core.backends.slurm import SlurmBackend
+from seqera_core.models import ResourceRequest
+from seqera_core.squash import SquashPolicy
+from seqera_core.units import MIB
+
+from .conftest import SlurmCluster
+
+pytestmark = pytest.mark.integration
+
+SMALL = ResourceRequest(cpus=1, memory=100 * MIB, time=60)
+
+
+@pytest.fixture
+def backend(slurm: SlurmCluster, tmp_path: Path) -> SquashBackend:
+    policy = SquashPolicy("squash", max_jobs=20, max_time=3600)
+    slurm_backend = SlurmBackend(work_dir=tmp_path / "jobs", retry=RetryPolicy(attempts=10))
+    return SquashBackend(slurm_backend, policy, idle=3)
+
+
+def wait(
+    backend: SquashBackend, handles: Sequence[JobHandle], limit: float = 180
+) -> list[JobStatus]:
+    deadline = time.monotonic() + limit
+    while True:
+        statuses = backend.poll(handles)
+        if all(s.state.finished for s in statuses):
+            return statuses
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not finished after {limit} s: {statuses}")
+        time.sleep(0.5)
+
+
+def counting(tmp_path: Path, name: str, code: int = 0, nap: float = 0) -> JobSpec:
+    """A job that appends its name to runs.log each time it starts."""
+    log = tmp_path / "runs.log"
+    script = f"echo {name} >> {log}; echo out-{name}; echo err-{name} >&2; sleep {nap}; exit {code}"
+    return JobSpec(name, ["sh", "-c", script], SMALL)
+
+
+def runs(tmp_path: Path) -> list[str]:
+    path = tmp_path / "runs.log"
+    return path.read_text().split() if path.exists() else []
+
+
+def test_jobs_share_one_allocation_and_end_alone(backend: SquashBackend, tmp_path: Path) -> None:
+    specs = [counting(tmp_path, f"j{i}", code=5 if i == 3 else 0) for i in range(12)]
+    specs.append(JobSpec("record", ["sh", "-c", "scontrol show job $SLURM_JOB_ID"], SMALL))
+    handles = backend.submit(specs)
+    assert backend.calls["sbatch"] == 1
+    statuses = wait(backend, handles)
+    assert statuses[3].state is JobState.FAILED and statuses[3].exit_code == 5
+    assert all(s.state is JobState.SUCCEEDED for n, s in enumerate(statuses) if n != 3)
+    assert backend.logs(handles[7]) == "out-j7\nerr-j7\n"
+    assert sorted(runs(tmp_path)) == sorted(f"j{i}" for i in range(12))
+    record = backend.logs(handles[-1])
+    # the allocation asked for the jobs' shape: 1 core, 100 MiB, and their summed time
+    assert re.search(r"\bNumCPUs=1\b", record), record
+    assert re.search(r"\bMinMemoryNode=100M\b", record), record
+    assert re.search(r"\bTimeLimit=00:14:00\b", record), record  # 13 x 60 s + 60 s
+    assert "JobName=squash-group1-alloc1" in record
+    assert all(s.wall_seconds is not None for s in statuses)
+
+
+def test_a_cancelled_allocation_reruns_exactly_its_unfinished_jobs(
+    backend: SquashBackend, tmp_path: Path
+) -> None:
+    specs = [counting(tmp_path, f"j{i}", nap=0 if i < 3 else 20) for i in range(5)]
+    handles = backend.submit(specs)
+    deadline = time.monotonic() + 120
+    while len(runs(tmp_path)) < 4:  # three quick ones done, a slow one running
+        assert time.monotonic() < deadline, backend.poll(handles)
+        backend.poll(handles)
+        time.sleep(0.5)
+    [allocation] = [a.handle for g in backend._groups.values() for a in g.live()]
+    assert allocation is not None
+    subprocess.run(["scancel", allocation.native_id], check=True)  # as a user or admin would
+    statuses = wait(backend, handles, limit=240)
+    assert all(s.state is JobState.SUCCEEDED for s in statuses), statuses
+    ran = runs(tmp_path)
+    assert all(ran.count(f"j{i}") == 1 for i in range(3)), ran  # finished: never again
+    assert ran.count("j3") == 2, ran  # interrupted: run again, once
+    assert backend.calls["sbatch"] == 2
+
+
+def test_cancelling_one_job_leaves_its_neighbours(backend: SquashBackend, tmp_path: Path) -> None:
+    sleeper = JobSpec("sleeper", ["sleep", "120"], SMALL)
+    handles = backend.submit([sleeper, counting(tmp_path, "neighbour", nap=3)])
+    deadline = time.monotonic() + 120
+    while backend.poll(handles)[0].state is not JobState.RUNNING:
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    backend.cancel(handles[:1])
+    statuses = wait(backend, handles)
+    assert statuses[0].state is JobState.CANCELLED
+    assert statuses[1].state is JobState.SUCCEEDED
+    assert backend.calls["scancel"] == 0  # the launcher killed it; the allocation lives on
