@@ -60,8 +60,21 @@ def _shims(directory: Path, log: Path) -> None:
         shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
 
 
-def _run(executor: str, jobs: int, base: Path, env: dict[str, str]) -> dict[str, object]:
-    workdir = base / executor
+# name -> (executor, its own arguments)
+VARIANTS: dict[str, tuple[str, list[str]]] = {
+    "seqera": ("seqera", ["--seqera-backend", "slurm"]),
+    "seqera-array": ("seqera", ["--seqera-backend", "slurm", "--seqera-squash", "array"]),
+    "seqera-squash": ("seqera", ["--seqera-backend", "slurm", "--seqera-squash", "squash"]),
+    # The cluster has no slurmdbd: sacct answers nothing, and the plugin would wait for
+    # ever. squeue keeps finished jobs for MinJobAge (300 s here).
+    "slurm": ("slurm", ["--slurm-status-command", "squeue"]),
+    "slurm-array": ("slurm", ["--slurm-status-command", "squeue", "--slurm-array-jobs", "all"]),
+}
+
+
+def _run(variant: str, jobs: int, base: Path, env: dict[str, str]) -> dict[str, object]:
+    executor, options = VARIANTS[variant]
+    workdir = base / variant
     workdir.mkdir()
     (workdir / "Snakefile").write_text(textwrap.dedent(SNAKEFILE.format(jobs=jobs)))
     log = workdir / "calls.log"
@@ -69,12 +82,7 @@ def _run(executor: str, jobs: int, base: Path, env: dict[str, str]) -> dict[str,
     _shims(workdir / "shims", log)
     env = {**env, "PATH": f"{workdir / 'shims'}:{env['PATH']}"}
     argv = [sys.executable, "-m", "snakemake", "--executor", executor, "--jobs", str(jobs)]
-    if executor == "seqera":
-        argv += ["--seqera-backend", "slurm"]
-    else:
-        # The cluster has no slurmdbd: sacct answers nothing, and the plugin would wait
-        # for ever. squeue keeps finished jobs for MinJobAge (300 s here).
-        argv += ["--slurm-status-command", "squeue"]
+    argv += options
     start = time.perf_counter()
     done = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
@@ -82,7 +90,7 @@ def _run(executor: str, jobs: int, base: Path, env: dict[str, str]) -> dict[str,
         print(done.stderr[-3000:], file=sys.stderr)
     calls = collections.Counter(log.read_text().split())
     finished = len(list((workdir / "out").glob("*.txt")))
-    return {"executor": executor, "ok": done.returncode == 0, "outputs": finished,
+    return {"executor": variant, "ok": done.returncode == 0, "outputs": finished,
             "wall s": round(wall, 1), **{c: calls.get(c, 0) for c in COMMANDS}}  # fmt: skip
 
 
@@ -105,7 +113,9 @@ def _default_conf(conf: str | None) -> Iterator[None]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=200)
-    parser.add_argument("--executors", default="seqera,slurm")
+    parser.add_argument(
+        "--executors", default="seqera,slurm", help=f"comma-separated: {', '.join(VARIANTS)}"
+    )
     parser.add_argument("--cpus", type=int, default=32)
     args = parser.parse_args(argv)
     rows = []

@@ -176,3 +176,37 @@ def test_no_room_left_means_a_new_allocation(local: LocalBackend, tmp_path: Path
     later = backend.submit([counting(tmp_path, "later")])
     wait(backend, first + later)
     assert local.calls["spawn"] == 2
+
+
+PROBE = """
+import os, sys
+import squash_probe
+print(squash_probe.IMPORTED_BY != os.getpid(), os.getcwd(), os.environ["GREETING"], sys.argv[1:])
+sys.exit(int(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("preload", [("squash_probe",), ()], ids=["fork", "new-process"])
+def test_preloaded_python_jobs_start_as_forks(
+    local: LocalBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, preload: tuple[str, ...]
+) -> None:
+    package = tmp_path / "modules" / "squash_probe"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("import os\nIMPORTED_BY = os.getpid()\n")
+    (package / "__main__.py").write_text(PROBE)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "modules"))
+    policy = SquashPolicy("squash", max_jobs=10, max_time=3600)
+    backend = SquashBackend(local, policy, work_dir=tmp_path, idle=2, preload=preload)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    specs = [
+        JobSpec(f"p{code}", [sys.executable, "-m", "squash_probe", str(code)], SMALL,
+                workdir=str(workdir), env={"GREETING": "hi"})
+        for code in (0, 3)
+    ]  # fmt: skip
+    statuses = wait(backend, backend.submit(specs))
+    assert [s.exit_code for s in statuses] == [0, 3]
+    assert statuses[1].state is JobState.FAILED
+    forked = "True" if preload else "False"
+    assert backend.logs(statuses[0].handle) == f"{forked} {workdir} hi ['0']\n"
+    assert all(s.peak_memory_bytes and s.wall_seconds is not None for s in statuses)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import shlex
 import uuid
 from collections.abc import AsyncGenerator, Sequence
 from importlib import metadata
@@ -27,6 +28,7 @@ from seqera_core.backends import (
     JobSpec,
     JobState,
     JobStatus,
+    SquashBackend,
     SubmitError,
     open_backend,
 )
@@ -84,6 +86,24 @@ def _config(settings: ExecutorSettings) -> Config:
     return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
 
 
+PRELOAD = ("snakemake.cli:get_argument_parser",)
+# Shell syntax that makes a job command more than one program's argv.
+_SHELL = frozenset({"&&", "||", ";", "|", "&", ">", ">>", "<", "(", ")"})
+
+
+def _command(text: str, *, squashed: bool) -> tuple[str, ...]:
+    """The job's argv: Snakemake's command line through a shell, or as the argv itself
+    where a squashed allocation can start it as a fork (``python -m snakemake ...``)."""
+    if squashed:
+        try:
+            argv = shlex.split(text)
+        except ValueError:
+            argv = []
+        if argv[1:3] == ["-m", "snakemake"] and not _SHELL & set(argv):
+            return tuple(argv)
+    return ("/bin/sh", "-c", text)
+
+
 def _snakemake_image() -> str:
     # The job runs this same Snakemake inside the container.
     try:
@@ -136,6 +156,7 @@ class Executor(RemoteExecutor):
         jobdir = settings.jobdir or Path(self.workflow.workdir_init) / ".snakemake" / "seqera"
         self._jobdir = Path(jobdir).absolute()
         self._backend = self._open(self._backend_name, settings, config)
+        self._squashed = isinstance(self._backend, SquashBackend)
         self._image = settings.image or _snakemake_image()
         if self._backend_name == "local":
             # A local poll is a look at this process's own table: no need to wait long.
@@ -159,7 +180,9 @@ class Executor(RemoteExecutor):
             )
         if name == "ecs":
             return open_backend(name, squash=policy, **config.section("ecs"))
-        return open_backend(name, work_dir=self._jobdir, squash=policy)
+        # In a squashed allocation every job is `python -m snakemake ...`: the launcher
+        # loads Snakemake and its plugins once and starts each job as a fork of itself.
+        return open_backend(name, work_dir=self._jobdir, squash=policy, preload=PRELOAD)
 
     # -- submission ------------------------------------------------------------------
 
@@ -228,7 +251,7 @@ class Executor(RemoteExecutor):
             request = attrs.evolve(request, container=request.container or self._image)
         return JobSpec(
             name=f"smk-{name}",
-            command=("/bin/sh", "-c", self.format_job_exec(job)),
+            command=_command(self.format_job_exec(job), squashed=self._squashed),
             request=request,
             workdir=str(Path(self.workflow.workdir_init).absolute()) if shared else None,
             env=self.envvars(),

@@ -53,6 +53,7 @@ __all__ = [
     "SchedulerError",
     "SubmitError",
     "from_wait_status",
+    "job_environment",
     "job_labels",
     "job_script",
     "prepare_job",
@@ -471,6 +472,14 @@ def _sh(value: str) -> str:
     return '"$__seqera_nl"'.join(shlex.quote(part) for part in value.split("\n"))
 
 
+def job_environment(spec: JobSpec) -> dict[str, str]:
+    """The variables a job's script exports: its labels (as the local backend sets them),
+    then its own environment."""
+    variables = {env_name(k): v for k, v in job_labels(spec).items()}
+    variables.update(spec.env)
+    return variables
+
+
 def job_script(spec: JobSpec, files: JobFiles) -> str:
     """The POSIX sh script for a job; every caller value is shell-quoted, none is in a comment."""
     if not spec.command:
@@ -483,10 +492,7 @@ def job_script(spec: JobSpec, files: JobFiles) -> str:
         "__seqera_nl='",
         "'",
     ]
-    labels = job_labels(spec).items()
-    variables = {env_name(k): v for k, v in labels}  # as the local backend sets them
-    variables.update(spec.env)
-    for name, value in variables.items():
+    for name, value in job_environment(spec).items():
         if not _ENV_NAME.fullmatch(name):
             raise ValueError(f"environment variable name {name!r} is not valid in a shell")
         lines.append(f"export {name}={_sh(value)}")

@@ -26,17 +26,28 @@ dies before writing its result.
 
 On SIGTERM (``scancel``, the allocation's time limit) running jobs are killed and left
 without a result: the backend resubmits exactly those.
+
+Preloading: ``allocation.json`` may name Python entry points (``module`` or
+``module:function``) to import, and call, once. A job whose entry carries ``fork``
+(``python -m MODULE ARGS`` of a preloaded package) then runs in a fork of the launcher
+instead of a new interpreter: a Snakemake job costs about 0.2 s of CPU that way instead
+of 3.7 s, nearly all of it interpreter start-up and plugin discovery (measured with
+Snakemake 9.27). The child sets up exactly what the job's script would (session, working
+directory, environment, outputs) and writes the exit-code file the same way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
+import runpy
 import signal
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +69,70 @@ def _read(path: Path) -> Any:
         return None
 
 
+def _preload(entries: list[str]) -> set[str]:
+    """Import (and call) each ``module[:function]``; the top-level packages that loaded."""
+    loaded = set()
+    for item in entries:
+        name, _, function = str(item).partition(":")
+        try:
+            module = importlib.import_module(name)
+            if function:
+                getattr(module, function)()
+        except Exception:  # jobs then start as new processes, as without a preload
+            print(f"seqera launcher: cannot preload {item}", file=sys.stderr)
+            traceback.print_exc()
+            continue
+        loaded.add(name.split(".")[0])
+    return loaded
+
+
+def _child(entry: dict[str, Any], fork: dict[str, Any]) -> None:
+    """In the forked child: become the job, as its script would, then exit with its code."""
+    code = 1
+    try:
+        os.setsid()  # its own session and process group, killed as a whole
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, signal.SIG_DFL)
+        _unblock_sigchld()
+        stdin = os.open(os.devnull, os.O_RDONLY)
+        out = os.open(entry["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        err = out
+        if entry["stderr"] != entry["stdout"]:
+            err = os.open(entry["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        for source, target in ((stdin, 0), (out, 1), (err, 2)):
+            os.dup2(source, target)
+        os.environ.update({str(k): str(v) for k, v in (fork.get("env") or {}).items()})
+        os.chdir(fork.get("cwd") or entry["dir"])
+        sys.argv = [str(fork["module"]), *map(str, fork.get("args") or [])]
+        try:
+            runpy.run_module(str(fork["module"]), run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as exc:
+            code = _exit_status(exc.code)
+        except BaseException:  # the job's own failure, reported as its exit code
+            traceback.print_exc()
+            code = 1
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        exit_file = Path(entry["dir"]) / "exitcode"
+        partial = exit_file.with_name("exitcode.part")
+        partial.write_text(f"{code}\n")
+        os.replace(partial, exit_file)
+    finally:
+        os._exit(code)
+
+
+def _exit_status(value: object) -> int:
+    # sys.exit(None) is 0, sys.exit(n) is n, sys.exit("message") prints it and is 1
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value & 0xFF
+    print(value, file=sys.stderr)
+    return 1
+
+
 def _unblock_sigchld() -> None:
     # exec keeps the signal mask: a job must not inherit the launcher's blocked SIGCHLD
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
@@ -71,9 +146,9 @@ def _exit_code(directory: Path) -> int | None:
 
 
 class _Running:
-    def __init__(self, entry: dict[str, Any], process: subprocess.Popen[bytes]) -> None:
+    def __init__(self, entry: dict[str, Any], pid: int) -> None:
         self.entry = entry
-        self.process = process
+        self.pid = pid
         self.started = time.time()
         self.term_at: float | None = None
         self.time_limit = False
@@ -95,6 +170,7 @@ class Launcher:
         self.deadline = self.start + float(spec.get("time", 3600))
         self.running: dict[int, _Running] = {}
         self.stopping = False
+        self.forkable = _preload(spec.get("preload") or [])
         (group / "claimed").mkdir(exist_ok=True)
 
     def run(self) -> int:
@@ -174,6 +250,13 @@ class Launcher:
             self._unclaim(entry)
             return  # a job that finished is never run again
         _write(directory / "claim", {"allocation": self.name, "started": time.time()})
+        fork = entry.get("fork")
+        if isinstance(fork, dict) and str(fork.get("module", "")).split(".")[0] in self.forkable:
+            pid = os.fork()
+            if pid == 0:
+                _child(entry, fork)  # never returns
+            self.running[pid] = _Running(entry, pid)
+            return
         with open(entry["stdout"], "wb") as out:
             err = out if entry["stderr"] == entry["stdout"] else open(entry["stderr"], "wb")  # noqa: SIM115
             try:
@@ -193,7 +276,8 @@ class Launcher:
             finally:
                 if err is not out:
                     err.close()
-        self.running[process.pid] = _Running(entry, process)
+        process.returncode = 0  # reaped by wait4 below, never by Popen
+        self.running[process.pid] = _Running(entry, process.pid)
 
     def _reap(self) -> None:
         while self.running:
@@ -206,7 +290,6 @@ class Launcher:
             job = self.running.pop(pid, None)
             if job is None:
                 continue
-            job.process.returncode = status  # Popen must not wait for it again
             wall = time.time() - job.started
             sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
             code = 128 + sig if sig else os.WEXITSTATUS(status)
@@ -244,15 +327,15 @@ class Launcher:
 
     def _signal(self, job: _Running, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(job.process.pid, signum)
+            os.killpg(job.pid, signum)
 
     def _kill_all(self) -> None:
         # The allocation is ending: running jobs get no result, so they are resubmitted.
         for job in self.running.values():
             self._signal(job, signal.SIGKILL)
-        for job in self.running.values():
+        for pid in self.running:
             with contextlib.suppress(ChildProcessError):
-                job.process.wait()
+                os.waitpid(pid, 0)
 
 
 def main(argv: list[str]) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import UsageError
@@ -24,11 +24,18 @@ BACKENDS = tuple(_FACTORIES)
 _BATCH = ("slurm", "pbs", "torque")
 
 
-def open_backend(name: str, *, squash: SquashPolicy | None = None, **options: Any) -> Backend:
+def open_backend(
+    name: str,
+    *,
+    squash: SquashPolicy | None = None,
+    preload: Sequence[str] = (),
+    **options: Any,
+) -> Backend:
     """A new backend called ``name`` built with ``options`` (its constructor's keywords).
 
     ``squash`` puts jobs together on a batch scheduler: arrays, or squashed allocations
-    (then the backend returned wraps the scheduler's).
+    (then the backend returned wraps the scheduler's, and ``preload`` names the Python
+    entry points its launchers load once, see :class:`SquashBackend`).
 
     Raises:
         UsageError: the name is unknown, the backend's module (or extra) is not
@@ -65,7 +72,7 @@ def open_backend(name: str, *, squash: SquashPolicy | None = None, **options: An
     if policy.mode is SquashMode.SQUASH:
         from ._squash import SquashBackend
 
-        return SquashBackend(batch, policy)
+        return SquashBackend(batch, policy, preload=preload)
     return batch  # type: ignore[no-any-return]
 
 

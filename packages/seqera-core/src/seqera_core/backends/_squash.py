@@ -46,7 +46,7 @@ from ..planner import schedule
 from ..squash import SquashMode, SquashPolicy, share_key
 from ..units import MIB
 from . import _launcher
-from ._batch import JobFiles, job_labels, prepare_job
+from ._batch import JobFiles, job_environment, job_labels, prepare_job
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = ["Decision", "SquashBackend"]
@@ -95,6 +95,7 @@ class _Job:
     cpus: float
     memory: int
     time: int
+    fork: dict[str, Any] | None = None
     planned: _Allocation | None = None
     losses: int = 0
     cancelled: bool = False
@@ -114,6 +115,7 @@ class _Job:
             "cpus": self.cpus,
             "memory": self.memory,
             "time": self.time,
+            "fork": self.fork,
         }
 
 
@@ -141,6 +143,9 @@ class SquashBackend(Backend):
         idle: seconds an allocation waits for new jobs before it ends.
         python: the interpreter the compute nodes run the launcher with.
         max_losses: how often a job may lose its allocation before it fails.
+        preload: Python entry points (``module`` or ``module:function``) each launcher
+            imports and calls once; a job whose command is ``python -m MODULE ...`` of
+            a preloaded package then starts as a fork of the launcher (see ``_launcher``).
     """
 
     def __init__(
@@ -152,6 +157,7 @@ class SquashBackend(Backend):
         idle: float = 30.0,
         python: str = sys.executable,
         max_losses: int = 3,
+        preload: Sequence[str] = (),
         clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__()
@@ -164,6 +170,8 @@ class SquashBackend(Backend):
         self.idle = idle
         self.python = python
         self.max_losses = max_losses
+        self.preload = tuple(preload)
+        self._forkable = {item.partition(":")[0].split(".")[0] for item in self.preload}
         self._clock = clock
         base = work_dir or getattr(inner, "work_dir", None) or Path.home() / ".seqera" / "jobs"
         self.work_dir = Path(base)
@@ -327,9 +335,26 @@ class SquashBackend(Backend):
         native_id = f"{self.root.name}.{key}"
         handle = JobHandle(self.name, native_id, spec.name, str(files.stdout), str(files.stderr))
         cpus, memory, limit = _shape(spec)
-        job = _Job(key, spec, files, handle, group, cpus, memory, limit)
+        job = _Job(key, spec, files, handle, group, cpus, memory, limit, self._fork(spec))
         self._jobs[native_id] = job
         return job
+
+    def _fork(self, spec: JobSpec) -> dict[str, Any] | None:
+        # python -m MODULE ARGS with this interpreter and a preloaded MODULE: what the
+        # job's script would set up, for the launcher's forked child to do instead
+        command = spec.command
+        if len(command) < 3 or command[1] != "-m" or not self._forkable:
+            return None
+        if os.path.realpath(command[0]) != os.path.realpath(self.python):
+            return None
+        if command[2].split(".")[0] not in self._forkable:
+            return None
+        return {
+            "module": command[2],
+            "args": list(command[3:]),
+            "cwd": spec.workdir,
+            "env": job_environment(spec),
+        }
 
     def _enqueue(self, job: _Job) -> None:
         path = job.group.directory / "queue" / f"{job.key}.json"
@@ -493,11 +518,9 @@ class SquashBackend(Backend):
         directory = group.directory / name
         directory.mkdir()
         allocation = _Allocation(name, group, directory, cpus, memory, limit)
-        (directory / "allocation.json").write_text(
-            json.dumps(
-                {"name": name, "cpus": cpus, "memory": memory, "time": limit, "idle": self.idle}
-            )
-        )
+        spec = {"name": name, "cpus": cpus, "memory": memory, "time": limit, "idle": self.idle}
+        spec["preload"] = list(self.preload)
+        (directory / "allocation.json").write_text(json.dumps(spec))
         group.allocations.append(allocation)
         for job in members:
             job.planned = allocation
