@@ -65,6 +65,11 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "seqera": ("seqera", ["--seqera-backend", "slurm"]),
     "seqera-array": ("seqera", ["--seqera-backend", "slurm", "--seqera-squash", "array"]),
     "seqera-squash": ("seqera", ["--seqera-backend", "slurm", "--seqera-squash", "squash"]),
+    # allocations of 4 cores: a quarter of the launchers, each taking 4 jobs at a time
+    "seqera-squash4": (
+        "seqera",
+        ["--seqera-backend", "slurm", "--seqera-squash", "squash", "--seqera-squash-cpus", "4"],
+    ),
     # The cluster has no slurmdbd: sacct answers nothing, and the plugin would wait for
     # ever. squeue keeps finished jobs for MinJobAge (300 s here).
     "slurm": ("slurm", ["--slurm-status-command", "squeue"]),

@@ -120,3 +120,71 @@ def test_an_impossible_rule_is_rejected_before_any_sbatch(tmp_path: Path, sbatch
     assert done.returncode != 0
     assert "not submitted, no queue can run it: memory 18.63 GiB exceeds" in done.stderr
     assert sbatch_log.read_text() == ""
+
+
+WIDE = """
+rule all:
+    input: expand("out/{i}.txt", i=range(40))
+
+rule wide:
+    output: "out/{i}.txt"
+    resources: mem_mb=300, runtime=2
+    shell: "test {wildcards.i} != 13 && echo {wildcards.i} > {output}"
+"""
+
+
+@pytest.mark.parametrize("mode", ["array", "squash"])
+def test_a_wide_workflow_with_one_failure_never_stalls(
+    tmp_path: Path, sbatch_log: Path, mode: str
+) -> None:
+    # Far more ready jobs than --jobs: the Slurm plugin's array mode is known to leak job
+    # slots here and hang. One job fails; its neighbours must not.
+    workdir = tmp_path / "wf"
+    workdir.mkdir()
+    (workdir / "Snakefile").write_text(textwrap.dedent(WIDE))
+    done = _snakemake(workdir, sbatch_log.parent / "shims", "--seqera-squash", mode,
+                      "--keep-going", "--jobs", "6")  # fmt: skip
+    assert done.returncode != 0
+    outputs = sorted(int(p.stem) for p in (workdir / "out").glob("*.txt"))
+    assert outputs == [i for i in range(40) if i != 13], done.stderr[-3000:]
+    assert re.search(r"Error in rule wide:.*?output: out/13\.txt", done.stderr, re.S), done.stderr[
+        -3000:
+    ]
+    calls = len(sbatch_log.read_text().splitlines())
+    assert calls <= (4 if mode == "squash" else 20), sbatch_log.read_text()
+
+
+GROUPED = """
+rule all:
+    input: expand("b/{i}.txt", i=range(3)), expand("solo/{i}.txt", i=range(6))
+
+rule a:
+    output: "a/{i}.txt"
+    group: "pair"
+    resources: mem_mb=300, runtime=2
+    shell: "echo a > {output}"
+
+rule b:
+    input: "a/{i}.txt"
+    output: "b/{i}.txt"
+    group: "pair"
+    resources: mem_mb=300, runtime=2
+    shell: "cat {input} > {output}; echo b >> {output}"
+
+rule solo:
+    output: "solo/{i}.txt"
+    resources: mem_mb=300, runtime=2
+    shell: "echo $SLURM_JOB_ID > {output}"
+"""
+
+
+def test_group_jobs_keep_working_beside_squashed_jobs(tmp_path: Path, sbatch_log: Path) -> None:
+    workdir = tmp_path / "wf"
+    workdir.mkdir()
+    (workdir / "Snakefile").write_text(textwrap.dedent(GROUPED))
+    done = _snakemake(workdir, sbatch_log.parent / "shims", "--seqera-squash", "squash")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert all((workdir / f"b/{i}.txt").read_text() == "a\nb\n" for i in range(3))
+    allocations = {(workdir / f"solo/{i}.txt").read_text() for i in range(6)}
+    assert len(allocations) < 6  # the solo jobs shared allocations
+    assert len(sbatch_log.read_text().splitlines()) < 9
