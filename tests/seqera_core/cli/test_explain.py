@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -162,3 +163,26 @@ def test_ecs_instance_comes_from_an_ecs_platform(capsys: pytest.CaptureFixture[s
         _json(capsys, "--engine", "nextflow", "--cpus", "2", "--backend", "slurm")["instance"]
         is None
     )
+
+
+def test_squash_says_what_would_share_and_why(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = ["--engine", "snakemake", "--set", "mem_mb=300", "--backend", "slurm"]
+    squashed = _json(capsys, *base, "--set", "runtime=5", "--squash", "squash")["squash"]
+    assert isinstance(squashed, dict) and squashed["how"] == "squash"
+    alone = _json(capsys, *base, "--squash", "squash")["squash"]
+    assert isinstance(alone, dict) and alone["how"] == "alone"
+    assert "no time limit" in alone["why"]
+    assert _json(capsys, *base)["squash"] is None  # off unless asked for
+    # the platform's policy applies when no flag or setting overrides it
+    platform = tmp_path / "site.yaml"
+    platform.write_text(
+        "scheduler: slurm\nqueues: {main: {max_cpus: 8}}\nsquash: {mode: squash, max_time: 10m}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    long = _json(capsys, *base, "--set", "runtime=30", "--platform", str(platform))["squash"]
+    assert isinstance(long, dict) and long["how"] == "alone"
+    assert "squash.max_time (600 s)" in long["why"]
+    assert main(["explain", *base, "--set", "runtime=5", "--squash", "array"]) == 0
+    assert "array: goes out as one element of an array" in capsys.readouterr().out

@@ -24,7 +24,11 @@ from .dialects.human import DURATION_FORMS, parse_duration
 from .errors import ResourceError
 from .models import ResourceRequest
 
-__all__ = ["SquashMode", "SquashPolicy", "array_key", "share_key"]
+__all__ = ["SLACK", "SquashMode", "SquashPolicy", "array_key", "share_key", "unsquashable"]
+
+# What a squashed allocation asks for beyond its jobs' summed time: the launcher's
+# start-up and the margin it keeps before the allocation's end.
+SLACK = 60
 
 
 class SquashMode(enum.Enum):
@@ -130,6 +134,25 @@ def _whole_number(where: str, value: Any) -> Any:
     if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         return int(value)  # from an environment variable
     return value
+
+
+def unsquashable(request: ResourceRequest, policy: SquashPolicy) -> str | None:
+    """Why a job with ``request`` runs as its own scheduler job, or None if it can share."""
+    if request.time is None:
+        return "it has no time limit, so whether it fits an allocation is unknown"
+    if request.time + SLACK > policy.max_time:
+        return (
+            f"its time limit ({request.time} s) and the launcher's margin ({SLACK} s) "
+            f"exceed squash.max_time ({policy.max_time} s)"
+        )
+    if request.accelerator is not None:
+        return "it asks for GPUs"
+    if request.machine_type is not None:
+        return "it names a machine type"
+    cpus = request.cpus or 1.0
+    if policy.cpus is not None and cpus > policy.cpus:
+        return f"it asks for {cpus:g} cores, more than squash.cpus ({policy.cpus})"
+    return None
 
 
 def _key_value(request: ResourceRequest, labels: Mapping[str, str], key: str) -> str | None:

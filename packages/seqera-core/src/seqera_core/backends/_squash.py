@@ -43,17 +43,13 @@ from ..catalogue import Catalogue, InstanceType
 from ..models import ResourceRequest
 from ..planner import Job as PlannedJob
 from ..planner import schedule
-from ..squash import SquashMode, SquashPolicy, share_key
+from ..squash import SLACK, SquashMode, SquashPolicy, share_key, unsquashable
 from ..units import MIB
 from . import _launcher
 from ._batch import JobFiles, job_environment, job_labels, prepare_job
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = ["Decision", "SquashBackend"]
-
-# The launcher starts a job only if it ends this long before the allocation (its _MARGIN),
-# and the allocation needs a moment to start the launcher itself.
-_SLACK = 60
 
 
 @frozen
@@ -185,22 +181,7 @@ class SquashBackend(Backend):
 
     def unsquashable(self, spec: JobSpec) -> str | None:
         """Why ``spec`` runs as its own scheduler job, or None when it can be squashed."""
-        request = spec.request
-        if request.time is None:
-            return "it has no time limit, so whether it fits an allocation is unknown"
-        if request.time + _SLACK > self.policy.max_time:
-            return (
-                f"its time limit ({request.time} s) and the launcher's margin ({_SLACK} s) "
-                f"exceed squash.max_time ({self.policy.max_time} s)"
-            )
-        if request.accelerator is not None:
-            return "it asks for GPUs"
-        if request.machine_type is not None:
-            return "it names a machine type"
-        cpus = request.cpus or 1.0
-        if self.policy.cpus is not None and cpus > self.policy.cpus:
-            return f"it asks for {cpus:g} cores, more than squash.cpus ({self.policy.cpus})"
-        return None
+        return unsquashable(spec.request, self.policy)
 
     def explain(self, specs: Sequence[JobSpec]) -> list[Decision]:
         """What :meth:`submit` would do with ``specs`` on an empty cluster (a dry run)."""
@@ -496,7 +477,7 @@ class SquashBackend(Backend):
         memory = math.ceil(per_core * cpus / MIB) * MIB
         memory = max(memory, max(m for _, m, _ in shapes))
         work = sum(c * t for c, _, t in shapes)
-        limit = max(max(t for _, _, t in shapes), math.ceil(work / cpus)) + _SLACK
+        limit = max(max(t for _, _, t in shapes), math.ceil(work / cpus)) + SLACK
         return cpus, memory, min(self.policy.max_time, math.ceil(limit / 60) * 60)
 
     def _pack(self, shapes: Sequence[tuple[float, int, int]]) -> list[list[int]]:
@@ -504,7 +485,7 @@ class SquashBackend(Backend):
         if not shapes:
             return []
         cpus, memory, _ = self._allocation_size(shapes)
-        span = self.policy.max_time - _SLACK
+        span = self.policy.max_time - SLACK
         # Dimensions: cpu-seconds, byte-seconds and (in the planner's GPU slot) one per job.
         kind = InstanceType("allocation", cpus * span, memory * span, 1.0, self.policy.max_jobs)
         jobs = [PlannedJob(str(n), c * t, max(1, m * t), 1) for n, (c, m, t) in enumerate(shapes)]

@@ -17,6 +17,7 @@ from ..pipeline import prepare
 from ..planner import Job, required_type
 from ..platforms import Platform, ValidationReport
 from ..resolvers import close_all, configured
+from ..squash import SquashMode, SquashPolicy, unsquashable
 from ..units import format_bytes, format_seconds
 from ._args import key_value, settings
 
@@ -29,6 +30,7 @@ __all__ = [
     "platform_lines",
     "report_document",
     "run",
+    "squash_decision",
     "values_text",
 ]
 
@@ -51,6 +53,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     explain.add_argument(
         "--label", action="append", default=[], metavar="KEY=VALUE", help="a run label"
+    )
+    explain.add_argument(
+        "--squash",
+        choices=[m.value for m in SquashMode],
+        help="whether the job would share an array or allocation (default: platform, config)",
     )
     explain.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -177,7 +184,12 @@ def run(args: argparse.Namespace) -> int:
     values = declared(args)
     translation = translate(args.engine, values, process=args.process)
     flags = dict(key_value("--label", text) for text in args.label)
-    config = settings(backend=args.backend, platform=args.platform, labels=flags or None)
+    config = settings(
+        backend=args.backend,
+        platform=args.platform,
+        labels=flags or None,
+        **{"squash.mode": getattr(args, "squash", None)},
+    )
     path = config.get("platform")
     platform = platforms.load(path) if path else None
     backend = config.get("backend")
@@ -203,6 +215,8 @@ def run(args: argparse.Namespace) -> int:
     labels = _label_form(backend, dict(prepared.labels))
     instance = ecs_instance(request, platform) if backend == "ecs" else None
     resolver = prepared.resolution.resolver if prepared.resolution else None
+    policy = (platform.squash if platform else SquashPolicy()).merged(config.section("squash"))
+    together = squash_decision(backend, request, dict(prepared.labels), policy)
     messages = {
         "capped": list(prepared.notes),
         "note": list(result.notes),
@@ -223,6 +237,7 @@ def run(args: argparse.Namespace) -> int:
             "capped": messages["capped"],
             "notes": messages["note"],
             "warnings": messages["warning"],
+            "squash": together,
         }
         print(json.dumps(document, indent=2, sort_keys=True))
     else:
@@ -233,9 +248,37 @@ def run(args: argparse.Namespace) -> int:
             print(f"labels: {labels if isinstance(labels, str) else json.dumps(labels)}")
         if instance is not None:
             print(f"instance: {instance['type']} at {instance['hourly_price']:.4f} per hour")
+        if together is not None:
+            print(f"{together['how']}: {together['why']}")
         if report is not None:
             print("\n".join(platform_lines(report)))
     return 0 if prepared.ok else 2
+
+
+def squash_decision(
+    backend: str, request: ResourceRequest, labels: dict[str, str], policy: SquashPolicy
+) -> dict[str, str] | None:
+    """Whether the job would share an array call or an allocation, and why (None: off)."""
+    if policy.mode is SquashMode.OFF or backend not in ("slurm", "pbs", "torque"):
+        return None
+    key = labels.get(policy.key) or request.labels.get(policy.key)
+    keyed = f" and {policy.key}={key}" if key else ""
+    alike = f"queue, account, container and options{keyed}"
+    array = (
+        f"goes out as one element of an array with the jobs of the same resources, {alike} "
+        f"that are ready with it (at most {policy.max_jobs} per call)"
+    )
+    if policy.mode is SquashMode.ARRAY:
+        return {"how": "array", "why": array}
+    why = unsquashable(request, policy)
+    if why is not None:
+        return {"how": "alone", "why": f"not squashed: {why}; it {array}"}
+    return {
+        "how": "squash",
+        "why": f"shares an allocation (at most {policy.max_jobs} jobs, "
+        f"{format_seconds(policy.max_time)}) with the jobs of the same {alike}; "
+        "a launcher inside it starts the job when cores, memory and time allow",
+    }
 
 
 def values_text(request: ResourceRequest) -> str:
