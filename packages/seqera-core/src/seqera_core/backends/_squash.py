@@ -49,7 +49,7 @@ from . import _launcher
 from ._batch import JobFiles, job_environment, job_labels, prepare_job
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
-__all__ = ["Decision", "SquashBackend"]
+__all__ = ["Decision", "SquashBackend", "allocation_size", "explain", "pack"]
 
 
 @frozen
@@ -185,30 +185,7 @@ class SquashBackend(Backend):
 
     def explain(self, specs: Sequence[JobSpec]) -> list[Decision]:
         """What :meth:`submit` would do with ``specs`` on an empty cluster (a dry run)."""
-        decisions: dict[int, Decision] = {}
-        groups: dict[Hashable, list[tuple[int, JobSpec]]] = {}
-        for n, spec in enumerate(specs):
-            why = self.unsquashable(spec)
-            if why is not None:
-                decisions[n] = Decision(spec.name, "alone", why)
-                continue
-            key = share_key(spec.request, job_labels(spec), self.policy)
-            groups.setdefault(key, []).append((n, spec))
-        allocation = 0
-        for members in groups.values():
-            shapes = [_shape(spec) for _, spec in members]
-            for placed in self._pack(shapes):
-                allocation += 1
-                cpus, memory, limit = self._allocation_size([shapes[i] for i in placed])
-                for i in placed:
-                    n, spec = members[i]
-                    why = (
-                        f"shares allocation {allocation} ({cpus} cores, {memory // MIB} MiB, "
-                        f"{limit} s) with {len(placed) - 1} other job(s) of the same "
-                        "queue, account, container, options and squash key"
-                    )
-                    decisions[n] = Decision(spec.name, "squash", why, allocation)
-        return [decisions[n] for n in range(len(specs))]
+        return explain(specs, self.policy)
 
     # -- the Backend contract ----------------------------------------------------------
 
@@ -449,7 +426,7 @@ class SquashBackend(Backend):
         for members in excess.values():
             group = members[0].group
             shapes = [(j.cpus, j.memory, j.time) for j in members]
-            for placed_jobs in self._pack(shapes):
+            for placed_jobs in pack(self.policy, shapes):
                 allocation = self._new_allocation(group, [members[i] for i in placed_jobs])
                 new.append(allocation)
         if new:
@@ -468,33 +445,10 @@ class SquashBackend(Backend):
         work = allocation.cpus * max(remaining, 0.0) - sum(j.work for j in planned)
         return work, self.policy.max_jobs - len(planned), remaining
 
-    def _allocation_size(self, shapes: Sequence[tuple[float, int, int]]) -> tuple[int, int, int]:
-        """Cores, memory and time limit of an allocation for jobs of these shapes."""
-        largest = max(math.ceil(c) for c, _, _ in shapes)
-        cpus = self.policy.cpus if self.policy.cpus is not None else largest
-        # as much memory per core as the hungriest job, so every job fits at any moment
-        per_core = max(m / c for c, m, _ in shapes)
-        memory = math.ceil(per_core * cpus / MIB) * MIB
-        memory = max(memory, max(m for _, m, _ in shapes))
-        work = sum(c * t for c, _, t in shapes)
-        limit = max(max(t for _, _, t in shapes), math.ceil(work / cpus)) + SLACK
-        return cpus, memory, min(self.policy.max_time, math.ceil(limit / 60) * 60)
-
-    def _pack(self, shapes: Sequence[tuple[float, int, int]]) -> list[list[int]]:
-        """Which of the jobs go together, by the planner: a list of indices per allocation."""
-        if not shapes:
-            return []
-        cpus, memory, _ = self._allocation_size(shapes)
-        span = self.policy.max_time - SLACK
-        # Dimensions: cpu-seconds, byte-seconds and (in the planner's GPU slot) one per job.
-        kind = InstanceType("allocation", cpus * span, memory * span, 1.0, self.policy.max_jobs)
-        jobs = [PlannedJob(str(n), c * t, max(1, m * t), 1) for n, (c, m, t) in enumerate(shapes)]
-        plan = schedule(Catalogue((kind,)), jobs)
-        packed = [sorted(int(j.name) for j in instance.jobs) for instance in plan.instances]
-        return sorted(packed)
-
     def _new_allocation(self, group: _Group, members: Sequence[_Job]) -> _Allocation:
-        cpus, memory, limit = self._allocation_size([(j.cpus, j.memory, j.time) for j in members])
+        cpus, memory, limit = allocation_size(
+            self.policy, [(j.cpus, j.memory, j.time) for j in members]
+        )
         name = f"alloc{len(group.allocations) + 1}"
         directory = group.directory / name
         directory.mkdir()
@@ -535,6 +489,62 @@ class SquashBackend(Backend):
             self._launcher = self.root / "launcher.py"
             shutil.copyfile(_launcher.__file__, self._launcher)
         return self._launcher
+
+
+def explain(specs: Sequence[JobSpec], policy: SquashPolicy) -> list[Decision]:
+    """What a :class:`SquashBackend` would do with ``specs`` on an empty cluster."""
+    decisions: dict[int, Decision] = {}
+    groups: dict[Hashable, list[tuple[int, JobSpec]]] = {}
+    for n, spec in enumerate(specs):
+        why = unsquashable(spec.request, policy)
+        if why is not None:
+            decisions[n] = Decision(spec.name, "alone", why)
+            continue
+        key = share_key(spec.request, job_labels(spec), policy)
+        groups.setdefault(key, []).append((n, spec))
+    allocation = 0
+    for members in groups.values():
+        shapes = [_shape(spec) for _, spec in members]
+        for placed in pack(policy, shapes):
+            allocation += 1
+            cpus, memory, limit = allocation_size(policy, [shapes[i] for i in placed])
+            for i in placed:
+                n, spec = members[i]
+                why = (
+                    f"shares allocation {allocation} ({cpus} cores, {memory // MIB} MiB, "
+                    f"{limit} s) with {len(placed) - 1} other job(s) of the same "
+                    "queue, account, container, options and squash key"
+                )
+                decisions[n] = Decision(spec.name, "squash", why, allocation)
+    return [decisions[n] for n in range(len(specs))]
+
+
+def allocation_size(
+    policy: SquashPolicy, shapes: Sequence[tuple[float, int, int]]
+) -> tuple[int, int, int]:
+    """Cores, memory and time limit of an allocation for jobs of these shapes."""
+    largest = max(math.ceil(c) for c, _, _ in shapes)
+    cpus = policy.cpus if policy.cpus is not None else largest
+    # as much memory per core as the hungriest job, so every job fits at any moment
+    per_core = max(m / c for c, m, _ in shapes)
+    memory = math.ceil(per_core * cpus / MIB) * MIB
+    memory = max(memory, max(m for _, m, _ in shapes))
+    work = sum(c * t for c, _, t in shapes)
+    limit = max(max(t for _, _, t in shapes), math.ceil(work / cpus)) + SLACK
+    return cpus, memory, min(policy.max_time, math.ceil(limit / 60) * 60)
+
+
+def pack(policy: SquashPolicy, shapes: Sequence[tuple[float, int, int]]) -> list[list[int]]:
+    """Which jobs go together, by the planner: the job indices of each allocation."""
+    if not shapes:
+        return []
+    cpus, memory, _ = allocation_size(policy, shapes)
+    span = policy.max_time - SLACK
+    # Dimensions: cpu-seconds, byte-seconds and (in the planner's GPU slot) one per job.
+    kind = InstanceType("allocation", cpus * span, memory * span, 1.0, policy.max_jobs)
+    jobs = [PlannedJob(str(n), c * t, max(1, m * t), 1) for n, (c, m, t) in enumerate(shapes)]
+    plan = schedule(Catalogue((kind,)), jobs)
+    return sorted(sorted(int(j.name) for j in instance.jobs) for instance in plan.instances)
 
 
 def _shape(spec: JobSpec) -> tuple[float, int, int]:

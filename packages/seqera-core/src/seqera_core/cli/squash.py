@@ -1,0 +1,153 @@
+"""``seqera squash``: a dry run of job squashing, which jobs would share an allocation and why.
+
+JOBS.json is a list of jobs::
+
+    [{"name": "trim-1", "cpus": 1, "memory": "300 MB", "time": "5m"},
+     {"name": "align-1", "cpus": 4, "memory": "16 GiB", "time": "2h", "account": "lab"},
+     {"name": "call-1", "memory": "2 GB", "time": "10m", "squash_key": "sample-1"}]
+
+``memory`` is a size with a unit, ``time`` a duration (``90m``, ``01:30:00``); ``cpus``
+(default 1), ``queue``, ``account`` and ``squash_key`` are optional. The policy is the
+platform's ``squash:`` section with seqera config's ``squash.*`` keys and the flags over it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import platforms
+from ..backends._squash import Decision, allocation_size, explain
+from ..backends.base import JobSpec
+from ..dialects.human import parse_duration, parse_size
+from ..errors import ResourceError
+from ..models import ResourceRequest
+from ..squash import SquashMode, SquashPolicy
+from ..units import format_bytes, format_seconds
+from ._args import settings
+
+__all__ = ["add_parser", "parse_jobs", "run"]
+
+_KEYS = ("name", "cpus", "memory", "time", "queue", "account", "squash_key")
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``seqera squash``."""
+    parser = commands.add_parser(
+        "squash",
+        help="dry run: which jobs would share a squashed allocation on Slurm or PBS, and why",
+        description=(
+            "Show what squashing would do with a list of jobs: the allocations (cores, "
+            "memory, time limit) and the jobs in each, and every job that would run alone "
+            "with the reason. JOBS.json is a list of {name, memory, time, cpus?, queue?, "
+            "account?, squash_key?}."
+        ),
+    )
+    parser.set_defaults(run=run)
+    parser.add_argument("jobs", metavar="JOBS.json", help="the jobs")
+    parser.add_argument("--platform", metavar="FILE", help="a platform with a squash: section")
+    parser.add_argument("--max-jobs", type=int, metavar="N", help="most jobs per allocation")
+    parser.add_argument("--max-time", metavar="DURATION", help="longest allocation, e.g. 1h")
+    parser.add_argument("--cpus", type=int, metavar="N", help="cores of an allocation")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _text(where: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ResourceError(where, value, "a non-empty string")
+    return value
+
+
+def _job(where: str, value: Any) -> JobSpec:
+    if not isinstance(value, Mapping):
+        raise ResourceError(where, value, "an object with name, memory and time")
+    unknown = sorted(map(str, set(value) - set(_KEYS)))
+    if unknown:
+        raise ResourceError(f"{where}.{unknown[0]}", value[unknown[0]], ", ".join(_KEYS))
+    for key in ("name", "memory", "time"):
+        if key not in value:
+            raise ResourceError(f"{where}.{key}", None, f"a value for {key} (it is required)")
+    name = _text(f"{where}.name", value["name"])
+    for field in ("memory", "time"):
+        if not isinstance(value[field], str):
+            raise ResourceError(f"{where}.{field}", value[field], "a string with a unit")
+    squash_key = _text(f"{where}.squash_key", value.get("squash_key"))
+    request = ResourceRequest(
+        cpus=value.get("cpus", 1),
+        memory=parse_size(value["memory"], f"{where}.memory"),
+        time=parse_duration(value["time"], f"{where}.time"),
+        queue=_text(f"{where}.queue", value.get("queue")),
+        account=_text(f"{where}.account", value.get("account")),
+        labels={"squash_key": squash_key} if squash_key else {},
+    )
+    return JobSpec(str(name), ["true"], request)
+
+
+def parse_jobs(document: Any, source: str = "<memory>") -> list[JobSpec]:
+    """Jobs from a decoded JOBS.json (see the module's docstring)."""
+    if not isinstance(document, list):
+        raise ResourceError(source, type(document).__name__, "a JSON list of jobs")
+    return [_job(f"{source}: jobs[{n}]", value) for n, value in enumerate(document)]
+
+
+def _policy(args: argparse.Namespace) -> SquashPolicy:
+    config = settings(platform=args.platform)
+    path = config.get("platform")
+    base = platforms.load(path).squash if path else SquashPolicy()
+    flags = {"max_jobs": args.max_jobs, "max_time": args.max_time, "cpus": args.cpus}
+    policy = base.merged({**config.section("squash"), **flags}, "squash")
+    if policy.mode is not SquashMode.SQUASH:  # this command is about squashing
+        policy = policy.merged({"mode": "squash"})
+    return policy
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the allocations and the jobs that run alone."""
+    try:
+        document = json.loads(Path(args.jobs).read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResourceError("JOBS.json", args.jobs, f"a readable JSON file ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise ResourceError(f"{args.jobs}: line {exc.lineno}", exc.msg, "valid JSON") from None
+    specs = parse_jobs(document, args.jobs)
+    policy = _policy(args)
+    decisions = explain(specs, policy)
+    allocations = _allocations(specs, decisions, policy)
+    alone = [{"job": d.job, "why": d.why} for d in decisions if d.how == "alone"]
+    if args.json:
+        print(json.dumps({"allocations": allocations, "alone": alone}, indent=2))
+        return 0
+    for a in allocations:
+        print(
+            f"allocation {a['allocation']}: {a['cpus']} cores, {format_bytes(a['memory'])}, "
+            f"{format_seconds(a['time'])}: {len(a['jobs'])} jobs ({', '.join(a['jobs'])})"
+        )
+    for entry in alone:
+        print(f"alone: {entry['job']}: {entry['why']}")
+    print(
+        f"{len(specs)} jobs: {len(allocations)} allocations and {len(alone)} jobs on their "
+        f"own; squash: at most {policy.max_jobs} jobs and {format_seconds(policy.max_time)} "
+        "per allocation"
+    )
+    return 0
+
+
+def _allocations(
+    specs: list[JobSpec], decisions: list[Decision], policy: SquashPolicy
+) -> list[dict[str, Any]]:
+    members: dict[int, list[JobSpec]] = {}
+    for spec, decision in zip(specs, decisions, strict=True):
+        if decision.allocation is not None:
+            members.setdefault(decision.allocation, []).append(spec)
+    result = []
+    for number, jobs in sorted(members.items()):
+        shapes = [(j.request.cpus or 1.0, j.request.memory or 1, j.request.time or 0) for j in jobs]
+        cpus, memory, limit = allocation_size(policy, shapes)
+        entry = {"allocation": number, "cpus": cpus, "memory": memory, "time": limit}
+        result.append({**entry, "jobs": [j.name for j in jobs]})
+    return result
