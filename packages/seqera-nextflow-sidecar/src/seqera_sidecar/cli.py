@@ -9,7 +9,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from seqera_core.backends import BACKENDS, Backend, open_backend
+from seqera_core import platforms
+from seqera_core.backends import BACKENDS, Backend, open_backend, squash_policy
 from seqera_core.config import load_config
 from seqera_core.dialects.nextflow import request_from_directives
 from seqera_core.errors import SeqeraError, UsageError
@@ -47,10 +48,12 @@ def _loopback(host: str) -> bool:
 def _backend(name: str, jobs: Path) -> Backend:
     if name == "local":
         return open_backend(name, workdir=jobs)
+    config = load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home())
     if name == "ecs":
-        config = load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home())
         return open_backend(name, **config.section("ecs"))
-    return open_backend(name, work_dir=jobs)
+    # arrays or squashed allocations when seqera config asks (squash.* / $SEQERA_SQUASH_*)
+    platform = platforms.load(config.get("platform")) if config.get("platform") else None
+    return open_backend(name, work_dir=jobs, squash=squash_policy(config, platform))
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -31,13 +31,13 @@ from seqera_core.backends import (
     SquashBackend,
     SubmitError,
     open_backend,
+    squash_policy,
 )
 from seqera_core.config import Config, load_config
 from seqera_core.errors import SeqeraError
 from seqera_core.labels import run_labels
 from seqera_core.pipeline import Prepared, prepare
 from seqera_core.resolvers import Resolver, close_all, configured
-from seqera_core.squash import SquashPolicy
 from seqera_core.units import format_bytes, format_seconds
 
 from .resources import job_request
@@ -171,9 +171,7 @@ class Executor(RemoteExecutor):
             )
 
     def _open(self, name: str, settings: ExecutorSettings, config: Config) -> Backend:
-        # the platform's squash policy, with the settings' squash.* values over it
-        base = self._platform.squash if self._platform is not None else SquashPolicy()
-        policy = base.merged(config.section("squash"))
+        policy = squash_policy(config, self._platform)  # with --seqera-squash* over it
         if name == "local":
             return open_backend(
                 name, cpus=settings.local_cores, workdir=self._jobdir, squash=policy

@@ -2,7 +2,7 @@
 and squashed allocations on a batch scheduler."""
 
 from ._batch import BatchBackend, RetryPolicy, SchedulerError, SubmitError
-from ._open import BACKENDS, open_backend
+from ._open import BACKENDS, open_backend, squash_policy
 from ._squash import Decision, SquashBackend
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from .local import LocalBackend
@@ -26,4 +26,5 @@ __all__ = [
     "SquashBackend",
     "SubmitError",
     "open_backend",
+    "squash_policy",
 ]

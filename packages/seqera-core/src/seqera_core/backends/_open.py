@@ -6,11 +6,13 @@ import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..config import Config
 from ..errors import UsageError
+from ..platforms import Platform
 from ..squash import SquashMode, SquashPolicy
 from .base import Backend
 
-__all__ = ["BACKENDS", "open_backend"]
+__all__ = ["BACKENDS", "open_backend", "squash_policy"]
 
 # name -> (module, class, fixed options); a backend's module is imported only when asked for.
 _FACTORIES: dict[str, tuple[str, str, Mapping[str, Any]]] = {
@@ -22,6 +24,12 @@ _FACTORIES: dict[str, tuple[str, str, Mapping[str, Any]]] = {
 }
 BACKENDS = tuple(_FACTORIES)
 _BATCH = ("slurm", "pbs", "torque")
+
+
+def squash_policy(config: Config, platform: Platform | None = None) -> SquashPolicy:
+    """The platform's squash policy (off without one), with the config's ``squash.*`` over it."""
+    base = platform.squash if platform is not None else SquashPolicy()
+    return base.merged(config.section("squash"))
 
 
 def open_backend(

@@ -19,7 +19,7 @@ from typing import IO, Any
 import attrs
 
 from .. import platforms
-from ..backends._open import open_backend
+from ..backends._open import open_backend, squash_policy
 from ..backends.base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from ..backends.local import LocalBackend
 from ..config import Config
@@ -30,6 +30,7 @@ from ..history import History, TaskRecord, open_history
 from ..labels import run_labels
 from ..models import Accelerator, ResourceRequest
 from ..pipeline import prepare
+from ..platforms import Platform
 from ..resolvers import PredictiveResolver, Resolver, close_all, configured
 from ..units import format_bytes, format_seconds
 from ._args import key_value, settings
@@ -158,7 +159,7 @@ def _request(args: argparse.Namespace) -> ResourceRequest:
     )
 
 
-def _backend(name: str, logdir: str, config: Config) -> Backend:
+def _backend(name: str, logdir: str, config: Config, platform: Platform | None) -> Backend:
     if name not in BACKENDS:
         raise UsageError(f"backend {name!r} cannot run jobs from seqera run yet")
     if name == "local":
@@ -168,7 +169,7 @@ def _backend(name: str, logdir: str, config: Config) -> Backend:
             return open_backend(name, **config.section("ecs"))
         except UsageError as exc:
             raise UsageError(f"{exc} (or --ecs KEY=VALUE)") from None
-    return open_backend(name)
+    return open_backend(name, squash=squash_policy(config, platform))
 
 
 class _Tail:
@@ -319,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
     if args.verbose and resolution is not None and resolution.resolver != "declared":
         _say(f"sized by {resolution.resolver}: {_sizes(request)}")
     with tempfile.TemporaryDirectory(prefix="seqera-run-") as logdir:
-        backend = _backend(backend_name, logdir, config)
+        backend = _backend(backend_name, logdir, config, platform)
         try:
             status = _submit_and_wait(backend, command, request, args, logdir)
         finally:
