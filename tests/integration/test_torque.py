@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from seqera_core.backends import Backend, SquashBackend
 from seqera_core.backends._batch import RetryPolicy
 from seqera_core.backends.base import JobHandle, JobSpec, JobState, JobStatus
 from seqera_core.backends.pbs import PbsBackend
 from seqera_core.models import ResourceRequest
+from seqera_core.squash import SquashPolicy
 from seqera_core.units import MIB
 
 from .conftest import SlurmCluster
@@ -30,7 +32,7 @@ def torque(slurm: SlurmCluster, tmp_path: Path) -> PbsBackend:
     return PbsBackend(dialect="torque", work_dir=tmp_path / "jobs", retry=retry)
 
 
-def wait(backend: PbsBackend, handles: Sequence[JobHandle], limit: float = 120) -> list[JobStatus]:
+def wait(backend: Backend, handles: Sequence[JobHandle], limit: float = 120) -> list[JobStatus]:
     deadline = time.monotonic() + limit
     while True:
         statuses = backend.poll(handles)
@@ -95,3 +97,14 @@ def test_many_jobs_one_qstat_per_poll(torque: PbsBackend) -> None:
         time.sleep(1)
     assert [s.exit_code for s in statuses] == [i % 3 for i in range(30)]
     assert torque.calls["qstat"] == polls
+
+
+def test_squashed_jobs_through_the_wrappers(torque: PbsBackend, tmp_path: Path) -> None:
+    squash = SquashBackend(torque, SquashPolicy("squash", max_jobs=10), idle=2)
+    small = ResourceRequest(cpus=1, memory=100 * MIB, time=60)
+    specs = [JobSpec(f"j{i}", ["sh", "-c", f"echo j{i}; exit {i % 3}"], small) for i in range(6)]
+    handles = squash.submit(specs)
+    assert torque.calls["qsub"] == 1
+    statuses = wait(squash, handles)
+    assert [s.exit_code for s in statuses] == [0, 1, 2, 0, 1, 2]
+    assert [squash.logs(h) for h in handles] == [f"j{i}\n" for i in range(6)]
