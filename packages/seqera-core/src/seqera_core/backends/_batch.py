@@ -32,7 +32,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -40,7 +40,7 @@ from attrs import field, frozen
 
 from ..errors import SeqeraError
 from ..labels import env_name
-from ..squash import SquashPolicy
+from ..squash import SquashPolicy, array_key
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = [
@@ -218,6 +218,10 @@ class BatchBackend(Backend):
     name = "batch"
     # Substrings of a failed command's output that mean "try again later".
     _TRANSIENT: tuple[str, ...] = ()
+    # Whether this scheduler takes job arrays (see _array_argv), and the variable that
+    # holds an element's index inside one.
+    _ARRAYS = False
+    _ARRAY_INDEX = ""
 
     def __init__(
         self,
@@ -268,6 +272,16 @@ class BatchBackend(Backend):
         """Whether a non-zero cancel means more than "already finished"."""
         return True
 
+    def _array_argv(self, spec: JobSpec, array: JobFiles, size: int, apart: bool) -> list[str]:
+        """One submission of an array of ``size`` elements shaped like ``spec``, running
+        ``array.script``; element ``i``'s outputs are ``array.directory/<i>.out``/``.err``
+        (one file when not ``apart``)."""
+        raise NotImplementedError(f"{self.name} has no job arrays")
+
+    def _element_id(self, base: str, index: int) -> str:
+        """The native id of element ``index`` of the array ``base``."""
+        raise NotImplementedError(f"{self.name} has no job arrays")
+
     def _find_submitted(self, files: JobFiles) -> str | None:
         """After an ambiguous submission error, the id of the job if it went through anyway."""
         return None
@@ -303,21 +317,91 @@ class BatchBackend(Backend):
     # -- the life cycle --------------------------------------------------------------
 
     def submit(self, jobs: Sequence[JobSpec]) -> list[JobHandle]:
-        """Write each job's script and submit it; handles in the same order."""
+        """Write each job's script and submit it; handles in the same order.
+
+        With arrays on (``squash`` policy ``array`` or ``squash``), jobs that could be
+        one array's elements go out as one array submission.
+        """
         # Every script is written first: a job that cannot be expressed fails the whole
         # call (ValueError) before anything reaches the scheduler.
         prepared = [(spec, self._prepare(spec)) for spec in jobs]
-        handles: list[JobHandle] = []
-        for spec, files in prepared:
+        handles: dict[int, JobHandle] = {}
+        for batch in self._batches(prepared):
+            members = [prepared[n] for n in batch]
             try:
-                native_id = self._submit_one(spec, files)
+                if len(batch) == 1:
+                    ids = [self._submit_one(*members[0])]
+                else:
+                    ids = self._submit_array(members)
             except SchedulerError as exc:
-                raise SubmitError(f"cannot submit {spec.name!r}", exc.result, handles) from exc
-            self._remember(native_id, files.directory)
-            handles.append(
-                JobHandle(self.name, native_id, spec.name, str(files.stdout), str(files.stderr))
-            )
-        return handles
+                done = [handles[n] for n in sorted(handles)]
+                names = ", ".join(repr(spec.name) for spec, _ in members[:3])
+                raise SubmitError(f"cannot submit {names}", exc.result, done) from exc
+            for n, native_id in zip(batch, ids, strict=True):
+                spec, files = prepared[n]
+                self._remember(native_id, files.directory)
+                handles[n] = JobHandle(
+                    self.name, native_id, spec.name, str(files.stdout), str(files.stderr)
+                )
+        return [handles[n] for n in range(len(prepared))]
+
+    def _batches(self, prepared: Sequence[tuple[JobSpec, JobFiles]]) -> list[list[int]]:
+        """Which jobs go out together: lists of indices, in the order of their first job."""
+        if not (self._ARRAYS and self.squash.arrays):
+            return [[n] for n in range(len(prepared))]
+        groups: dict[Hashable, list[int]] = {}
+        for n, (spec, files) in enumerate(prepared):
+            key = (array_key(spec.request, job_labels(spec), self.squash),
+                   files.stdout == files.stderr)  # fmt: skip
+            groups.setdefault(key, []).append(n)
+        size = self.squash.max_jobs
+        return [
+            members[i : i + size]
+            for members in groups.values()
+            for i in range(0, len(members), size)
+        ]
+
+    def _submit_array(self, members: Sequence[tuple[JobSpec, JobFiles]]) -> list[str]:
+        """Submit jobs as one array; each element runs its own script, with its own outputs."""
+        directory = self.work_dir / f"array.{uuid.uuid4().hex[:12]}"
+        directory.mkdir(parents=True)
+        apart = members[0][1].stdout != members[0][1].stderr
+        for index, (_, files) in enumerate(members):
+            # links, so the scheduler's per-index output pattern lands in each job's files
+            (directory / f"{index}.dir").symlink_to(files.directory)
+            (directory / f"{index}.out").symlink_to(files.stdout)
+            if apart:
+                (directory / f"{index}.err").symlink_to(files.stderr)
+        script = directory / "array.sh"
+        here = _sh(str(directory))
+        element = f'"${{{self._ARRAY_INDEX}}}"'
+        script.write_text(
+            "#!/bin/sh\n"
+            "# Written by seqera-core: element N of the array runs job N's own script.\n"
+            f"cd {here}/{element}.dir || exit 1\n"
+            f"exec {here}/{element}.dir/job.sh\n"
+        )
+        script.chmod(0o700)
+        shared = dict(members[0][0].labels)
+        for spec, _ in members[1:]:
+            shared = {k: v for k, v in shared.items() if spec.labels.get(k) == v}
+        first = attrs.evolve(members[0][0], labels=shared, workdir=None)
+        array = JobFiles(directory, script, directory / "array.out", directory / "array.err")
+        argv = self._array_argv(first, array, len(members), apart)
+        delays = self.retry.delays()
+        while True:
+            result = self._run(argv, cwd=str(directory))
+            if result.ok:
+                base = self._parse_submit(result.stdout)
+                break
+            if result.returncode is None and (found := self._find_submitted(array)):
+                base = found
+                break
+            delay = next(delays, None)
+            if delay is None or not self._transient(result):
+                raise SchedulerError("array submission failed", result)
+            self._sleep(delay)
+        return [self._element_id(base, i) for i in range(len(members))]
 
     def _submit_one(self, spec: JobSpec, files: JobFiles) -> str:
         argv = self._submit_argv(spec, files)

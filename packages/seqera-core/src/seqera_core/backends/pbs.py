@@ -18,7 +18,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..dialects.pbs import pro_submission, torque_submission
+from ..errors import UsageError
 from ..labels import pbs_args
+from ..squash import SquashMode
 from ._batch import (
     BatchBackend,
     CommandResult,
@@ -202,12 +204,22 @@ class PbsBackend(BatchBackend):
     name = "pbs"
     _TRANSIENT = _TRANSIENT
 
+    _ARRAY_INDEX = "PBS_ARRAY_INDEX"
+
     def __init__(self, *, dialect: str = "pro", **options: Any) -> None:
         if dialect not in ("pro", "torque"):
             raise ValueError(f"dialect must be 'pro' or 'torque', not {dialect!r}")
         super().__init__(**options)
         self.dialect = dialect
         self.name = "pbs" if dialect == "pro" else "torque"
+        # PBS Pro's qsub -J; Torque's -t names elements 12[3] but its output paths and
+        # qstat differ between Torque itself and the Slurm wrappers, so not there.
+        self._ARRAYS = dialect == "pro"
+        if dialect == "torque" and self.squash.mode is SquashMode.ARRAY:
+            raise UsageError(
+                "squash: 'array' is not supported on torque (qsub -t differs between "
+                "Torque and its Slurm wrappers); use 'squash' or 'off'"
+            )
 
     def _submit_argv(self, spec: JobSpec, files: JobFiles) -> list[str]:
         argv = ["qsub", "-N", pbs_job_name(spec.name)]
@@ -225,6 +237,21 @@ class PbsBackend(BatchBackend):
             argv += torque_submission(spec.request).args
         argv.append(str(files.script))
         return argv
+
+    def _array_argv(self, spec: JobSpec, array: JobFiles, size: int, apart: bool) -> list[str]:
+        # ^array_index^ in -o/-e is each subjob's index (PBS Pro User's Guide, "Job Arrays");
+        # the array's directory holds links to each job's own output files.
+        out = f"{array.directory}/^array_index^.out"
+        err = f"{array.directory}/^array_index^.err" if apart else out
+        argv = ["qsub", "-J", f"0-{size - 1}", "-N", pbs_job_name(spec.name)]
+        argv += ["-o", out, "-e", err, "-k", "doe", *pro_submission(spec.request).args]
+        argv += pbs_args(job_labels(spec))
+        argv.append(str(array.script))
+        return argv
+
+    def _element_id(self, base: str, index: int) -> str:
+        # qsub -J prints "1234[].server"; subjob 5 is "1234[5].server"
+        return base.replace("[]", f"[{index}]", 1)
 
     def _parse_submit(self, stdout: str) -> str:
         lines = [line.strip() for line in stdout.splitlines() if line.strip()]

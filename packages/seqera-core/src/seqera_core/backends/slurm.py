@@ -71,8 +71,11 @@ _TRANSIENT = (
     "Communication connection failure",
 )
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_SQUEUE_FORMAT = "JobID:|,State:|,Reason:|,exit_code:|"
-_SACCT_FIELDS = "JobIDRaw,State,ExitCode"
+# ArrayJobID and ArrayTaskID name an array's element as squeue -j takes it (123_4);
+# with -r, pending elements get a line each instead of one "123_[5-9]".
+_SQUEUE_FORMAT = "JobID:|,ArrayJobID:|,ArrayTaskID:|,State:|,Reason:|,exit_code:|"
+# JobID is the job's id or an element's 123_4; JobIDRaw would be the element's own number.
+_SACCT_FIELDS = "JobID,State,ExitCode"
 # What slurmstepd writes to the job's stderr when it kills a step for memory
 # (jobacct_gather OverMemoryKill) or the kernel's OOM killer hit it (task/cgroup).
 _OOM_MARKERS = ("Exceeded job memory limit", "exceeded memory limit", "oom-kill", "oom_kill")
@@ -100,10 +103,16 @@ def _with_signal_reason(seen: Observed, signal_reason: str | None) -> Observed:
 
 
 def parse_squeue(text: str) -> dict[str, Observed]:
-    """Jobs from ``squeue -h -O JobID:|,State:|,Reason:|,exit_code:|``."""
+    """Jobs from ``squeue -h -r -O JobID:|,ArrayJobID:|,ArrayTaskID:|,State:|,Reason:|,exit_code:|``
+    (array elements as ``123_4``), or the same without the two array fields."""
     jobs = {}
     for line in text.splitlines():
         fields = [f.strip() for f in line.split("|")]
+        if len(fields) >= 7:  # the trailing "|" leaves an empty last field
+            job_id, array_id, task_id = fields[:3]
+            if task_id and task_id != "N/A" and array_id:
+                job_id = f"{array_id}_{task_id}"
+            fields = [job_id, *fields[3:]]
         if len(fields) < 4 or not fields[0]:
             continue
         job_id, state, reason, raw = fields[:4]
@@ -113,7 +122,7 @@ def parse_squeue(text: str) -> dict[str, Observed]:
 
 
 def parse_sacct(text: str) -> dict[str, Observed]:
-    """Jobs from ``sacct -n -P -o JobIDRaw,State,ExitCode`` (``ExitCode`` is ``code:signal``)."""
+    """Jobs from ``sacct -n -P -o JobID,State,ExitCode`` (``ExitCode`` is ``code:signal``)."""
     jobs = {}
     for line in text.splitlines():
         fields = line.strip().split("|")
@@ -143,6 +152,8 @@ class SlurmBackend(BatchBackend):
 
     name = "slurm"
     _TRANSIENT = _TRANSIENT
+    _ARRAYS = True
+    _ARRAY_INDEX = "SLURM_ARRAY_TASK_ID"
 
     def __init__(self, *, history: str | None = None, **options: Any) -> None:
         super().__init__(**options)
@@ -164,6 +175,27 @@ class SlurmBackend(BatchBackend):
         argv.append(str(files.script))
         return argv
 
+    def _array_argv(self, spec: JobSpec, array: JobFiles, size: int, apart: bool) -> list[str]:
+        # %a is the element's index (man sbatch, "filename pattern"): its links in the
+        # array's directory lead to that job's own output files.
+        directory = _pattern_path(str(array.directory))
+        argv = [
+            "sbatch",
+            "--parsable",
+            f"--array=0-{size - 1}",
+            f"--job-name={_CONTROL.sub('_', spec.name)}",
+            f"--output={directory}/%a.out",
+            *([f"--error={directory}/%a.err"] if apart else []),
+            f"--chdir={array.directory}",
+        ]
+        argv += slurm_comment_args(job_labels(spec))
+        argv += submission(spec.request).args
+        argv.append(str(array.script))
+        return argv
+
+    def _element_id(self, base: str, index: int) -> str:
+        return f"{base}_{index}"
+
     def _parse_submit(self, stdout: str) -> str:
         # --parsable prints "jobid" or "jobid;cluster" (man sbatch).
         job_id = stdout.strip().splitlines()[-1].split(";")[0].strip() if stdout.strip() else ""
@@ -173,7 +205,8 @@ class SlurmBackend(BatchBackend):
 
     def _find_submitted(self, files: JobFiles) -> str | None:
         # The batch script's path is unique to the job: %o is the command squeue shows.
-        result = self._run(["squeue", "-h", "--me", "-t", "all", "-O", "JobID:|,Command:|"])
+        # ArrayJobID is the job's id, or an array's own id (what sbatch printed for it).
+        result = self._run(["squeue", "-h", "--me", "-t", "all", "-O", "ArrayJobID:|,Command:|"])
         for line in result.stdout.splitlines() if result.ok else ():
             job_id, _, command = line.partition("|")
             if command.strip().rstrip("|") == str(files.script):
@@ -181,7 +214,7 @@ class SlurmBackend(BatchBackend):
         return None
 
     def _active(self, ids: Sequence[str]) -> dict[str, Observed]:
-        argv = ["squeue", "-h", "-t", "all", "-j", ",".join(ids), "-O", _SQUEUE_FORMAT]
+        argv = ["squeue", "-h", "-r", "-t", "all", "-j", ",".join(ids), "-O", _SQUEUE_FORMAT]
         result = self._run_retrying(argv)
         if not result.ok:
             if "Invalid job id" in result.stderr:
