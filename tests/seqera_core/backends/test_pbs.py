@@ -20,8 +20,10 @@ from seqera_core.backends.pbs import (
     pbs_exit,
     pbs_job_name,
 )
+from seqera_core.errors import UsageError
 from seqera_core.labels import decode_labels
 from seqera_core.models import Accelerator, ResourceRequest
+from seqera_core.squash import SquashPolicy
 from seqera_core.units import GIB
 
 FIXTURES = Path(__file__).parents[3] / "shared" / "fixtures" / "pbs"
@@ -263,3 +265,42 @@ def test_qdel_errors(tmp_path: Path) -> None:
 def test_dialect_is_checked(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="dialect"):
         PbsBackend(dialect="sge", work_dir=tmp_path)
+
+
+def test_pro_arrays_one_qsub_per_shape_and_subjob_ids(tmp_path: Path) -> None:
+    runner = FakePbs({"qsub": [result("1234[].pbs01\n")], "qstat": [result(fixture("array.json"))]})
+    backend = PbsBackend(
+        dialect="pro",
+        work_dir=tmp_path / "jobs",
+        runner=runner,
+        sleep=lambda _: None,
+        squash=SquashPolicy("array"),
+    )
+    request = ResourceRequest(cpus=1, memory=GIB, time=600, queue="workq")
+    specs = [JobSpec(f"smk-wide-{i}", ["sh", "-c", f"exit {i}"], request) for i in range(3)]
+    handles = backend.submit(specs)
+    assert [h.native_id for h in handles] == [f"1234[{i}].pbs01" for i in range(3)]
+    [argv] = runner.argvs
+    assert argv[:3] == ["qsub", "-J", "0-2"]
+    out = argv[argv.index("-o") + 1]
+    assert out.endswith("/^array_index^.out") and argv[argv.index("-e") + 1].endswith(".err")
+    script = Path(argv[-1]).read_text()
+    assert '"${PBS_ARRAY_INDEX}".dir/job.sh' in script
+    directory = Path(out).parent
+    assert (directory / "1.out").resolve() == Path(handles[1].stdout or "").resolve()
+    statuses = backend.poll(handles)
+    assert [(s.state, s.exit_code) for s in statuses] == [
+        (JobState.SUCCEEDED, 0),
+        (JobState.FAILED, 1),
+        (JobState.RUNNING, None),
+    ]
+    assert runner.argvs[-1][:5] == ["qstat", "-x", "-f", "-F", "json"]
+
+
+def test_torque_refuses_array_mode(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="'array' is not supported on torque"):
+        PbsBackend(dialect="torque", work_dir=tmp_path, squash=SquashPolicy("array"))
+    # squash mode submits its allocations one by one there
+    assert not PbsBackend(
+        dialect="torque", work_dir=tmp_path, squash=SquashPolicy("squash")
+    )._ARRAYS

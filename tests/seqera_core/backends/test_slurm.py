@@ -377,3 +377,18 @@ def test_shlex_quoting_is_what_the_script_uses() -> None:
     argv = ["printf", "%s\\n", "a b", "$HOME", "'q'", "\n"]
     out = subprocess.run(["sh", "-c", shlex.join(argv)], capture_output=True, text=True).stdout
     assert out == "a b\n$HOME\n'q'\n\n\n"
+
+
+# Slurm 22.05 `squeue -h -r -t all -j 15_0,15_3,14 -O JobID:|,ArrayJobID:|,ArrayTaskID:|,
+# State:|,Reason:|,exit_code:|` on the fixture cluster: a plain job, and two elements of
+# an array whose own ids (16, 15) differ from the element names squeue -j takes.
+SQUEUE_ARRAY = (
+    "14|14|N/A|COMPLETED|None|0|\n16|15|0|COMPLETED|None|0|\n15|15|3|FAILED|NonZeroExitCode|768|\n"
+)
+
+
+def test_array_elements_are_named_as_squeue_takes_them() -> None:
+    jobs = parse_squeue(SQUEUE_ARRAY)
+    assert set(jobs) == {"14", "15_0", "15_3"}
+    assert jobs["15_3"].state is JobState.FAILED and jobs["15_3"].exit_code == 3
+    assert jobs["15_0"].state is JobState.SUCCEEDED
