@@ -170,7 +170,8 @@ class Launcher:
         self.deadline = self.start + float(spec.get("time", 3600))
         self.running: dict[int, _Running] = {}
         self.stopping = False
-        self.forkable = _preload(spec.get("preload") or [])
+        self.preload = list(spec.get("preload") or [])
+        self.forkable: set[str] | None = None  # loaded with the first job that can use it
         (group / "claimed").mkdir(exist_ok=True)
 
     def run(self) -> int:
@@ -251,7 +252,11 @@ class Launcher:
             return  # a job that finished is never run again
         _write(directory / "claim", {"allocation": self.name, "started": time.time()})
         fork = entry.get("fork")
-        if isinstance(fork, dict) and str(fork.get("module", "")).split(".")[0] in self.forkable:
+        if isinstance(fork, dict) and self.forkable is None:
+            self.forkable = _preload(self.preload)
+        if isinstance(fork, dict) and str(fork.get("module", "")).split(".")[0] in (
+            self.forkable or ()
+        ):
             pid = os.fork()
             if pid == 0:
                 _child(entry, fork)  # never returns

@@ -233,6 +233,12 @@ class SquashBackend(Backend):
         waiting = [job for job in self._jobs.values() if self._uncovered(job)]
         if waiting:
             self._cover(waiting)
+        # queued allocations whose jobs others took or that were cancelled: not needed
+        idle = [a.handle for a in self._idle_allocations() if a.handle is not None]
+        if idle:
+            self.inner.cancel(idle)
+            for allocation in self._idle_allocations():
+                allocation.ended, allocation.reason = True, "not needed"
         return statuses
 
     def cancel(self, handles: Sequence[JobHandle]) -> None:
@@ -341,6 +347,7 @@ class SquashBackend(Backend):
             return JobStatus(job.handle, JobState.RUNNING, reason="being cancelled")
         if isinstance(claim, dict):
             if not ended:
+                job.planned = self._allocation(job.group, claim)  # whoever took it
                 return JobStatus(job.handle, JobState.RUNNING)
             allocation = self._allocation(job.group, claim)
             why = allocation.reason if allocation else "ended"
