@@ -7,14 +7,18 @@ import sys
 import threading
 import time
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import attrs
 import pytest
 
 from seqera_core import ResourceLimits, ResourceRequest, ResourceResponse
+from seqera_core.history import open_history
 from seqera_core.resolvers import (
     ENTRY_POINT_GROUP,
     DefaultResolver,
+    HistoryResolver,
+    PredictiveResolver,
     Resolution,
     Resolver,
     discover,
@@ -179,3 +183,33 @@ def test_discovery_from_an_installed_plugin(
     assert result.resolver == "doubling" and result.effective.memory == 8 * GIB
     assert result.declared.memory == 4 * GIB
     assert "seqera_test_resolver" in sys.modules
+
+
+class Where(Fixed):
+    """Records the thread it was called on."""
+
+    def resolve(self, request: ResourceRequest) -> ResourceResponse | None:
+        self.thread = threading.current_thread()
+        return super().resolve(request)
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_inline_resolvers_are_called_on_the_callers_thread(
+    inline: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    answer = ResourceResponse(cpus=1, memory=GIB, disk=GIB, time=60)
+    resolver = Where("where", 0, answer)
+    resolver.inline = inline
+    assert resolve(REQUEST, [resolver], defaults=DEFAULTS).effective == answer
+    assert (resolver.thread is threading.current_thread()) is inline
+    # an inline resolver's failure is still only a warning, with the declared values
+    resolver.answer = RuntimeError("boom")
+    resolution = resolve(REQUEST, [resolver], defaults=DEFAULTS)
+    assert resolution.resolver == "declared"
+    assert any("failed (RuntimeError: boom)" in w for w in _warnings(caplog))
+
+
+def test_history_resolvers_are_inline_only_over_a_local_history(tmp_path: Path) -> None:
+    history = open_history(tmp_path / "h.db")
+    assert PredictiveResolver(history).inline and HistoryResolver(history).inline
+    assert not Fixed("plain", 0, None).inline  # third-party resolvers keep the timeout

@@ -56,6 +56,8 @@ _UPSERT = (
 class PostgresHistory(History):
     """The task-history table in a PostgreSQL database given as a URL."""
 
+    local = False  # a server across the network: resolvers over it keep the chain's timeout
+
     def __init__(self, url: str) -> None:
         import psycopg  # the optional extra: only a PostgreSQL history needs it
 

@@ -131,6 +131,9 @@ def _record(row: tuple[object, ...]) -> TaskRecord:
 class History:
     """The task-history table in one SQLite database."""
 
+    # answers from this machine (SQLite): readers need no timeout against a network
+    local = True
+
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         if self.path != ":memory:":

@@ -26,6 +26,10 @@ class Resolver(abc.ABC):
 
     name: str = "resolver"
     priority: int = 0
+    # True for a resolver that answers from this process (memory, a local database):
+    # the chain calls it directly instead of from a thread with a timeout, which costs
+    # milliseconds per call on a busy machine. Anything that waits on a network stays False.
+    inline: bool = False
 
     def enabled(self) -> bool:
         """Whether this resolver takes part (e.g. its endpoint is configured)."""

@@ -59,7 +59,13 @@ def _declared(request: ResourceRequest, defaults: ResourceResponse) -> ResourceR
 
 
 def _ask(resolver: Resolver, request: ResourceRequest, timeout: float) -> object:
-    """The resolver's raw answer, from a daemon thread given ``timeout`` seconds."""
+    """The resolver's raw answer, from a daemon thread given ``timeout`` seconds (called
+    directly for an ``inline`` resolver)."""
+    if resolver.inline:
+        try:
+            return resolver.resolve(request)
+        except Exception as exc:
+            raise _Fallback(f"failed ({type(exc).__name__}: {exc})") from None
     key = id(resolver)
     with _ABANDONED_LOCK:
         earlier = _ABANDONED.get(key)

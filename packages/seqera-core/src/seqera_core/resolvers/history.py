@@ -26,6 +26,11 @@ class HistoryResolver(Resolver):
     name = "history"
     priority = 50
 
+    @property
+    def inline(self) -> bool:  # type: ignore[override]
+        """Called without a thread when the history is local (a PostgreSQL one may wait)."""
+        return self.history.local
+
     def __init__(
         self,
         history: History,

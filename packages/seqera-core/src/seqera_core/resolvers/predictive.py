@@ -39,6 +39,11 @@ class PredictiveResolver(Resolver):
     name = "predictive"
     priority = 50
 
+    @property
+    def inline(self) -> bool:  # type: ignore[override]
+        """Called without a thread when the history is local (a PostgreSQL one may wait)."""
+        return self.history.local
+
     def __init__(
         self,
         history: History,
