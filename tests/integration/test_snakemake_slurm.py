@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -188,3 +189,42 @@ def test_group_jobs_keep_working_beside_squashed_jobs(tmp_path: Path, sbatch_log
     allocations = {(workdir / f"solo/{i}.txt").read_text() for i in range(6)}
     assert len(allocations) < 6  # the solo jobs shared allocations
     assert len(sbatch_log.read_text().splitlines()) < 9
+
+
+HISTORY = """
+rule all:
+    input: expand("sized/{i}.txt", i=range(3))
+
+rule sized:
+    output: "sized/{i}.txt"
+    resources: mem_mb=2000, runtime=3
+    shell: "python3 -c 'x = bytearray(50 * 10**6)'; scontrol show job $SLURM_JOB_ID > {output}"
+"""
+
+
+def test_a_second_run_requests_what_the_first_used(tmp_path: Path, sbatch_log: Path) -> None:
+    # Run 1 is squashed: the launcher measures each job's peak memory and the plugin
+    # records it. Run 2 (plain sbatch per job) is sized from that history.
+    workdir = tmp_path / "wf"
+    workdir.mkdir()
+    (workdir / "Snakefile").write_text(textwrap.dedent(HISTORY))
+    history = str(tmp_path / "history.db")
+    shims = sbatch_log.parent / "shims"
+    first = _snakemake(workdir, shims, "--seqera-squash", "squash", "--seqera-history", history)
+    assert first.returncode == 0, first.stderr[-3000:]
+    rows = (
+        sqlite3.connect(history)
+        .execute("SELECT process, memory, peak_memory FROM task_history")
+        .fetchall()
+    )
+    assert len(rows) == 3 and all(p == "sized" and m > 1900 * 2**20 and peak for p, m, peak in rows)
+    peak = max(row[2] for row in rows)
+    for path in (workdir / "sized").iterdir():
+        path.unlink()
+    second = _snakemake(workdir, shims, "--seqera-history", history, "--forceall")
+    assert second.returncode == 0, second.stderr[-3000:]
+    for i in range(3):
+        record = (workdir / f"sized/{i}.txt").read_text()
+        asked = int(re.search(r"\bMinMemoryNode=(\d+)M\b", record).group(1))  # type: ignore[union-attr]
+        assert asked * 2**20 < 1000 * 10**6, record  # declared 2000 MB
+        assert asked * 2**20 >= peak  # never below what the rule used

@@ -48,3 +48,22 @@ def test_no_answer_keeps_undeclared_values_for_the_scheduler() -> None:
     prepared = prepare(ResourceRequest(memory=GIB))
     assert prepared.request.cpus is None and prepared.request.memory == GIB
     assert prepared.resolution is not None and prepared.resolution.effective.cpus == 1
+
+
+class MemoryOnly(Resolver):
+    """Sizes memory; answers the defaults it was given for everything else."""
+
+    name = "memory-only"
+
+    def resolve(self, request: ResourceRequest) -> ResourceResponse:
+        return ResourceResponse(cpus=request.cpus or 1, memory=GIB // 2, disk=10 * GIB, time=3600)
+
+
+def test_an_answer_leaves_undeclared_values_it_did_not_change_to_the_scheduler() -> None:
+    # 10 GiB of disk and 1 h are the defaults: the resolver had no opinion on them, and a
+    # --tmp the node cannot give would make the job unschedulable.
+    prepared = prepare(ResourceRequest(cpus=2, memory=2 * GIB), resolvers=[MemoryOnly()])
+    assert prepared.request.memory == GIB // 2
+    assert prepared.request.disk is None and prepared.request.time is None
+    # a value it did change is applied even when undeclared
+    assert prepare(ResourceRequest(memory=2 * GIB), resolvers=[Greedy()]).request.disk == GIB

@@ -51,6 +51,9 @@ def test_only_completed_events_carry_a_record() -> None:
         ({"trace": {"task_id": 1, "process": "A", "memory": "4 GB"}}, "$.trace.memory"),
         ({"trace": {"task_id": 1, "process": "A", "peak_rss": -5}}, "$.trace.peak_rss"),
         ({"trace": {"task_id": 1}}, "$.trace.process"),
+        # found by the contract fuzzing: beyond a 64-bit column, not a 500 from SQLite
+        ({"trace": {"task_id": 1, "process": "A", "rchar": 2**63}}, "$.trace.rchar"),
+        ({"trace": {"task_id": 1, "process": "A", "rchar": 9.3e18}}, "$.trace.rchar"),
     ],
 )
 def test_faults_name_the_field(change: dict[str, object], named: str) -> None:

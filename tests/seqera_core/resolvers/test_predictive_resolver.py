@@ -65,9 +65,12 @@ def test_learns_tasks_finished_after_it_was_built() -> None:
 def test_time_and_cpus() -> None:
     history = _history([(GIB, GIB)] * 3)
     request = ResourceRequest(cpus=8, memory=GIB, time=7200, process="ALIGN")
-    answer = PredictiveResolver(history, fallback_margin=1.0).resolve(request)
+    answer = PredictiveResolver(history, fallback_margin=1.0, floor_time=60).resolve(request)
     assert answer is not None
     assert answer.time == 100 and answer.cpus == 8  # cpus only on request
+    # by default never below 10 minutes: a fast run's time leaves out a busy node's start-up
+    default = PredictiveResolver(history, fallback_margin=1.0).resolve(request)
+    assert default is not None and default.time == 600
     applied = PredictiveResolver(history, fallback_margin=1.0, apply_cpus=True).resolve(request)
     assert applied is not None and applied.cpus == 2
 

@@ -55,6 +55,7 @@ KEYS: dict[str, str] = {
     "resolver.timeout": "SEQERA_RESOLVER_TIMEOUT",
     "auto_labels": "SEQERA_AUTO_LABELS",
     "labels": "SEQERA_LABELS",
+    "history": "SEQERA_HISTORY",
     "ecs.cluster": "SEQERA_ECS_CLUSTER",
     "ecs.execution_role": "SEQERA_ECS_EXECUTION_ROLE",
     "ecs.task_role": "SEQERA_ECS_TASK_ROLE",

@@ -14,15 +14,18 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
 import attrs
 from attrs import frozen
 
+from .backends.base import JobState, JobStatus
 from .errors import ResourceError
+from .models import ResourceRequest
 
-__all__ = ["CpuUse", "History", "ProcessStats", "TaskRecord", "open_history"]
+__all__ = ["CpuUse", "History", "ProcessStats", "TaskRecord", "finished_record", "open_history"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS task_history (
@@ -219,6 +222,31 @@ class History:
         """Close the database."""
         with self._lock:
             self._db.close()
+
+
+def finished_record(
+    request: ResourceRequest, status: JobStatus, *, run_id: str, engine: str
+) -> TaskRecord:
+    """The history row of a finished job: what it asked for and what the backend measured."""
+    return TaskRecord(
+        run_id=run_id,
+        task_id=status.handle.native_id,
+        process=request.process or "task",
+        succeeded=status.state is JobState.SUCCEEDED,
+        attempt=request.attempt,
+        engine=engine,
+        exit_code=status.exit_code,
+        out_of_memory=status.out_of_memory,
+        time_limit=status.time_limit,
+        cpus=request.cpus,
+        memory=request.memory,
+        time=request.time,
+        peak_memory=status.peak_memory_bytes,
+        realtime=status.wall_seconds,
+        input_bytes=request.input_bytes,
+        container=request.container,
+        finished=time.time(),
+    )
 
 
 def open_history(location: str | Path) -> History:

@@ -75,10 +75,15 @@ def prepare(
         checked, resolvers, defaults=defaults, timeout=timeout, caps=_queue_caps(platform, report)
     )
     effective = {name: getattr(resolution.effective, name) for name in _VALUES}
-    if resolution.resolver == "declared":
-        # Nobody optimised the task: leave undeclared values to the scheduler's own
-        # defaults rather than inventing ours.
-        effective = {k: v for k, v in effective.items() if getattr(checked, k) is not None}
+    # An undeclared value that nobody optimised (the resolver answered the default it was
+    # given) stays undeclared: the scheduler's own default applies, not ours (a 10 GiB
+    # --tmp the node may not have).
+    effective = {
+        k: v
+        for k, v in effective.items()
+        if getattr(checked, k) is not None
+        or (resolution.resolver != "declared" and v != getattr(defaults, k))
+    }
     final = attrs.evolve(checked, **effective, labels=task_delta(run_labels or {}, request.labels))
     return Prepared(
         declared=request,

@@ -64,9 +64,23 @@ def _number(trace: Mapping[str, Any], key: str, problems: list[str]) -> float | 
     return number
 
 
+# The history stores whole numbers as SQL BIGINT / SQLite INTEGER (signed 64 bits).
+_LARGEST = 2**63 - 1
+
+
 def _integer(trace: Mapping[str, Any], key: str, problems: list[str]) -> int | None:
-    number = _number(trace, key, problems)
-    return None if number is None else math.ceil(number)
+    value = trace.get(key)
+    if isinstance(value, int) and not isinstance(value, bool):
+        number: int | None = value if value >= 0 else None  # exact: no trip through a float
+        if number is None:
+            problems.append(f"$.trace.{key}: {value!r} is not a number >= 0")
+    else:
+        parsed = _number(trace, key, problems)
+        number = None if parsed is None else math.ceil(parsed)
+    if number is not None and number > _LARGEST:
+        problems.append(f"$.trace.{key}: {value!r} is larger than {_LARGEST}")
+        return None
+    return number
 
 
 def _text(document: Mapping[str, Any], key: str, problems: list[str], where: str = "$") -> str:
@@ -92,7 +106,13 @@ def _record(run_id: str, trace: Mapping[str, Any], problems: list[str]) -> TaskR
         except (TypeError, ValueError):
             problems.append(f"$.trace.exit: {exit_code!r} is not an exit code")
             exit_code = None
+        if exit_code is not None and not -_LARGEST - 1 <= exit_code <= _LARGEST:
+            problems.append(f"$.trace.exit: {exit_code!r} is not an exit code")
+            exit_code = None
     values = {k: _number(trace, k, problems) for k in ("cpus", "%cpu", "realtime", "attempt")}
+    if (values["attempt"] or 0) > _LARGEST:
+        problems.append(f"$.trace.attempt: {trace.get('attempt')!r} is larger than {_LARGEST}")
+        values["attempt"] = None
     memory = _integer(trace, "memory", problems)
     time_ms = _integer(trace, "time", problems)
     peak = _integer(trace, "peak_rss", problems)

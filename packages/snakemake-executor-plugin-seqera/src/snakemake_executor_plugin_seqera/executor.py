@@ -35,12 +35,13 @@ from seqera_core.backends import (
 )
 from seqera_core.config import Config, load_config
 from seqera_core.errors import SeqeraError
+from seqera_core.history import finished_record, open_history
 from seqera_core.labels import run_labels
 from seqera_core.pipeline import Prepared, prepare
-from seqera_core.resolvers import Resolver, close_all, configured
+from seqera_core.resolvers import PredictiveResolver, Resolver, close_all, configured
 from seqera_core.units import format_bytes, format_seconds
 
-from .resources import job_request
+from .resources import RUNNER_MEMORY, job_request
 from .settings import ExecutorSettings
 
 __all__ = ["Executor"]
@@ -69,6 +70,7 @@ def _config(settings: ExecutorSettings) -> Config:
         "platform": None if settings.platform is None else str(settings.platform),
         "resolver.url": settings.resolver_url,
         "resolver.token": settings.resolver_token,
+        "history": settings.history,
         "labels": _labels(settings.labels),
         "ecs.cluster": settings.ecs_cluster,
         "ecs.execution_role": settings.ecs_execution_role,
@@ -143,6 +145,11 @@ class Executor(RemoteExecutor):
         if self._platform is not None and config.sources["backend"] == "default":
             self._backend_name = self._platform.scheduler
         self._resolvers: list[Resolver] = configured(config)
+        location = config.get("history")
+        # sized from what this rule used before; every finished job adds to it
+        self._history = open_history(os.path.expanduser(location)) if location else None
+        if self._history is not None:
+            self._resolvers.append(PredictiveResolver(self._history))
         metadata = {
             "engine": "snakemake",
             "run-id": self._run_id,
@@ -211,9 +218,10 @@ class Executor(RemoteExecutor):
             handles = []
             for job, _ in ready:
                 self.report_job_error(SubmittedJobInfo(job), msg=f"submission failed: {exc}. ")
-        for (job, _), handle in zip(ready, handles, strict=False):
+        for (job, spec), handle in zip(ready, handles, strict=False):
+            aux = {"handle": handle, "request": spec.request}
             self.report_job_submission(
-                SubmittedJobInfo(job, external_jobid=handle.native_id, aux={"handle": handle})
+                SubmittedJobInfo(job, external_jobid=handle.native_id, aux=aux)
             )
 
     def _spec(self, job: JobExecutorInterface) -> JobSpec | None:
@@ -245,6 +253,9 @@ class Executor(RemoteExecutor):
         # back on its own, so there the errors get their own file.
         apart = self._backend_name in ("pbs", "torque")
         request = prepared.request
+        if request.memory is not None and request.memory < RUNNER_MEMORY:
+            # a resolver sized the rule's command alone; the job also runs Snakemake
+            request = attrs.evolve(request, memory=RUNNER_MEMORY)
         if not shared:
             request = attrs.evolve(request, container=request.container or self._image)
         return JobSpec(
@@ -275,6 +286,8 @@ class Executor(RemoteExecutor):
                 for info in active_jobs:
                     yield info
                 return
+        ended = [(i, s) for i, s in zip(active_jobs, statuses, strict=True) if s.state.finished]
+        self._record(ended)
         for info, status in zip(active_jobs, statuses, strict=True):
             if not status.state.finished:
                 yield info
@@ -282,6 +295,19 @@ class Executor(RemoteExecutor):
                 self.report_job_success(info)
             else:
                 self.report_job_error(info, msg=_failure(status), aux_logs=self._logs(status))
+
+    def _record(self, ended: list[tuple[SubmittedJobInfo, JobStatus]]) -> None:
+        if self._history is None or not ended:
+            return
+        records = [
+            finished_record(info.aux["request"], status, run_id=self._run_id, engine="snakemake")
+            for info, status in ended
+            if status.state is not JobState.CANCELLED
+        ]
+        try:
+            self._history.record(records)
+        except (SeqeraError, OSError) as exc:  # the history informs; it never fails a job
+            self.logger.warning(f"seqera: could not record finished jobs in the history: {exc}")
 
     def _logs(self, status: JobStatus) -> list[str]:
         handle = status.handle
@@ -307,6 +333,8 @@ class Executor(RemoteExecutor):
     def shutdown(self) -> None:
         super().shutdown()
         close_all(self._resolvers)
+        if self._history is not None:
+            self._history.close()
         close = getattr(self._backend, "close", None)
         if callable(close):
             close()

@@ -47,6 +47,13 @@ class ExecutorSettings(ExecutorSettingsBase):
         default=None,
         metadata=_setting("Bearer token for the resolver; prefer the environment variable."),
     )
+    history: Optional[str] = field(
+        default=None,
+        metadata=_setting(
+            "Task history (a SQLite path, or a postgresql:// URL): jobs are sized from it "
+            "(peak memory and run time per rule) and each finished job is recorded in it."
+        ),
+    )
     labels: Optional[List[str]] = field(
         default=None,
         metadata=_setting(

@@ -26,7 +26,7 @@ from ..config import Config
 from ..dialects._values import number
 from ..dialects.human import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size
 from ..errors import ResourceError, UsageError
-from ..history import History, TaskRecord, open_history
+from ..history import History, finished_record, open_history
 from ..labels import run_labels
 from ..models import Accelerator, ResourceRequest
 from ..pipeline import prepare
@@ -327,7 +327,16 @@ def run(args: argparse.Namespace) -> int:
             if isinstance(backend, LocalBackend):
                 backend.close()  # never leave a local job behind, whatever happened
     if history is not None and isinstance(status, JobStatus):
-        history.record([_finished(request, status)])
+        history.record(
+            [
+                finished_record(
+                    request,
+                    status,
+                    run_id=f"seqera-run-{os.getpid()}-{time.time_ns()}",
+                    engine="seqera-run",
+                )
+            ]
+        )
         history.close()
     return _exit_status(status) if isinstance(status, JobStatus) else status
 
@@ -336,25 +345,6 @@ def _sizes(request: ResourceRequest) -> str:
     memory = "?" if request.memory is None else format_bytes(request.memory)
     seconds = "?" if request.time is None else format_seconds(request.time)
     return f"memory {memory}, time {seconds}"
-
-
-def _finished(request: ResourceRequest, status: JobStatus) -> TaskRecord:
-    return TaskRecord(
-        run_id=f"seqera-run-{os.getpid()}-{time.time_ns()}",
-        task_id=status.handle.native_id,
-        process=request.process or "task",
-        succeeded=status.state is JobState.SUCCEEDED,
-        engine="seqera-run",
-        exit_code=status.exit_code,
-        out_of_memory=status.out_of_memory,
-        time_limit=status.time_limit,
-        cpus=request.cpus,
-        memory=request.memory,
-        time=request.time,
-        peak_memory=status.peak_memory_bytes,
-        realtime=status.wall_seconds,
-        finished=time.time(),
-    )
 
 
 def _submit_and_wait(

@@ -53,7 +53,9 @@ class PredictiveResolver(Resolver):
         escalation: float = 2.0,
         min_runs: int = 10,
         floor_memory: int = 64 * MIB,
-        floor_time: int = 60,
+        # a job's start-up on a busy node is not in a fast run's measured time; below a
+        # few minutes a shorter limit wins nothing on a backfilling scheduler
+        floor_time: int = 600,
         default_disk: int = 10 * GIB,
         apply_cpus: bool = False,
     ) -> None:
