@@ -19,11 +19,13 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
 import pytest
+
+from seqera_core.backends import Backend, JobHandle, JobStatus
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 SCRIPT = Path(__file__).parent / "slurm" / "slurm-up.sh"
@@ -138,3 +140,16 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
             timeout=120,
             check=False,
         )
+
+
+def wait(
+    backend: Backend, handles: Sequence[JobHandle], limit: float = 180, every: float = 0.5
+) -> list[JobStatus]:
+    """Poll until every job has finished; fail after ``limit`` seconds with their states."""
+    deadline = time.monotonic() + limit
+    while True:
+        statuses = backend.poll(handles)
+        if all(s.state.finished for s in statuses):
+            return statuses
+        assert time.monotonic() < deadline, f"not finished after {limit} s: {statuses}"
+        time.sleep(every)

@@ -5,19 +5,18 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from seqera_core.backends import JobHandle, JobSpec, JobState, JobStatus
+from seqera_core.backends import JobSpec, JobState
 from seqera_core.backends._batch import RetryPolicy
 from seqera_core.backends.slurm import SlurmBackend
 from seqera_core.models import ResourceRequest
 from seqera_core.squash import SquashPolicy
 from seqera_core.units import MIB
 
-from .conftest import SlurmCluster
+from .conftest import SlurmCluster, wait
 
 pytestmark = pytest.mark.integration
 
@@ -31,18 +30,6 @@ def backend(slurm: SlurmCluster, tmp_path: Path) -> SlurmBackend:
         retry=RetryPolicy(attempts=10),
         squash=SquashPolicy("array", max_jobs=4),
     )
-
-
-def wait(
-    backend: SlurmBackend, handles: Sequence[JobHandle], limit: float = 180
-) -> list[JobStatus]:
-    deadline = time.monotonic() + limit
-    while True:
-        statuses = backend.poll(handles)
-        if all(s.state.finished for s in statuses):
-            return statuses
-        assert time.monotonic() < deadline, f"not finished after {limit} s: {statuses}"
-        time.sleep(0.5)
 
 
 def test_one_sbatch_per_shape_and_each_element_ends_alone(

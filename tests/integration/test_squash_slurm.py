@@ -5,19 +5,18 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from seqera_core.backends import JobHandle, JobSpec, JobState, JobStatus, SquashBackend
+from seqera_core.backends import JobSpec, JobState, SquashBackend
 from seqera_core.backends._batch import RetryPolicy
 from seqera_core.backends.slurm import SlurmBackend
 from seqera_core.models import ResourceRequest
 from seqera_core.squash import SquashPolicy
 from seqera_core.units import MIB
 
-from .conftest import SlurmCluster
+from .conftest import SlurmCluster, wait
 
 pytestmark = pytest.mark.integration
 
@@ -29,19 +28,6 @@ def backend(slurm: SlurmCluster, tmp_path: Path) -> SquashBackend:
     policy = SquashPolicy("squash", max_jobs=20, max_time=3600)
     slurm_backend = SlurmBackend(work_dir=tmp_path / "jobs", retry=RetryPolicy(attempts=10))
     return SquashBackend(slurm_backend, policy, idle=3)
-
-
-def wait(
-    backend: SquashBackend, handles: Sequence[JobHandle], limit: float = 180
-) -> list[JobStatus]:
-    deadline = time.monotonic() + limit
-    while True:
-        statuses = backend.poll(handles)
-        if all(s.state.finished for s in statuses):
-            return statuses
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not finished after {limit} s: {statuses}")
-        time.sleep(0.5)
 
 
 def counting(tmp_path: Path, name: str, code: int = 0, nap: float = 0) -> JobSpec:

@@ -8,20 +8,19 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from seqera_core.backends import Backend, SquashBackend
+from seqera_core.backends import SquashBackend
 from seqera_core.backends._batch import RetryPolicy
-from seqera_core.backends.base import JobHandle, JobSpec, JobState, JobStatus
+from seqera_core.backends.base import JobSpec, JobState
 from seqera_core.backends.pbs import PbsBackend
 from seqera_core.models import ResourceRequest
 from seqera_core.squash import SquashPolicy
 from seqera_core.units import MIB
 
-from .conftest import SlurmCluster
+from .conftest import SlurmCluster, wait
 
 pytestmark = pytest.mark.integration
 
@@ -30,16 +29,6 @@ pytestmark = pytest.mark.integration
 def torque(slurm: SlurmCluster, tmp_path: Path) -> PbsBackend:
     retry = RetryPolicy(attempts=10, first_delay=0.5, max_delay=4)
     return PbsBackend(dialect="torque", work_dir=tmp_path / "jobs", retry=retry)
-
-
-def wait(backend: Backend, handles: Sequence[JobHandle], limit: float = 120) -> list[JobStatus]:
-    deadline = time.monotonic() + limit
-    while True:
-        statuses = backend.poll(handles)
-        if all(s.state.finished for s in statuses):
-            return statuses
-        assert time.monotonic() < deadline, f"not finished after {limit} s: {statuses}"
-        time.sleep(0.5)
 
 
 def test_success_failure_and_logs(torque: PbsBackend) -> None:
