@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 import time
 
 from hypothesis import given, settings
@@ -167,3 +168,32 @@ def test_retry_after_oom_gets_more_than_the_failed_allocation(
     assert retry.memory > first.memory
     assert retry.memory >= max(peak for _, peak in peaks)
     assert retry.memory == max(retry.memory, math.ceil(first.memory * 2))
+
+
+def test_a_bulk_load_sizes_exactly_as_learning_one_run_at_a_time() -> None:
+    # The bulk load skips scoring the runs whose errors later runs push out; nothing else.
+    rng = random.Random(7)
+    records = [
+        TaskRecord("r", str(i), f"P{i % 3}", True, peak_memory=rng.randrange(1, 1000) * MIB,
+                   input_bytes=None if i % 11 == 0 else rng.randrange(10**9),
+                   realtime=float(rng.randrange(1, 600)))
+        for i in range(1500)
+    ]  # fmt: skip
+    bulk = open_history(":memory:")
+    bulk.record(records)
+    online = open_history(":memory:")
+    stepwise = PredictiveResolver(online)
+    for record in records:
+        online.record([record])
+        stepwise.refresh()
+    loaded = PredictiveResolver(bulk)
+    for i in range(300):
+        request = ResourceRequest(memory=GIB, process=f"P{i % 3}", input_bytes=i * 3331 % 10**9)
+        assert loaded.resolve(request) == stepwise.resolve(request)
+    for name, model in loaded._models.items():  # the learned state itself
+        other = stepwise._models[name]
+        for mine, theirs in ((model.memory, other.memory), (model.time, other.time)):
+            assert list(mine._ratios) == list(theirs._ratios) and len(mine._ratios) == 100
+            assert mine._sorted == theirs._sorted and list(mine._points) == list(theirs._points)
+            assert (mine.runs, mine.largest) == (theirs.runs, theirs.largest)
+            assert mine._sum == theirs._sum

@@ -40,6 +40,7 @@ class UsageModel:
         self._points: deque[tuple[float | None, int, float]] = deque()
         self._sorted: list[tuple[float, int, float]] = []  # the window's sized points by input
         self._sum = 0.0
+        self.errors = errors
         self._ratios: deque[float] = deque(maxlen=errors)
         self._failed: deque[float] = deque(maxlen=16)
         self._largest_input = 0.0
@@ -67,9 +68,23 @@ class UsageModel:
                 right += 1
         return best
 
-    def learn(self, input_bytes: float | None, usage: float) -> None:
-        """Learn one successful run: first score the prediction it would have had."""
-        if self.runs >= self.min_runs and input_bytes is not None:
+    def learn(
+        self, input_bytes: float | None, usage: float, *, score: bool = True, keep: bool = True
+    ) -> None:
+        """Learn one successful run: first score the prediction it would have had.
+
+        A bulk load that knows what comes next passes ``score=False`` for a run whose error
+        ``errors`` later sized runs push out anyway, and ``keep=False`` for one that leaves
+        the window before any kept error is scored: only the counts and maxima take it.
+        """
+        if not keep:
+            self.runs += 1
+            self._order += 1
+            self.largest = max(self.largest, usage)
+            if input_bytes is not None:
+                self._largest_input = max(self._largest_input, input_bytes)
+            return
+        if score and self.runs >= self.min_runs and input_bytes is not None:
             estimate = self.point(input_bytes)
             if estimate:
                 self._ratios.append(usage / estimate)

@@ -33,6 +33,42 @@ class _Process:
         self.cpu_percent = 0.0
 
 
+# How a bulk load learns a run, per quantity: count it only, keep it, or keep and score it.
+_COUNT, _KEEP, _SCORE = 0, 1, 2
+
+
+def _modes(records: list[TaskRecord]) -> tuple[list[int], list[int]]:
+    """Per record, how its memory (time) is learned so the models end as one by one.
+
+    A model keeps the errors of its last ``errors`` sized runs and the last ``window``
+    runs; scoring a run costs a prediction, and keeping it an insertion. A run whose error
+    is pushed out is not scored; a run that leaves the window before the first kept error
+    is scored is only counted. Doing all of it for 100,000 runs took most of a load.
+    """
+    probe = UsageModel()
+    errors, window = probe.errors, probe.window
+    modes = ([_COUNT] * len(records), [_COUNT] * len(records))
+    for column in (0, 1):
+        later: dict[str, tuple[int, int]] = {}  # runs after this one: all, sized
+        earliest: dict[str, int] = {}  # "all later" of the earliest scored run
+        ranks: list[tuple[int, str, int]] = []
+        for index in range(len(records) - 1, -1, -1):
+            record = records[index]
+            used = record.peak_memory if column == 0 else record.realtime
+            if not record.succeeded or not used:
+                continue
+            every, sized = later.get(record.process, (0, 0))
+            if record.input_bytes is not None and sized < errors:
+                earliest[record.process] = every
+                modes[column][index] = _SCORE
+            ranks.append((index, record.process, every))
+            later[record.process] = (every + 1, sized + (record.input_bytes is not None))
+        for index, process, every in ranks:
+            if modes[column][index] != _SCORE and every <= earliest.get(process, -1) + window:
+                modes[column][index] = _KEEP
+    return modes
+
+
 class PredictiveResolver(Resolver):
     """Sizes a task from a per-process online model of usage against input bytes."""
 
@@ -80,15 +116,17 @@ class PredictiveResolver(Resolver):
         # outlast the chain's timeout.
         self.refresh()
 
-    def _learn(self, record: TaskRecord) -> None:
+    def _learn(self, record: TaskRecord, memory: int = _SCORE, time: int = _SCORE) -> None:
         model = self._models.get(record.process)
         if model is None:
             model = self._models[record.process] = _Process(self.min_runs)
         if record.succeeded:
             if record.peak_memory:
-                model.memory.learn(record.input_bytes, record.peak_memory)
+                model.memory.learn(record.input_bytes, record.peak_memory,
+                                   score=memory == _SCORE, keep=memory != _COUNT)  # fmt: skip
             if record.realtime:
-                model.time.learn(record.input_bytes, record.realtime)
+                model.time.learn(record.input_bytes, record.realtime,
+                                 score=time == _SCORE, keep=time != _COUNT)  # fmt: skip
             if record.cpu_percent:
                 model.cpu_percent = max(model.cpu_percent, record.cpu_percent)
             return
@@ -105,8 +143,8 @@ class PredictiveResolver(Resolver):
                 self._cursor, records = self.history.attempts(self._cursor)
                 if not records:
                     return
-                for record in records:
-                    self._learn(record)
+                for record, memory, time in zip(records, *_modes(records), strict=True):
+                    self._learn(record, memory, time)
 
     def _size(self, model: UsageModel, input_bytes: int | None, retry: bool) -> float | None:
         if model.runs == 0:
