@@ -1,0 +1,21 @@
+cwlVersion: v1.2
+class: CommandLineTool
+doc: Count an input's lines into a file, copy stdin to a captured stdout, note on stderr.
+hints:
+  DockerRequirement: {dockerPull: "debian:bookworm-slim"}
+requirements:
+  ResourceRequirement: {coresMin: 1.5, ramMin: 300}
+  InitialWorkDirRequirement:
+    listing:
+      - entryname: label.txt
+        entry: "counted by $(inputs.label)"
+baseCommand: [sh, -c, 'wc -l < "$0" > lines.txt; cat label.txt >> lines.txt; cat; echo done >&2']
+arguments: [$(inputs.text.path)]
+inputs:
+  text: File
+  label: string
+stdin: $(inputs.text.path)
+stdout: copy.txt
+outputs:
+  lines: {type: File, outputBinding: {glob: lines.txt}}
+  copy: {type: stdout}
