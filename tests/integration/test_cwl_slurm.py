@@ -52,3 +52,23 @@ def test_scatter_runs_concurrently_with_the_declared_request(
     # stamp.cwl asks for 1 core, 64 MiB and 300 s (5 minutes).
     assert re.search(r"MinMemoryNode=64M|mem=64M|\b64M\b", shown), shown
     assert re.search(r"TimeLimit=00:05:00|\b00:05:00\b|\b5\b", shown), shown
+
+
+def test_the_job_record_has_the_cores_asked_for_rounded_up(
+    slurm: SlurmCluster, tmp_path: Path
+) -> None:
+    done = subprocess.run(
+        [COMMAND, "--executor", "slurm", "--no-container", "--outdir", str(tmp_path / "out"),
+         "--debug", str(DATA / "cores.cwl")],
+        cwd=tmp_path, env={**os.environ, **slurm.env}, capture_output=True, text=True,
+        timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    (job_id,) = re.findall(r"submitted to slurm as (\d+)", done.stderr)
+    record = subprocess.run(
+        ["scontrol", "show", "job", job_id],
+        env={**os.environ, **slurm.env}, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    # coresMin 2.5 becomes 3 whole cores in slurmctld's record of the job.
+    assert re.search(r"\bNumCPUs=3\b", record.stdout), record.stdout + record.stderr
+    assert re.search(r"\bCPUs/Task=3\b", record.stdout), record.stdout
