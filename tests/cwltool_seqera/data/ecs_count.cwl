@@ -1,6 +1,8 @@
 cwlVersion: v1.2
 class: CommandLineTool
-doc: Count an input's lines into a file, copy stdin to a captured stdout, note on stderr.
+doc: >-
+  Count a file's lines and list a directory into a file, copy stdin to a captured stdout,
+  note on stderr.
 hints:
   DockerRequirement: {dockerPull: "debian:bookworm-slim"}
 requirements:
@@ -9,10 +11,14 @@ requirements:
     listing:
       - entryname: label.txt
         entry: "counted by $(inputs.label)"
-baseCommand: [sh, -c, 'wc -l < "$0" > lines.txt; cat label.txt >> lines.txt; cat; echo done >&2']
-arguments: [$(inputs.text.path)]
+baseCommand:
+  - sh
+  - -c
+  - 'wc -l < "$0" > lines.txt; ls "$1" >> lines.txt; cat label.txt >> lines.txt; cat; echo done >&2'
+arguments: [$(inputs.text.path), $(inputs.dir.path)]
 inputs:
   text: File
+  dir: Directory
   label: string
 stdin: $(inputs.text.path)
 stdout: copy.txt

@@ -88,8 +88,15 @@ def _run(emulator: Emulator, tmp_path: Path, player: Container) -> subprocess.Co
     emulator.transitions(times=1000)  # each task runs until the player stops it
     boto3.client("s3", endpoint_url=emulator.url).create_bucket(Bucket=BUCKET)
     (tmp_path / "text.txt").write_text("one\ntwo\nthree\n")
+    (tmp_path / "dir").mkdir()
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / "dir" / name).write_text(name)
     job = tmp_path / "job.json"
-    job.write_text(json.dumps({"text": {"class": "File", "path": "text.txt"}, "label": "ecs"}))
+    job.write_text(json.dumps({
+        "text": {"class": "File", "path": "text.txt"},
+        "dir": {"class": "Directory", "path": "dir"},
+        "label": "ecs",
+    }))  # fmt: skip
     env = {**os.environ, **emulator.env, "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     player.start()
     try:
@@ -113,7 +120,7 @@ def test_inputs_and_outputs_travel_through_s3(emulator: Emulator, tmp_path: Path
     ran = "\n".join(r.stderr for r in player.results)
     assert done.returncode == 0, done.stderr[-4000:] + ran
     outputs = json.loads(done.stdout)
-    assert Path(outputs["lines"]["path"]).read_text() == "3\ncounted by ecs"
+    assert Path(outputs["lines"]["path"]).read_text() == "3\na.txt\nb.txt\ncounted by ecs"
     assert Path(outputs["copy"]["path"]).read_text() == "one\ntwo\nthree\n"
     # What ECS was sent: the bootstrap fetching the job script from the prefix, the
     # tool's image and its resources.

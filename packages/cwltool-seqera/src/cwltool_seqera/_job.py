@@ -192,19 +192,20 @@ class SeqeraCommandLineJob(CommandLineJob):
                 "a DockerRequirement with dockerPull, or pass --seqera-image"
             )
         files = staging.job(f"{self.name}-{uuid.uuid4().hex[:8]}")
-        paths: list[str] = [self.outdir]
+        # target (the path the command line names) -> where its content is on this machine
+        paths: dict[str, str] = {self.outdir: self.outdir}
         contents: dict[str, str] = {}
         for mapper in (self.pathmapper, self.generatemapper):
             for _, entry in mapper.items() if mapper is not None else ():
                 if not entry.staged:
-                    continue
-                if os.path.exists(entry.target):
-                    paths.append(entry.target)
+                    continue  # inside a staged directory, which carries it
+                local = entry.resolved.removeprefix("file://")
+                if os.path.exists(entry.target):  # cwltool staged it here (a symlink)
+                    paths[entry.target] = entry.target
                 elif entry.type in ("CreateFile", "CreateWritableFile"):
-                    contents[entry.target] = entry.resolved
-                elif os.path.exists(entry.resolved.removeprefix("file://")):
-                    contents_path = entry.resolved.removeprefix("file://")
-                    paths.append(contents_path)
+                    contents[entry.target] = entry.resolved  # resolved holds the text
+                elif os.path.exists(local):
+                    paths[entry.target] = local
         staging.upload_inputs(files, paths, contents)
         # The host's PATH means nothing in the image: the usual directories instead.
         env = {**env, "PATH": _CONTAINER_PATH}

@@ -22,7 +22,7 @@ import os
 import shlex
 import tarfile
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,23 +118,23 @@ class S3Staging:
             raise StagingError(f"could not write s3://{self.bucket}/{key}: {err}") from err
 
     def upload_inputs(
-        self, files: JobFiles, paths: Iterable[str], contents: Mapping[str, str]
+        self, files: JobFiles, paths: Mapping[str, str], contents: Mapping[str, str]
     ) -> None:
-        """Pack ``paths`` (followed through symlinks) and the literal ``contents`` (path ->
-        text) into ``inputs.tar`` at their absolute paths, and upload it."""
+        """Pack ``paths`` (target -> local source, followed through symlinks) and the
+        literal ``contents`` (target -> text) into ``inputs.tar`` at the targets' absolute
+        paths, and upload it."""
         with tempfile.TemporaryFile() as buffer:
             with tarfile.open(fileobj=buffer, mode="w", dereference=True) as archive:
-                added: set[str] = set()
-                for path in sorted(set(paths)):
-                    name = _arcname(path)
+                added: list[str] = []
+                for target in sorted(paths):
+                    name = _arcname(target)
                     if any(name == a or name.startswith(a + "/") for a in added):
                         continue  # already inside a directory that was packed
-                    if os.path.exists(path):
-                        archive.add(path, arcname=name)
-                        added.add(name)
-                for path, text in contents.items():
+                    archive.add(paths[target], arcname=name)
+                    added.append(name)
+                for target, text in contents.items():
                     data = text.encode()
-                    info = tarfile.TarInfo(_arcname(path))
+                    info = tarfile.TarInfo(_arcname(target))
                     info.size = len(data)
                     info.mode = 0o644
                     archive.addfile(info, io.BytesIO(data))
