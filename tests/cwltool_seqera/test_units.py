@@ -104,6 +104,9 @@ def test_cluster_staging_defaults_to_the_work_directory(tmp_path: Path) -> None:
     given = staging_arguments(slurm, ["--tmpdir-prefix=/shared/t/", "tool.cwl"], tmp_path)
     assert given == [f"--tmp-outdir-prefix={tmp_path}/out/"]
     assert staging_arguments(SeqeraOptions(), ["tool.cwl"], tmp_path) == []
+    ecs = SeqeraOptions(executor="ecs")
+    assert staging_arguments(ecs, ["tool.cwl"], tmp_path) == ["--no-container"]
+    assert staging_arguments(ecs, ["--no-container", "tool.cwl"], tmp_path) == []
 
 
 def test_ecs_needs_an_s3_prefix_and_the_cores_ecs_settings(tmp_path: Path) -> None:

@@ -3,9 +3,8 @@ class: CommandLineTool
 doc: >-
   Count a file's lines and list a directory into a file, copy stdin to a captured stdout,
   note on stderr.
-hints:
-  DockerRequirement: {dockerPull: "debian:bookworm-slim"}
 requirements:
+  DockerRequirement: {dockerPull: "debian:bookworm-slim"}
   ResourceRequirement: {coresMin: 1.5, ramMin: 300}
   InitialWorkDirRequirement:
     listing:

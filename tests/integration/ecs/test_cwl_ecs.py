@@ -103,7 +103,7 @@ def _run(emulator: Emulator, tmp_path: Path, player: Container) -> subprocess.Co
         return subprocess.run(
             [COMMAND, "--executor", "ecs", "--seqera-s3-prefix", f"s3://{BUCKET}/runs",
              "--seqera-ecs", "cluster=seqera", "--seqera-ecs", f"execution_role={ROLE}",
-             "--seqera-poll-interval", "0.2", "--no-container",
+             "--seqera-poll-interval", "0.2",
              "--tmpdir-prefix", f"{tmp_path}/tmp/", "--tmp-outdir-prefix", f"{tmp_path}/outs/",
              "--outdir", str(tmp_path / "out"), str(DATA / "ecs_count.cwl"), str(job)],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,

@@ -300,7 +300,14 @@ class SeqeraCommandLineTool(CommandLineTool):
     job_class: type[SeqeraCommandLineJob]
 
     def make_job_runner(self, runtimeContext: RuntimeContext) -> type[JobBase]:
-        """cwltool's choice, unless it is the plain local job: then this run's job class."""
+        """cwltool's choice, unless it is the plain local job: then this run's job class.
+
+        On ECS the task's image is the container (cwltool runs with --no-container there),
+        so a DockerRequirement under ``requirements`` names the image instead of being
+        refused by cwltool's --no-container check.
+        """
+        if self.job_class.settings.staging is not None and not runtimeContext.use_container:
+            return self.job_class
         chosen = super().make_job_runner(runtimeContext)
         if chosen is not CommandLineJob:
             raise WorkflowException(

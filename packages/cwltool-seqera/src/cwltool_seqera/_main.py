@@ -77,8 +77,11 @@ def staging_arguments(options: SeqeraOptions, argv: Sequence[str], workdir: Path
     """cwltool flags putting staging and output directories where compute nodes read them.
 
     Only for cluster backends, and only for flags the user did not give: cwltool's own
-    default is under /tmp, which is local to each node.
+    default is under /tmp, which is local to each node. On ECS, ``--no-container``: the
+    task's image is the job's container, and cwltool must not wrap it in another.
     """
+    if options.executor == "ecs" and "--no-container" not in argv:
+        return ["--no-container"]
     if options.executor not in _SHARED_FS:
         return []
     given = {a.split("=", 1)[0] for a in argv}
