@@ -1,12 +1,17 @@
-"""The shared dispatcher enforces time limits finer than the scheduler's (Slurm: minutes)."""
+"""The shared dispatcher: time limits finer than the scheduler's (Slurm: minutes), and
+jobs whose status stays unknown are given up rather than waited for forever."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
+
+from cwltool_seqera import process_status, status_message
 from cwltool_seqera._dispatch import Dispatcher
-from seqera_core.backends import JobSpec, JobState, LocalBackend
+from seqera_core.backends import JobHandle, JobSpec, JobState, LocalBackend
 
 
 def test_a_job_past_its_limit_is_cancelled_and_reported_as_a_time_limit(tmp_path: Path) -> None:
@@ -29,3 +34,25 @@ def test_a_job_within_its_limit_is_left_alone(tmp_path: Path) -> None:
     finally:
         dispatcher.close()
     assert status.state is JobState.SUCCEEDED
+
+
+class _Forgetful(LocalBackend):
+    """A real local backend whose handles name jobs it never ran: it answers UNKNOWN."""
+
+    def submit(self, jobs: Sequence[JobSpec]) -> list[JobHandle]:
+        return [attrs.evolve(h, native_id=f"{h.native_id}-lost") for h in super().submit(jobs)]
+
+
+def test_a_job_whose_status_stays_unknown_is_given_up(tmp_path: Path) -> None:
+    dispatcher = Dispatcher(_Forgetful(workdir=tmp_path), interval=0.1, unknown_timeout=1)
+    started = time.monotonic()
+    try:
+        status = dispatcher.run(JobSpec("lost", ["true"]))
+    finally:
+        dispatcher.close()
+    assert status.state is JobState.UNKNOWN
+    assert "no known status for 1 s, given up" in (status.reason or "")
+    assert "not a job of this local backend" in (status.reason or "")
+    assert 1 <= time.monotonic() - started < 15
+    assert status_message(status) is not None
+    assert process_status(status.exit_code) == "permanentFail"

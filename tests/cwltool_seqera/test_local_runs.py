@@ -110,10 +110,10 @@ def test_a_time_limit_kill_is_reported_as_such(tmp_path: Path) -> None:
     assert time.monotonic() - began < 30 + 60  # far from waiting for sleep 30 and more
 
 
-def test_ecs_says_it_is_not_available(tmp_path: Path) -> None:
+def test_ecs_without_an_s3_prefix_is_refused_before_cwltool_starts(tmp_path: Path) -> None:
     run = run_cwl(["--executor", "ecs", str(DATA / "slow.cwl")], tmp_path)
     assert run.code == 2
-    assert "not available yet" in run.stderr
+    assert "--seqera-s3-prefix s3://BUCKET/PREFIX is required" in run.stderr
 
 
 def test_cwltool_own_options_still_work(tmp_path: Path) -> None:

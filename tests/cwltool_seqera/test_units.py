@@ -16,6 +16,7 @@ from cwltool_seqera import (
     status_message,
 )
 from seqera_core.backends import JobHandle, JobState, JobStatus, LocalBackend
+from seqera_core.config import Config
 from seqera_core.errors import UsageError
 from seqera_core.units import MIB
 
@@ -103,11 +104,47 @@ def test_cluster_staging_defaults_to_the_work_directory(tmp_path: Path) -> None:
     given = staging_arguments(slurm, ["--tmpdir-prefix=/shared/t/", "tool.cwl"], tmp_path)
     assert given == [f"--tmp-outdir-prefix={tmp_path}/out/"]
     assert staging_arguments(SeqeraOptions(), ["tool.cwl"], tmp_path) == []
+    ecs = SeqeraOptions(executor="ecs")
+    assert staging_arguments(ecs, ["tool.cwl"], tmp_path) == ["--no-container"]
+    assert staging_arguments(ecs, ["--no-container", "tool.cwl"], tmp_path) == []
 
 
-def test_ecs_is_refused_clearly(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match=r"ecs: .*not available yet"):
-        make_backend(SeqeraOptions(executor="ecs"), tmp_path)
+def test_ecs_needs_an_s3_prefix_and_the_cores_ecs_settings(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"--seqera-s3-prefix s3://BUCKET/PREFIX is required"):
+        make_backend(SeqeraOptions(executor="ecs"), tmp_path, Config())
+    with pytest.raises(UsageError, match=r"ecs.cluster is required .*--seqera-ecs"):
+        make_backend(SeqeraOptions(executor="ecs", s3_prefix="s3://b/p"), tmp_path, Config())
+    with pytest.raises(UsageError, match=r"takes none .*--seqera-ecs"):
+        options = SeqeraOptions(executor="ecs", backend_options={"cluster": "x"})
+        make_backend(options, tmp_path, Config())
+
+
+def test_ecs_settings_come_from_the_core_config_with_flags_on_top(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options, _ = parse_options(
+        ["--executor", "ecs", "--seqera-s3-prefix", "s3://bucket/run",
+         "--seqera-ecs", "execution_role=arn:aws:iam::1:role/r", "--seqera-ecs", "region=eu-west-1"]
+    )  # fmt: skip
+    assert options.ecs == {"execution_role": "arn:aws:iam::1:role/r", "region": "eu-west-1"}
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("SEQERA_ECS_CLUSTER", "genomics")
+    monkeypatch.setenv("SEQERA_ECS_REGION", "us-east-2")  # the flag wins
+    backend = make_backend(options, tmp_path)
+    assert backend.name == "ecs"
+    settings = backend.settings  # type: ignore[attr-defined]
+    assert (settings.cluster, settings.region) == ("genomics", "eu-west-1")
+
+
+def test_new_options_are_checked() -> None:
+    options, _ = parse_options(["--seqera-unknown-timeout", "30", "--seqera-image", "debian"])
+    assert (options.unknown_timeout, options.image) == (30, "debian")
+    assert parse_options([])[0].unknown_timeout == 300
+    with pytest.raises(UsageError, match=r"--seqera-s3-prefix 'bucket/x': expected s3://"):
+        parse_options(["--seqera-s3-prefix", "bucket/x"])
+    with pytest.raises(UsageError, match="--seqera-unknown-timeout '-1'"):
+        parse_options(["--seqera-unknown-timeout", "-1"])
 
 
 def test_backends_are_built_from_the_options(tmp_path: Path) -> None:
@@ -117,5 +154,7 @@ def test_backends_are_built_from_the_options(tmp_path: Path) -> None:
         SeqeraOptions(executor="slurm", backend_options={"history": "none"}), tmp_path
     )
     assert slurm.name == "slurm"
+    pbs = make_backend(SeqeraOptions(executor="pbs"), tmp_path)
+    assert pbs.name == "pbs"
     with pytest.raises(UsageError, match="history"):
         make_backend(SeqeraOptions(executor="slurm", backend_options={"history": "x"}), tmp_path)

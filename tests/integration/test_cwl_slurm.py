@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from .conftest import SlurmCluster
@@ -52,3 +53,32 @@ def test_scatter_runs_concurrently_with_the_declared_request(
     # stamp.cwl asks for 1 core, 64 MiB and 300 s (5 minutes).
     assert re.search(r"MinMemoryNode=64M|mem=64M|\b64M\b", shown), shown
     assert re.search(r"TimeLimit=00:05:00|\b00:05:00\b|\b5\b", shown), shown
+
+
+def test_the_job_record_has_the_cores_asked_for_rounded_up(
+    slurm: SlurmCluster, tmp_path: Path
+) -> None:
+    env = {**os.environ, **slurm.env}
+    run = subprocess.Popen(
+        [COMMAND, "--executor", "slurm", "--no-container", "--outdir", str(tmp_path / "out"),
+         "--debug", str(DATA / "cores.cwl")],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    # The test cluster forgets a finished job after 2 s (MinJobAge): read the record while
+    # the job still runs.
+    records: list[str] = []
+    while run.poll() is None and not records:
+        shown = subprocess.run(
+            ["scontrol", "--oneliner", "show", "job"],
+            env=env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        records = [line for line in shown.stdout.splitlines() if "JobName=cores" in line]
+        time.sleep(0.5)
+    _, stderr = run.communicate(timeout=600)
+    assert run.returncode == 0, stderr[-4000:]
+    (record,) = records
+    (job_id,) = re.findall(r"submitted to slurm as (\d+)", stderr)
+    assert f"JobId={job_id} " in record
+    # coresMin 2.5 becomes 3 whole cores in slurmctld's record of the job.
+    assert re.search(r"\bNumCPUs=3\b", record), record
+    assert re.search(r"\bCPUs/Task=3\b", record), record

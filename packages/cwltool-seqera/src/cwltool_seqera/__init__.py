@@ -2,9 +2,10 @@
 
 from ._dispatch import Dispatcher
 from ._executor import DispatchingExecutor
-from ._job import RunSettings, SeqeraCommandLineJob, job_request, make_tool_factory
+from ._job import RunSettings, SeqeraCommandLineJob, ToolFactory, job_request, make_tool_factory
 from ._main import main, make_backend, staging_arguments
 from ._options import SeqeraOptions, parse_options
+from ._staging import S3Staging, StagingError
 from ._status import process_status, status_message
 
 __version__ = "0.1.0"
@@ -13,8 +14,11 @@ __all__ = [
     "Dispatcher",
     "DispatchingExecutor",
     "RunSettings",
+    "S3Staging",
     "SeqeraCommandLineJob",
     "SeqeraOptions",
+    "StagingError",
+    "ToolFactory",
     "job_request",
     "main",
     "make_backend",

@@ -18,9 +18,15 @@ class Dispatcher:
     """Submits jobs from many threads; one poller thread asks the backend about all of them
     with a single ``poll`` per cycle and wakes each job's thread when its job has ended."""
 
-    def __init__(self, backend: Backend, *, interval: float = 1.0) -> None:
+    def __init__(
+        self, backend: Backend, *, interval: float = 1.0, unknown_timeout: float = 300.0
+    ) -> None:
         self.backend = backend
         self.interval = interval
+        # A job whose status stays UNKNOWN (or cannot be polled at all) this many seconds
+        # in a row is given up on and reported as lost, never waited for forever.
+        self.unknown_timeout = unknown_timeout
+        self._unknown_since: dict[JobHandle, float] = {}
         # Backends are not promised to be thread-safe: every call goes through this lock.
         self._calls = threading.Lock()
         self._state = threading.Condition()
@@ -96,6 +102,7 @@ class Dispatcher:
         event = self._waiting.pop(status.handle, None)
         self._limits.pop(status.handle, None)
         self._started.pop(status.handle, None)
+        self._unknown_since.pop(status.handle, None)
         if event is not None:
             self._results[status.handle] = status
             event.set()
@@ -110,14 +117,22 @@ class Dispatcher:
             try:
                 with self._calls:
                     statuses = self.backend.poll(handles)
-            except Exception:  # a flaky scheduler command: try again next cycle
+            except Exception as err:  # a flaky scheduler command: try again next cycle
                 _log.warning("polling %d job(s) failed; retrying", len(handles), exc_info=True)
-                statuses = []
+                why = f"polling failed: {err}"
+                statuses = [JobStatus(h, JobState.UNKNOWN, reason=why) for h in handles]
             now = time.monotonic()
             overdue: list[JobStatus] = []
+            lost: list[JobStatus] = []
             with self._state:
                 for status in statuses:
                     handle = status.handle
+                    if status.state is JobState.UNKNOWN:
+                        since = self._unknown_since.setdefault(handle, now)
+                        if now - since > self.unknown_timeout:
+                            lost.append(status)
+                        continue
+                    self._unknown_since.pop(handle, None)
                     if status.state is JobState.RUNNING:
                         started = self._started.setdefault(handle, now)
                         if handle in self._limits and now - started > self._limits[handle]:
@@ -134,6 +149,23 @@ class Dispatcher:
                             status.handle, JobState.FAILED, reason=f"ran past its {limit:g} s",
                             time_limit=True,
                         ))  # fmt: skip
+            if lost:
+                self._give_up(lost)
             with self._state:
                 # Sleep, but wake at once on close.
                 self._state.wait_for(lambda: self._closed, timeout=self.interval)
+
+    def _give_up(self, lost: list[JobStatus]) -> None:
+        # Best effort: the job may still exist somewhere the backend cannot see.
+        try:
+            with self._calls:
+                self.backend.cancel([status.handle for status in lost])
+        except Exception:
+            _log.warning("cancelling %d lost job(s) failed", len(lost), exc_info=True)
+        with self._state:
+            for status in lost:
+                self._finish(JobStatus(
+                    status.handle, JobState.UNKNOWN,
+                    reason=f"no known status for {self.unknown_timeout:g} s, given up "
+                    f"({status.reason or 'unknown state'})",
+                ))  # fmt: skip

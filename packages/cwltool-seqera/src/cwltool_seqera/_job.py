@@ -6,9 +6,11 @@ import logging
 import os
 import shutil
 import sys
+import tarfile
+import uuid
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import attrs
 from cwltool.command_line_tool import CommandLineTool
@@ -19,7 +21,7 @@ from cwltool.process import Process
 from cwltool.utils import bytes2str_in_dicts
 from cwltool.workflow import default_make_tool
 
-from seqera_core.backends import JobSpec
+from seqera_core.backends import JobSpec, JobState, JobStatus
 from seqera_core.dialects.cwl import request_from_resources
 from seqera_core.errors import SeqeraError
 from seqera_core.models import ResourceRequest
@@ -28,11 +30,17 @@ from seqera_core.platforms import Platform
 from seqera_core.resolvers import Resolver
 
 from ._dispatch import Dispatcher
+from ._staging import JobFiles, S3Staging, StagingError
 from ._status import process_status, status_message
+
+if TYPE_CHECKING:
+    # cwltool's own loader type (ruamel.yaml comes with cwltool)
+    from ruamel.yaml.comments import CommentedMap
 
 __all__ = ["RunSettings", "SeqeraCommandLineJob", "job_request", "make_tool_factory"]
 
 _log = logging.getLogger("cwltool")
+_CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 @attrs.frozen
@@ -44,6 +52,8 @@ class RunSettings:
     resolvers: Sequence[Resolver] = ()
     run_labels: Mapping[str, str] = attrs.field(factory=dict)
     logdir: Path | None = None
+    staging: S3Staging | None = None  # ECS: no shared filesystem, files go through S3
+    image: str | None = None  # ECS: for tools without a DockerRequirement
 
 
 def job_request(resources: Mapping[str, Any], timelimit: Any, name: str) -> ResourceRequest:
@@ -87,8 +97,12 @@ class SeqeraCommandLineJob(CommandLineJob):
         if not command:
             raise WorkflowException(f"[job {self.name}] the command line is empty")
         if context.secret_store is not None:
-            command = context.secret_store.retrieve(command)  # type: ignore[assignment]
-            env = context.secret_store.retrieve(env)  # type: ignore[assignment]
+            # retrieve() keeps the shape it is given: a list stays a list, a dict a dict.
+            store = context.secret_store
+            revealed = store.retrieve(cast(Any, command))
+            command = [str(part) for part in cast(list[Any], revealed)]
+            shown = store.retrieve(cast(Any, env))
+            env = {str(k): str(v) for k, v in cast(dict[str, Any], shown).items()}
         stdin = None
         if self.stdin is not None:
             found = self.pathmapper.reversemap(self.stdin)
@@ -98,19 +112,24 @@ class SeqeraCommandLineJob(CommandLineJob):
         stdout = self._log_path(self.stdout, "stdout")
         stderr = self._log_path(self.stderr, "stderr")
         prepared = self._prepare()
-        # A clean environment as cwltool gives its subprocess (HOME, TMPDIR, PATH and the
-        # tool's EnvVarRequirement): the backends would otherwise pass their own through.
-        argv = ["env", "-i", "--", *(f"{k}={v}" for k, v in env.items())]
-        argv += _stdin_wrapped(command, stdin)
-        spec = JobSpec(
-            name=self.name,
-            command=argv,
-            request=prepared.request,
-            workdir=self.outdir,
-            labels=prepared.labels,
-            stdout=stdout,
-            stderr=stderr,
-        )
+        staging = self.settings.staging
+        files: JobFiles | None = None
+        if staging is None:
+            # A clean environment as cwltool gives its subprocess (HOME, TMPDIR, PATH and
+            # the tool's EnvVarRequirement): the backends would otherwise pass their own.
+            argv = ["env", "-i", "--", *(f"{k}={v}" for k, v in env.items())]
+            argv += _stdin_wrapped(command, stdin)
+            spec = JobSpec(
+                name=self.name,
+                command=argv,
+                request=prepared.request,
+                workdir=self.outdir,
+                labels=prepared.labels,
+                stdout=stdout,
+                stderr=stderr,
+            )
+        else:
+            files, spec = self._through_s3(staging, prepared, command, env)
         _log.info("[job %s] %s$ %s", self.name, self.outdir, " ".join(command))
         result = self.settings.dispatcher.run(
             spec,
@@ -119,6 +138,15 @@ class SeqeraCommandLineJob(CommandLineJob):
             ),
             limit=spec.request.time,
         )
+        if staging is not None and files is not None:
+            fetched = self._fetch(staging, files, result, stdout, stderr)
+            if not fetched and result.state is JobState.SUCCEEDED:
+                result = attrs.evolve(
+                    result, state=JobState.FAILED, exit_code=None,
+                    reason="its outputs did not come back from S3",
+                )  # fmt: skip
+            if context.rm_tmpdir:
+                staging.remove(files)
         self._relay(stdout, self.stdout, context.default_stdout)
         self._relay(stderr, self.stderr, context.default_stderr)
         why = status_message(result)
@@ -129,9 +157,9 @@ class SeqeraCommandLineJob(CommandLineJob):
         else:
             status = process_status(
                 code,
-                success=self.successCodes,
-                temporary=self.temporaryFailCodes,
-                permanent=self.permanentFailCodes,
+                success=set(self.successCodes),
+                temporary=set(self.temporaryFailCodes),
+                permanent=set(self.permanentFailCodes),
             )
         if status != "success":
             _log.warning("[job %s] exited with status: %s", self.name, code)
@@ -146,10 +174,60 @@ class SeqeraCommandLineJob(CommandLineJob):
             self.outdir, self.base_path_logs, stdout if self.stdout else None,
             stderr if self.stderr else None,
         )  # fmt: skip
-        outputs = bytes2str_in_dicts(
-            self.collect_outputs(self.outdir, -1 if code is None else code)
-        )  # type: ignore[arg-type]
+        collected = self.collect_outputs(self.outdir, -1 if code is None else code)
+        # Given a mapping, bytes2str_in_dicts returns that mapping (converted in place).
+        outputs = cast(dict[str, Any], bytes2str_in_dicts(collected))
         return outputs, status
+
+    def _through_s3(
+        self, staging: S3Staging, prepared: Prepared, command: list[str], env: dict[str, str]
+    ) -> tuple[JobFiles, JobSpec]:
+        """Upload the staged inputs and the job script; the spec runs the script's bootstrap."""
+        docker, _ = self.get_requirement("DockerRequirement")
+        pulled = (docker or {}).get("dockerPull")
+        image = str(pulled) if pulled else self.settings.image
+        if not image:
+            raise WorkflowException(
+                f"[job {self.name}] ECS runs every job in a container image: give the tool "
+                "a DockerRequirement with dockerPull, or pass --seqera-image"
+            )
+        files = staging.job(f"{self.name}-{uuid.uuid4().hex[:8]}")
+        # target (the path the command line names) -> where its content is on this machine
+        paths: dict[str, str] = {self.outdir: self.outdir}
+        contents: dict[str, str] = {}
+        for mapper in (self.pathmapper, self.generatemapper):
+            for _, entry in mapper.items() if mapper is not None else ():
+                if not entry.staged:
+                    continue  # inside a staged directory, which carries it
+                local = entry.resolved.removeprefix("file://")
+                if os.path.exists(entry.target):  # cwltool staged it here (a symlink)
+                    paths[entry.target] = entry.target
+                elif entry.type in ("CreateFile", "CreateWritableFile"):
+                    contents[entry.target] = entry.resolved  # resolved holds the text
+                elif os.path.exists(local):
+                    paths[entry.target] = local
+        staging.upload_inputs(files, paths, contents)
+        # The host's PATH means nothing in the image: the usual directories instead.
+        env = {**env, "PATH": _CONTAINER_PATH}
+        argv = ["env", "-i", "--", *(f"{k}={v}" for k, v in env.items()), *command]
+        bootstrap = staging.write_script(
+            files, command=argv, outdir=self.outdir, tmpdir=self.tmpdir, stdin=self.stdin
+        )
+        request = attrs.evolve(prepared.request, container=prepared.request.container or image)
+        spec = JobSpec(name=self.name, command=bootstrap, request=request, labels=prepared.labels)
+        return files, spec
+
+    def _fetch(
+        self, staging: S3Staging, files: JobFiles, result: JobStatus, stdout: str, stderr: str
+    ) -> bool:
+        """Bring the outputs home; False (with the reason logged) when they are missing."""
+        try:
+            staging.download_outputs(files, self.outdir, stdout, stderr)
+        except (StagingError, OSError, tarfile.TarError) as err:
+            level = logging.ERROR if result.state is JobState.SUCCEEDED else logging.INFO
+            _log.log(level, "[job %s] %s", self.name, err)
+            return False
+        return True
 
     def _prepare(self) -> Prepared:
         request = job_request(self.builder.resources, self.timelimit, self.name)
@@ -222,7 +300,14 @@ class SeqeraCommandLineTool(CommandLineTool):
     job_class: type[SeqeraCommandLineJob]
 
     def make_job_runner(self, runtimeContext: RuntimeContext) -> type[JobBase]:
-        """cwltool's choice, unless it is the plain local job: then this run's job class."""
+        """cwltool's choice, unless it is the plain local job: then this run's job class.
+
+        On ECS the task's image is the container (cwltool runs with --no-container there),
+        so a DockerRequirement under ``requirements`` names the image instead of being
+        refused by cwltool's --no-container check.
+        """
+        if self.job_class.settings.staging is not None and not runtimeContext.use_container:
+            return self.job_class
         chosen = super().make_job_runner(runtimeContext)
         if chosen is not CommandLineJob:
             raise WorkflowException(
@@ -232,17 +317,27 @@ class SeqeraCommandLineTool(CommandLineTool):
         return self.job_class
 
 
-def make_tool_factory(settings: RunSettings) -> Callable[[Any, LoadingContext], Process]:
+class ToolFactory(Protocol):
+    """The signature of ``LoadingContext.construct_tool_object``."""
+
+    def __call__(self, toolpath_object: CommentedMap, loadingContext: LoadingContext) -> Process:
+        """Build the process object for one loaded CWL document."""
+
+
+def make_tool_factory(settings: RunSettings) -> ToolFactory:
     """A ``construct_tool_object`` for this run: CommandLineTools become seqera ones."""
     job_class = type("SeqeraCommandLineJob", (SeqeraCommandLineJob,), {"settings": settings})
-    tool_class = type("SeqeraCommandLineTool", (SeqeraCommandLineTool,), {"job_class": job_class})
+    tool_class = cast(
+        type[SeqeraCommandLineTool],
+        type("SeqeraCommandLineTool", (SeqeraCommandLineTool,), {"job_class": job_class}),
+    )
 
-    def make_tool(toolpath_object: Any, loading_context: LoadingContext) -> Process:
+    def make_tool(toolpath_object: CommentedMap, loadingContext: LoadingContext) -> Process:
         if (
             isinstance(toolpath_object, Mapping)
             and toolpath_object.get("class") == "CommandLineTool"
         ):
-            return tool_class(toolpath_object, loading_context)
-        return default_make_tool(toolpath_object, loading_context)
+            return tool_class(toolpath_object, loadingContext)
+        return default_make_tool(toolpath_object, loadingContext)
 
     return make_tool

@@ -12,8 +12,8 @@ from pathlib import Path
 import cwltool.main
 from cwltool.context import LoadingContext
 
-from seqera_core import backends
-from seqera_core.backends import Backend, LocalBackend, PbsBackend, SlurmBackend
+from seqera_core.backends import Backend, open_backend
+from seqera_core.config import Config, load_config
 from seqera_core.errors import SeqeraError, UsageError
 from seqera_core.labels import run_labels
 from seqera_core.platforms import load as load_platform
@@ -23,6 +23,7 @@ from ._dispatch import Dispatcher
 from ._executor import DispatchingExecutor
 from ._job import RunSettings, make_tool_factory
 from ._options import SeqeraOptions, parse_options
+from ._staging import S3Staging
 
 __all__ = ["main", "make_backend", "staging_arguments"]
 
@@ -30,36 +31,57 @@ _SHARED_FS = ("slurm", "pbs")
 _STAGING_FLAGS = ("--tmpdir-prefix", "--tmp-outdir-prefix")
 
 
-def make_backend(options: SeqeraOptions, workdir: Path) -> Backend:
-    """The backend ``--executor`` names, with ``--seqera-backend-option`` passed through."""
+def make_backend(options: SeqeraOptions, workdir: Path, config: Config | None = None) -> Backend:
+    """The backend ``--executor`` names, built by the core's ``open_backend``.
+
+    Slurm and PBS take ``--seqera-backend-option`` keywords; ECS takes the core's ``ecs.*``
+    configuration (seqera.yaml, ``$SEQERA_ECS_*``) with ``--seqera-ecs`` on top.
+    """
     extra = dict(options.backend_options)
-    if options.executor == "local":
-        if extra:
+    name = options.executor
+    if extra and name in ("local", "ecs"):
+        hint = " (use --seqera-ecs KEY=VALUE)" if name == "ecs" else ""
+        raise UsageError(
+            f"--seqera-backend-option {sorted(extra)[0]}: the {name} backend takes none{hint}"
+        )
+    if name == "local":
+        return open_backend(
+            name, cpus=options.local_cpus, memory=options.local_memory, workdir=workdir / "logs"
+        )
+    if name == "ecs":
+        if options.s3_prefix is None:
             raise UsageError(
-                f"--seqera-backend-option {sorted(extra)[0]}: the local backend takes none"
+                "--executor ecs: --seqera-s3-prefix s3://BUCKET/PREFIX is required (ECS jobs "
+                "have no shared filesystem; their inputs and outputs travel through S3)"
             )
-        return LocalBackend(options.local_cpus, options.local_memory, workdir / "logs")
-    if options.executor == "ecs":
-        # The ECS backend (an extra of the core) and S3 staging come with the ECS issue.
-        if not hasattr(backends, "EcsBackend"):
-            raise UsageError(
-                "--executor ecs: not available yet (seqera_core.backends has no ECS backend); "
-                "use local, slurm or pbs"
-            )
-        raise UsageError("--executor ecs: S3 staging for CWL jobs is not available yet")
-    kind = SlurmBackend if options.executor == "slurm" else PbsBackend
+        if config is None:
+            config = _config(options)
+        try:
+            return open_backend(name, **config.section("ecs"))
+        except UsageError as err:
+            raise UsageError(f"{err} (or --seqera-ecs KEY=VALUE)") from None
+        except TypeError as err:
+            raise UsageError(f"--seqera-ecs: {err}") from err
     try:
-        return kind(work_dir=workdir / "jobs", **extra)  # type: ignore[arg-type]
+        return open_backend(name, work_dir=workdir / "jobs", **extra)
     except (TypeError, ValueError) as err:
-        raise UsageError(f"--seqera-backend-option for {options.executor}: {err}") from err
+        raise UsageError(f"--seqera-backend-option for {name}: {err}") from err
+
+
+def _config(options: SeqeraOptions) -> Config:
+    flags = {f"ecs.{key}": value for key, value in options.ecs.items()}
+    return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
 
 
 def staging_arguments(options: SeqeraOptions, argv: Sequence[str], workdir: Path) -> list[str]:
     """cwltool flags putting staging and output directories where compute nodes read them.
 
     Only for cluster backends, and only for flags the user did not give: cwltool's own
-    default is under /tmp, which is local to each node.
+    default is under /tmp, which is local to each node. On ECS, ``--no-container``: the
+    task's image is the job's container, and cwltool must not wrap it in another.
     """
+    if options.executor == "ecs" and "--no-container" not in argv:
+        return ["--no-container"]
     if options.executor not in _SHARED_FS:
         return []
     given = {a.split("=", 1)[0] for a in argv}
@@ -93,12 +115,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir = (options.workdir or Path.cwd() / "cwltool-seqera-work").absolute()
         backend = make_backend(options, workdir)
         platform = None if options.platform is None else load_platform(options.platform)
+        run_id = uuid.uuid4().hex[:12]
+        staging = None
+        if options.executor == "ecs":
+            assert options.s3_prefix is not None  # make_backend refuses ECS without it
+            staging = S3Staging(options.s3_prefix, run_id)
         labels = run_labels(
             "cwl",
             {
                 "engine": "cwltool-seqera",
                 "run-name": _workflow_name(rest),
-                "run-id": uuid.uuid4().hex[:12],
+                "run-id": run_id,
                 "user": getpass.getuser(),
             },
             options.labels,
@@ -108,8 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cwltool-seqera: error: {err}", file=sys.stderr)
         return 2
     interval = options.poll_interval or (0.1 if options.executor == "local" else 1.0)
-    dispatcher = Dispatcher(backend, interval=interval)
-    settings = RunSettings(dispatcher, platform, tuple(resolvers), labels, workdir / "logs")
+    dispatcher = Dispatcher(backend, interval=interval, unknown_timeout=options.unknown_timeout)
+    settings = RunSettings(
+        dispatcher, platform, tuple(resolvers), labels, workdir / "logs",
+        staging=staging, image=options.image,
+    )  # fmt: skip
     loading = LoadingContext()
     loading.construct_tool_object = make_tool_factory(settings)
     try:
@@ -120,5 +150,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     finally:
         dispatcher.close()
-        if isinstance(backend, LocalBackend):
-            backend.close()
+        close = getattr(backend, "close", None)
+        if callable(close):
+            close()

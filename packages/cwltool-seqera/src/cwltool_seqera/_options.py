@@ -28,6 +28,10 @@ class SeqeraOptions:
     backend_options: Mapping[str, str] = attrs.field(factory=dict)
     local_cpus: float | None = None
     local_memory: int | None = None
+    ecs: Mapping[str, str] = attrs.field(factory=dict)  # ecs.* config keys, without "ecs."
+    s3_prefix: str | None = None  # where ECS jobs' inputs and outputs travel
+    image: str | None = None  # ECS: the image of a tool without a DockerRequirement
+    unknown_timeout: float = 300.0  # seconds of continuous UNKNOWN status before giving up
 
 
 def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
@@ -51,6 +55,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seqera-backend-option", action="append", default=[])
     parser.add_argument("--seqera-local-cpus")
     parser.add_argument("--seqera-local-memory")
+    parser.add_argument("--seqera-ecs", action="append", default=[])
+    parser.add_argument("--seqera-s3-prefix")
+    parser.add_argument("--seqera-image")
+    parser.add_argument("--seqera-unknown-timeout")
     return parser
 
 
@@ -78,6 +86,12 @@ def parse_options(argv: Sequence[str]) -> tuple[SeqeraOptions, list[str]]:
         raise UsageError(f"--executor {ours.executor!r}: expected one of {', '.join(EXECUTORS)}")
     interval = _number("--seqera-poll-interval", ours.seqera_poll_interval, float)
     memory = _number("--seqera-local-memory", ours.seqera_local_memory, int)
+    unknown = _number("--seqera-unknown-timeout", ours.seqera_unknown_timeout, float)
+    s3 = ours.seqera_s3_prefix
+    if s3 is not None and not (s3.startswith("s3://") and s3[5:].split("/", 1)[0]):
+        raise UsageError(
+            f"--seqera-s3-prefix {ours.seqera_s3_prefix!r}: expected s3://BUCKET[/PREFIX]"
+        )
     options = SeqeraOptions(
         executor=ours.executor,
         platform=ours.seqera_platform,
@@ -88,5 +102,9 @@ def parse_options(argv: Sequence[str]) -> tuple[SeqeraOptions, list[str]]:
         backend_options=_pairs(ours.seqera_backend_option, "--seqera-backend-option"),
         local_cpus=_number("--seqera-local-cpus", ours.seqera_local_cpus, float),
         local_memory=None if memory is None else int(memory),
+        ecs=_pairs(ours.seqera_ecs, "--seqera-ecs"),
+        s3_prefix=ours.seqera_s3_prefix,
+        image=ours.seqera_image,
+        unknown_timeout=300.0 if unknown is None else unknown,
     )
     return options, rest + args[cut:]
