@@ -12,7 +12,7 @@ from pathlib import Path
 import cwltool.main
 from cwltool.context import LoadingContext
 
-from seqera_core.backends import Backend, open_backend
+from seqera_core.backends import Backend, open_backend, squash_policy
 from seqera_core.config import Config, load_config
 from seqera_core.errors import SeqeraError, UsageError
 from seqera_core.labels import run_labels
@@ -62,8 +62,11 @@ def make_backend(options: SeqeraOptions, workdir: Path, config: Config | None = 
             raise UsageError(f"{err} (or --seqera-ecs KEY=VALUE)") from None
         except TypeError as err:
             raise UsageError(f"--seqera-ecs: {err}") from err
+    # arrays or squashed allocations when seqera config asks (squash.*, $SEQERA_SQUASH_*)
+    platform = load_platform(options.platform) if options.platform else None
+    policy = squash_policy(config or _config(options), platform)
     try:
-        return open_backend(name, work_dir=workdir / "jobs", **extra)
+        return open_backend(name, work_dir=workdir / "jobs", squash=policy, **extra)
     except (TypeError, ValueError) as err:
         raise UsageError(f"--seqera-backend-option for {name}: {err}") from err
 
