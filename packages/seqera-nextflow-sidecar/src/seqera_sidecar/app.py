@@ -41,6 +41,7 @@ from .weblog import parse_event
 __all__ = ["create_app"]
 
 _PUBLIC = frozenset({"/health", "/openapi.json"})
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
 
 
 def _problems(status: int, *problems: str) -> JSONResponse:
@@ -60,8 +61,10 @@ class _Metrics:
         self.registry = CollectorRegistry()
         self.requests = Counter("seqera_sidecar_requests", "HTTP requests",
                                 ["endpoint", "status"], registry=self.registry)  # fmt: skip
+        # Fine below 20 ms, where the resolve goals lie (p99 5 ms single, 20 ms batch).
         self.latency = Histogram("seqera_sidecar_request_seconds", "Time to answer",
-                                 ["endpoint"], registry=self.registry)  # fmt: skip
+                                 ["endpoint"], registry=self.registry,
+                                 buckets=_LATENCY_BUCKETS)  # fmt: skip
         self.events = Counter("seqera_sidecar_weblog_events", "Weblog events accepted",
                               ["event"], registry=self.registry)  # fmt: skip
         self.rejected = Counter("seqera_sidecar_weblog_rejected", "Weblog events refused",
