@@ -251,11 +251,12 @@ def test_all_ids_unknown_to_squeue_is_not_an_error(tmp_path: Path) -> None:
     runner = FakeSlurm(
         {
             "squeue": [fail("slurm_load_jobs error: Invalid job id specified")],
-            "sacct": [ok("5|COMPLETED|0:0\n")],
+            "sacct": [ok("5|COMPLETED|0:0|00:00:02|\n5.batch|COMPLETED|0:0|00:00:02|2048K\n")],
         }
     )
     [status] = backend(tmp_path, runner).poll([JobHandle("slurm", "5")])
     assert status.state is JobState.SUCCEEDED and status.exit_code == 0
+    assert (status.wall_seconds, status.peak_memory_bytes) == (2.0, 2048 * 1024)
 
 
 def test_exit_file_is_the_last_resort(tmp_path: Path) -> None:
@@ -341,7 +342,9 @@ def test_over_memory_kill_is_read_from_the_log(tmp_path: Path) -> None:
         "slurmstepd: error: Detected 1 oom-kill event(s)\n"
         "slurmstepd-localhost: error: Exceeded job memory limit\n"
     )
-    runner = FakeSlurm({"squeue": [ok("8|FAILED|JobLaunchFailure|9|\n")]})
+    runner = FakeSlurm(
+        {"squeue": [ok("8|FAILED|JobLaunchFailure|9|\n")], "sacct": [fail(ACCOUNTING_DISABLED)]}
+    )
     [status] = backend(tmp_path, runner).poll([JobHandle("slurm", "8", stderr=str(err))])
     assert status.out_of_memory and status.exit_code == 137
 

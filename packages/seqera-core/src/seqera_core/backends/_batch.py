@@ -32,6 +32,7 @@ import signal
 import subprocess
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -52,6 +53,7 @@ __all__ = [
     "RetryPolicy",
     "SchedulerError",
     "SubmitError",
+    "Usage",
     "from_wait_status",
     "job_environment",
     "job_labels",
@@ -171,6 +173,14 @@ class Observed:
 
 
 @frozen
+class Usage:
+    """What a finished job used, as the scheduler's accounting recorded it."""
+
+    wall_seconds: float | None = None
+    peak_memory_bytes: int | None = None
+
+
+@frozen
 class JobFiles:
     """Where one job's files live: its directory, script, outputs and exit-code file."""
 
@@ -213,6 +223,8 @@ class BatchBackend(Backend):
         runner: runs one argv; tests replace it to work without a scheduler.
         sleep: the pause between retries; tests replace it.
         squash: which jobs may go out together (arrays); off by default.
+        usage_lookups: where the scheduler accounts usage asynchronously, how many polls
+            may look up a finished job's usage before it is reported without it.
     """
 
     name = "batch"
@@ -233,6 +245,7 @@ class BatchBackend(Backend):
         runner: Runner | None = None,
         sleep: Callable[[float], None] = time.sleep,
         squash: SquashPolicy | None = None,
+        usage_lookups: int = 3,
     ) -> None:
         super().__init__()
         self.squash = squash or SquashPolicy()
@@ -245,6 +258,10 @@ class BatchBackend(Backend):
         self._dirs: dict[str, Path] = {}
         self._finished: dict[str, JobStatus] = {}
         self._cancelled: set[str] = set()
+        if usage_lookups < 1:
+            raise ValueError(f"usage_lookups must be at least 1, not {usage_lookups!r}")
+        self.usage_lookups = usage_lookups
+        self._usage_lookups: Counter[str] = Counter()
 
     # -- what each scheduler supplies ------------------------------------------------
 
@@ -263,6 +280,14 @@ class BatchBackend(Backend):
     def _finished_lookup(self, ids: Sequence[str]) -> dict[str, Observed]:
         """Jobs the live listing has forgotten, from a history source (one call)."""
         return {}
+
+    def _lookup(
+        self, missing: Sequence[str], ended: Sequence[str]
+    ) -> tuple[dict[str, Observed], dict[str, Usage] | None]:
+        """One history call: the state of jobs the listing forgot (``missing``) and, where
+        the scheduler accounts usage, what ``ended`` and ``missing`` jobs used. The second
+        value is None when usage is not accounted here; a job left out of it is not yet."""
+        return (self._finished_lookup(missing) if missing else {}), None
 
     @abc.abstractmethod
     def _cancel_argv(self, ids: Sequence[str]) -> list[str]:
@@ -426,6 +451,7 @@ class BatchBackend(Backend):
         """
         ids = list(dict.fromkeys(h.native_id for h in handles if h.native_id not in self._finished))
         seen: dict[str, Observed] = {}
+        usage: dict[str, Usage] | None = None
         unreachable: str | None = None
         if ids:
             try:
@@ -437,20 +463,40 @@ class BatchBackend(Backend):
                     raise
                 unreachable = str(exc)
             missing = [i for i in ids if i not in seen]
-            if missing and unreachable is None:
+            ended = [i for i in ids if i in seen and seen[i].state.finished]
+            if (missing or ended) and unreachable is None:
                 with contextlib.suppress(SchedulerError):
-                    seen.update(self._finished_lookup(missing))
+                    found, usage = self._lookup(missing, ended)
+                    seen.update(found)
         statuses = []
         for handle in handles:
-            cached = self._finished.get(handle.native_id)
+            native_id = handle.native_id
+            cached = self._finished.get(native_id)
             if cached is not None:
                 statuses.append(attrs.evolve(cached, handle=handle))
                 continue
-            status = self._status(handle, seen.get(handle.native_id), unreachable)
+            status = self._status(handle, seen.get(native_id), unreachable)
+            if status.state.finished and usage is not None:
+                status = self._with_usage(status, usage.get(native_id))
             if status.state.finished:
-                self._finished[handle.native_id] = status
+                self._finished[native_id] = status
+                self._usage_lookups.pop(native_id, None)
             statuses.append(status)
         return statuses
+
+    def _with_usage(self, status: JobStatus, usage: Usage | None) -> JobStatus:
+        """The finished status with its accounted usage; while accounting has no final
+        record yet, RUNNING for at most ``usage_lookups`` lookups, then without usage."""
+        if usage is not None:
+            return attrs.evolve(
+                status, wall_seconds=usage.wall_seconds, peak_memory_bytes=usage.peak_memory_bytes
+            )
+        native_id = status.handle.native_id
+        self._usage_lookups[native_id] += 1
+        if self._usage_lookups[native_id] >= self.usage_lookups:
+            return status
+        why = f"ended ({status.state.value}); waiting for its accounting record"
+        return JobStatus(status.handle, JobState.RUNNING, reason=why)
 
     def _status(
         self, handle: JobHandle, seen: Observed | None, unreachable: str | None

@@ -23,10 +23,12 @@ from ._batch import (
     JobFiles,
     Observed,
     SchedulerError,
+    Usage,
     from_wait_status,
     job_labels,
     shell_exit,
 )
+from ._slurm_usage import USAGE_FIELDS, parse_usage
 from .base import JobHandle, JobSpec, JobState
 
 __all__ = ["SlurmBackend", "parse_sacct", "parse_squeue", "slurm_state"]
@@ -160,6 +162,8 @@ class SlurmBackend(BatchBackend):
         if history not in (None, "sacct", "jobcomp", "none"):
             raise ValueError(f"history must be sacct, jobcomp or none, not {history!r}")
         self.history = history
+        # Set once plain sacct said accounting storage is off: no usage is looked up.
+        self._no_accounting = False
 
     def _submit_argv(self, spec: JobSpec, files: JobFiles) -> list[str]:
         argv = [
@@ -222,8 +226,36 @@ class SlurmBackend(BatchBackend):
             raise SchedulerError("squeue failed", result)
         return parse_squeue(result.stdout)
 
+    def _lookup(
+        self, missing: Sequence[str], ended: Sequence[str]
+    ) -> tuple[dict[str, Observed], dict[str, Usage] | None]:
+        if self.history not in (None, "sacct") or self._no_accounting:
+            return (self._finished_lookup(missing) if missing else {}), None
+        # Accounting storage (slurmdbd): one sacct, steps included, answers both the state
+        # of forgotten jobs and the usage of every job that ended.
+        ids = list(dict.fromkeys([*missing, *ended]))
+        result = self._run(["sacct", "-n", "-P", "-j", ",".join(ids), "-o", USAGE_FIELDS])
+        if not result.ok:
+            if result.returncode is None or self._transient(result):
+                return {}, {}  # slurmdbd busy or down: ask again next poll
+            # "Slurm accounting storage is disabled": find the forgotten jobs elsewhere.
+            self._no_accounting = True
+            if self.history == "sacct":
+                self.history = "none"
+            return (self._finished_lookup(missing) if missing else {}), None
+        self.history = "sacct"
+        usage = parse_usage(result.stdout)
+        settled = {
+            job: Usage(wall_seconds=u.elapsed, peak_memory_bytes=u.peak_memory)
+            for job, u in usage.items()
+            if u.settled
+        }
+        return parse_sacct(result.stdout), settled
+
     def _finished_lookup(self, ids: Sequence[str]) -> dict[str, Observed]:
         sources = [self.history] if self.history else ["sacct", "jobcomp"]
+        if self._no_accounting:
+            sources = [s for s in sources if s != "sacct"] or ["none"]
         for source in sources:
             if source == "none":
                 return {}
