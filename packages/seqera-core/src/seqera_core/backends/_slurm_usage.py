@@ -83,7 +83,7 @@ def _ended(state: str) -> bool:
 def parse_usage(text: str) -> dict[str, JobUsage]:
     """``sacct -n -P -o JobID,State,ExitCode,Elapsed,MaxRSS`` output (steps included), by job."""
     jobs: dict[str, tuple[str, str]] = {}
-    steps: dict[str, list[tuple[str, str]]] = {}
+    steps: dict[str, list[tuple[str, int | None]]] = {}
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -92,13 +92,13 @@ def parse_usage(text: str) -> dict[str, JobUsage]:
             raise ResourceError("sacct line", line, f"5 fields ({USAGE_FIELDS})")
         job_id, _, step = fields[0].partition(".")
         if step:
-            steps.setdefault(job_id, []).append((fields[1], fields[4]))
+            steps.setdefault(job_id, []).append((fields[1], parse_maxrss(fields[4])))
         else:  # a requeued job has a line per run: the last one wins
             jobs[job_id] = (fields[1], fields[3])
     usage = {}
     for job_id, (state, elapsed) in jobs.items():
         own = steps.get(job_id, [])
-        peaks = [p for _, rss in own if (p := parse_maxrss(rss)) is not None]
+        peaks = [rss for _, rss in own if rss is not None]
         wall = parse_elapsed(elapsed)
         # A job that never started has no steps; one that ran has at least its batch step.
         settled = _ended(state) and all(_ended(s) for s, _ in own) and (bool(own) or not wall)

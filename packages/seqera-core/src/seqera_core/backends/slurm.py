@@ -250,7 +250,9 @@ class SlurmBackend(BatchBackend):
             for job, u in usage.items()
             if u.settled
         }
-        return parse_sacct(result.stdout), settled
+        # squeue's view of a listed job is newer than slurmdbd's: only forgotten ones.
+        states = parse_sacct(result.stdout)
+        return {job: states[job] for job in missing if job in states}, settled
 
     def _finished_lookup(self, ids: Sequence[str]) -> dict[str, Observed]:
         sources = [self.history] if self.history else ["sacct", "jobcomp"]
