@@ -7,6 +7,10 @@ its time limit gets ``KillWait=2`` s between SIGTERM and SIGKILL. It advertises 
 many small jobs run at once on a small machine. Finished jobs are recorded by
 ``jobcomp/filetxt`` (``sacct -c``); there is no slurmdbd.
 
+``slurm_accounting`` is a second cluster, tuned the same, that also has accounting
+storage (slurmdbd on a MariaDB started in its own directory), so ``sacct`` reports
+MaxRSS and Elapsed. It listens on ports of its own and is stopped by its PID files.
+
 On a developer machine the tests skip, with the reason, when Slurm cannot start; with
 ``CI=true`` that is a failure.
 """
@@ -90,7 +94,7 @@ def _free_port() -> int:
         return port
 
 
-def _start(directory: Path) -> SlurmCluster:
+def _start(directory: Path, **knobs: str) -> SlurmCluster:
     if os.geteuid() != 0:
         unavailable("starting Slurm daemons needs root")
     if shutil.which("apt-get") is None and shutil.which("slurmctld") is None:
@@ -104,6 +108,7 @@ def _start(directory: Path) -> SlurmCluster:
         "EXTRA_CONF": "\n".join(CONF_LINES),
         "SLURMCTLD_PORT": str(_free_port()),
         "SLURMD_PORT": str(_free_port()),
+        **knobs,
     }
     try:
         done = subprocess.run(
@@ -140,6 +145,53 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
             timeout=120,
             check=False,
         )
+
+
+# The daemons of a WITH_DBD=1 cluster, in the order they are stopped; munged is shared
+# with every other cluster on the machine and is never stopped here.
+_OWN_DAEMONS = ("slurmd", "slurmctld", "slurmdbd", "mariadbd")
+
+
+def _stop_own(directory: Path) -> None:
+    """Stop the daemons started for ``directory``, by their PID files under it."""
+    for daemon in _OWN_DAEMONS:
+        pid_file = directory / "run" / f"{daemon}.pid"
+        try:
+            pid = int(pid_file.read_text())
+        except (OSError, ValueError):
+            continue
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.1)
+            else:
+                continue  # still there after SIGTERM: SIGKILL
+            break
+        pid_file.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="module")
+def slurm_accounting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """A second one-node Slurm, with slurmdbd and MariaDB (real ``sacct``), on ports of its
+    own; its clients need ``cluster.env``. Every daemon it started is stopped after."""
+    directory = tmp_path_factory.mktemp("slurm-acct")
+    try:
+        yield _start(
+            directory,
+            WITH_DBD="1",
+            MARIADB_PORT=str(_free_port()),
+            SLURMDBD_PORT=str(_free_port()),
+        )
+    finally:
+        _stop_own(directory)
 
 
 def wait(

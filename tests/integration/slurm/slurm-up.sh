@@ -36,7 +36,8 @@ PKGS=""
 command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v sbatch >/dev/null \
   && command -v munged >/dev/null && command -v qsub >/dev/null \
   || PKGS="slurmctld slurmd slurm-client munge slurm-wlm-torque"
-[ "${WITH_DBD:-0}" = 1 ] && ! command -v slurmdbd >/dev/null && PKGS="$PKGS mariadb-server slurmdbd"
+[ "${WITH_DBD:-0}" = 1 ] && ! { command -v slurmdbd && command -v mariadbd; } >/dev/null \
+  && PKGS="$PKGS mariadb-server slurmdbd"
 if [ -n "$PKGS" ]; then
   apt-get update -q
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q $PKGS
