@@ -7,6 +7,17 @@ that works here, found once and remembered: ``sacct`` (slurmdbd accounting), els
 ``sacct -c`` (``JobCompType=jobcomp/filetxt``). ``scontrol show job`` reads the same table
 as ``squeue``, so it cannot see a purged job; the exit code the job script writes is the
 last resort (see ``_batch``).
+
+Usage: where accounting storage works (plain ``sacct``, found by the first lookup and
+remembered), a job that ends has its ``wall_seconds`` (the allocation's Elapsed, whole
+seconds) and ``peak_memory_bytes`` (the largest MaxRSS of its steps, sampled every
+``JobAcctGatherFrequency``) filled in. One ``sacct`` without ``-X`` per poll covers every
+job that ended or left ``squeue``. slurmdbd receives records asynchronously, so a job whose
+allocation or step lines are not final yet stays RUNNING ("waiting for its accounting
+record") and is looked up again on the next poll, at most ``usage_lookups`` times (default
+3) before it is reported without usage; on a one-node slurmdbd the records were final
+0.1-0.2 s after ``squeue`` showed the end, so a poll rarely waits. Without accounting
+(``history="jobcomp"``/``"none"``, or a probe that said it is disabled) nothing is looked up.
 """
 
 from __future__ import annotations
