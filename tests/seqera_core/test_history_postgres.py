@@ -159,3 +159,53 @@ def test_an_unreachable_server_is_a_clear_error(postgres_url: str) -> None:
     url = f"postgresql://postgres@127.0.0.1:{_free_port()}/postgres"
     with pytest.raises(ResourceError, match=r"history: .* expected a reachable PostgreSQL"):
         open_history(url)
+
+
+def test_a_reader_following_concurrent_writers_misses_nothing(
+    postgres_url: str, history: History
+) -> None:
+    """The incremental reader (the right-sizer's) sees every attempt exactly once.
+
+    Writers whose transactions overlap would commit sequence numbers out of order, and a
+    reader that had already passed a number would skip the row committed late.
+    """
+    done = threading.Event()
+
+    def run(name: str) -> None:
+        store = open_history(postgres_url)
+        for batch in range(20):
+            store.record(
+                TaskRecord(name, f"{batch}-{i}", "ALIGN", True, peak_memory=i + 1)
+                for i in range(25)
+            )
+        store.close()
+
+    seen: list[tuple[str, str]] = []
+
+    def follow() -> None:
+        cursor = 0
+        while True:
+            finished = done.is_set()
+            cursor, records = history.attempts(cursor)
+            seen.extend((r.run_id, r.task_id) for r in records)
+            if finished and not records:
+                return
+
+    reader = threading.Thread(target=follow)
+    reader.start()
+    writers = [threading.Thread(target=run, args=(f"run{n}",)) for n in range(4)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    done.set()
+    reader.join()
+    assert len(seen) == len(set(seen)) == 4 * 20 * 25
+
+
+def test_the_password_stays_out_of_the_error(postgres_url: str) -> None:
+    url = f"postgresql://postgres:s3cret@127.0.0.1:{_free_port()}/postgres"
+    with pytest.raises(ResourceError) as caught:
+        open_history(url)
+    assert "s3cret" not in str(caught.value)
+    assert "postgres:***@127.0.0.1" in str(caught.value)

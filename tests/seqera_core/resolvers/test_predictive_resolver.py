@@ -63,6 +63,18 @@ def test_learns_tasks_finished_after_it_was_built() -> None:
     assert answer is not None and answer.memory == 5 * GIB
 
 
+def test_a_replayed_attempt_is_learned_once() -> None:
+    # 12 runs score too few errors for a margin (10 needed, from the 11th run on);
+    # learned twice, they would score 14 and the model would answer for itself.
+    runs = _runs("ALIGN", [(i * GIB, 2 * i * GIB) for i in range(1, 13)])
+    history = open_history(":memory:")
+    history.record(runs)
+    resolver = PredictiveResolver(history, fallback_margin=1.0)
+    history.record(runs)  # the same weblog stream sent again
+    answer = resolver.resolve(ResourceRequest(memory=64 * GIB, process="ALIGN", input_bytes=GIB))
+    assert answer is not None and answer.memory == 24 * GIB  # still the per-process max
+
+
 def test_time_and_cpus() -> None:
     history = _history([(GIB, GIB)] * 3)
     request = ResourceRequest(cpus=8, memory=GIB, time=7200, process="ALIGN")

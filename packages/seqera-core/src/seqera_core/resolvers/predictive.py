@@ -111,6 +111,9 @@ class PredictiveResolver(Resolver):
         self.apply_cpus = apply_cpus
         self._models: dict[str, _Process] = {}
         self._cursor = 0
+        # Hashes of the (run, task, attempt) keys learned: a replayed attempt (a weblog
+        # stream sent twice, a record rewritten) comes back as a new row, once too many.
+        self._learned: set[int] = set()
         self._lock = threading.Lock()
         # Read the history now: a first resolve that had to read 100,000 rows would
         # outlast the chain's timeout.
@@ -143,8 +146,16 @@ class PredictiveResolver(Resolver):
                 self._cursor, records = self.history.attempts(self._cursor)
                 if not records:
                     return
+                records = [r for r in records if self._first_time(r)]
                 for record, memory, time in zip(records, *_modes(records), strict=True):
                     self._learn(record, memory, time)
+
+    def _first_time(self, record: TaskRecord) -> bool:
+        key = hash((record.run_id, record.task_id, record.attempt))
+        if key in self._learned:
+            return False
+        self._learned.add(key)
+        return True
 
     def _size(self, model: UsageModel, input_bytes: int | None, retry: bool) -> float | None:
         if model.runs == 0:
