@@ -6,7 +6,8 @@ A first attempt gets the model's prediction with its self-chosen margin, capped 
 per-process maximum x ``fallback_margin``; with too few runs or an input larger than any
 seen, the per-process maximum x ``fallback_margin`` itself; with no run at all, no opinion
 (the declared values). A retry after an out-of-memory (time-limit) kill gets at least the
-largest use seen x ``fallback_margin`` and ``escalation`` x the allocation that failed.
+largest use seen x ``fallback_margin`` and ``escalation`` x the allocation that failed;
+for time, at least what was declared too.
 Cpus are left as declared unless ``apply_cpus``: then the most cores ever kept busy.
 """
 
@@ -189,6 +190,10 @@ class PredictiveResolver(Resolver):
             return None
         memory_bytes = request.memory if memory is None else math.ceil(memory)
         seconds = request.time if time is None else math.ceil(time)
+        if retry and model.time.failed and request.time and seconds:
+            # Never killed twice for time: a task that finishes within what was declared
+            # gets that on its retry, however short its history runs.
+            seconds = max(seconds, request.time)
         cpus = request.cpus
         if self.apply_cpus and model.cpu_percent:
             used = max(1, math.ceil(model.cpu_percent / 100))
