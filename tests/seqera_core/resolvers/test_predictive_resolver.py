@@ -209,7 +209,7 @@ def test_a_bulk_load_sizes_exactly_as_learning_one_run_at_a_time() -> None:
     for name, model in loaded._models.items():  # the learned state itself
         other = stepwise._models[name]
         for mine, theirs in ((model.memory, other.memory), (model.time, other.time)):
-            assert list(mine._ratios) == list(theirs._ratios) and len(mine._ratios) == 100
+            assert list(mine._ratios) == list(theirs._ratios) and len(mine._ratios) == 256
             assert mine._sorted == theirs._sorted and list(mine._points) == list(theirs._points)
             assert (mine.runs, mine.largest) == (theirs.runs, theirs.largest)
             assert mine._sum == theirs._sum

@@ -4,8 +4,9 @@ The estimate for an input is the largest use among the ``neighbours`` runs of th
 ``window`` whose input sizes are nearest (a local upper quantile: it follows a rising
 trend and a plateau alike); learning and predicting cost O(log window + k). Before a
 run is learned, the model records how far off its own prediction would have been
-(``usage / prediction``); the safety factor it applies is the largest of those recent
-ratios, so a process whose usage the input explains well gets a small margin and an
+(``usage / prediction``); the safety factor it applies to an input is the largest of
+those ratios among the ``margin_neighbours`` runs nearest to it, plus ``slack``, so a
+process, or a range of inputs, that the input explains well gets a small margin and an
 erratic one a large margin. It says "I do not know" (``None``) with too few runs or
 errors, or for an input larger than any it has seen.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
+from collections.abc import Iterator
 
 __all__ = ["UsageModel"]
 
@@ -26,47 +28,52 @@ class UsageModel:
         *,
         window: int = 256,
         neighbours: int = 8,
-        errors: int = 100,
+        margin_neighbours: int = 64,
+        errors: int = 256,
         min_runs: int = 10,
-        slack: float = 0.02,
+        slack: float = 0.01,
     ) -> None:
         self.window = window
         self.neighbours = neighbours
+        self.margin_neighbours = margin_neighbours
         self.min_runs = min_runs
         self.slack = slack
         self.runs = 0
         self.largest = 0.0  # over every run ever learned, not only the window
         self._order = 0
         self._points: deque[tuple[float | None, int, float]] = deque()
-        self._sorted: list[tuple[float, int, float]] = []  # the window's sized points by input
+        # the window's sized points by input: (input, order, usage, error ratio or None)
+        self._sorted: list[tuple[float, int, float, float | None]] = []
         self._sum = 0.0
         self.errors = errors
         self._ratios: deque[float] = deque(maxlen=errors)
         self._failed: deque[float] = deque(maxlen=16)
         self._largest_input = 0.0
 
+    def _nearest(self, input_bytes: float, count: int) -> Iterator[tuple[float, float | None]]:
+        """(usage, error ratio) of the ``count`` sized runs with the nearest inputs."""
+        ranked = self._sorted
+        right = bisect.bisect_left(ranked, (input_bytes, -1))
+        left = right - 1
+        for _ in range(min(count, len(ranked))):
+            if right >= len(ranked) or (
+                left >= 0 and input_bytes - ranked[left][0] <= ranked[right][0] - input_bytes
+            ):
+                yield ranked[left][2], ranked[left][3]
+                left -= 1
+            else:
+                yield ranked[right][2], ranked[right][3]
+                right += 1
+
     def point(self, input_bytes: float | None) -> float | None:
         """The model's central estimate (no margin), or ``None`` before any run."""
         if not self._points:
             return None
-        ranked = self._sorted
-        if input_bytes is None or not ranked:
+        if input_bytes is None or not self._sorted:
             return self._sum / len(self._points)
         # The largest use among the runs with the nearest inputs: a local upper quantile,
         # which follows a rising trend and a plateau alike.
-        right = bisect.bisect_left(ranked, (input_bytes, -1, 0.0))
-        left = right - 1
-        best = 0.0
-        for _ in range(min(self.neighbours, len(ranked))):
-            if right >= len(ranked) or (
-                left >= 0 and input_bytes - ranked[left][0] <= ranked[right][0] - input_bytes
-            ):
-                best = max(best, ranked[left][2])
-                left -= 1
-            else:
-                best = max(best, ranked[right][2])
-                right += 1
-        return best
+        return max(usage for usage, _ in self._nearest(input_bytes, self.neighbours))
 
     def learn(
         self, input_bytes: float | None, usage: float, *, score: bool = True, keep: bool = True
@@ -84,10 +91,12 @@ class UsageModel:
             if input_bytes is not None:
                 self._largest_input = max(self._largest_input, input_bytes)
             return
+        ratio = None
         if score and self.runs >= self.min_runs and input_bytes is not None:
             estimate = self.point(input_bytes)
             if estimate:
-                self._ratios.append(usage / estimate)
+                ratio = usage / estimate
+                self._ratios.append(ratio)
         self.runs += 1
         self._order += 1
         self.largest = max(self.largest, usage)
@@ -95,12 +104,12 @@ class UsageModel:
         self._sum += usage
         if input_bytes is not None:
             self._largest_input = max(self._largest_input, input_bytes)
-            bisect.insort(self._sorted, (input_bytes, self._order, usage))
+            bisect.insort(self._sorted, (input_bytes, self._order, usage, ratio))
         if len(self._points) > self.window:
             old_x, order, old_y = self._points.popleft()
             self._sum -= old_y
             if old_x is not None:
-                del self._sorted[bisect.bisect_left(self._sorted, (old_x, order, old_y))]
+                del self._sorted[bisect.bisect_left(self._sorted, (old_x, order))]
 
     def fail(self, allocation: float) -> None:
         """Record an attempt killed at ``allocation``: a lower bound, never a peak."""
@@ -111,11 +120,16 @@ class UsageModel:
         """The largest allocation recent attempts were killed at (0 without any)."""
         return max(self._failed, default=0.0)
 
-    def margin(self) -> float | None:
-        """The safety factor from recent errors, or ``None`` with too few of them."""
+    def margin(self, input_bytes: float | None = None) -> float | None:
+        """The safety factor from the errors near ``input_bytes`` (all recent errors
+        without one), or ``None`` with too few errors."""
         if len(self._ratios) < self.min_runs:
             return None
-        return max(self._ratios) * (1 + self.slack)
+        if input_bytes is None:
+            return max(self._ratios) * (1 + self.slack)
+        # A plateau and a steep rise of the same process deserve different margins.
+        near = [r for _, r in self._nearest(input_bytes, self.margin_neighbours) if r is not None]
+        return max(near or self._ratios) * (1 + self.slack)
 
     def predict(self, input_bytes: float | None) -> float | None:
         """Estimate x margin, or ``None`` when the model does not know."""
@@ -124,7 +138,7 @@ class UsageModel:
         # Without an input size, or beyond the largest seen, its errors say nothing.
         if input_bytes is None or input_bytes > self._largest_input * 1.05:
             return None
-        estimate, margin = self.point(input_bytes), self.margin()
+        estimate, margin = self.point(input_bytes), self.margin(input_bytes)
         if estimate is None or margin is None:
             return None
         return estimate * margin
