@@ -211,5 +211,6 @@ def test_a_bulk_load_sizes_exactly_as_learning_one_run_at_a_time() -> None:
         for mine, theirs in ((model.memory, other.memory), (model.time, other.time)):
             assert list(mine._ratios) == list(theirs._ratios) and len(mine._ratios) == 256
             assert mine._sorted == theirs._sorted and list(mine._points) == list(theirs._points)
+            assert (mine._usages, mine._errors) == (theirs._usages, theirs._errors)
             assert (mine.runs, mine.largest) == (theirs.runs, theirs.largest)
             assert mine._sum == theirs._sum

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from collections.abc import Iterator
 
 __all__ = ["UsageModel"]
 
@@ -42,28 +41,38 @@ class UsageModel:
         self.largest = 0.0  # over every run ever learned, not only the window
         self._order = 0
         self._points: deque[tuple[float | None, int, float]] = deque()
-        # the window's sized points by input: (input, order, usage, error ratio or None)
-        self._sorted: list[tuple[float, int, float, float | None]] = []
+        # The window's sized runs by input, and beside them (same index) their usage and
+        # error ratio (0 when not scored): max() over a slice of these is the hot path.
+        self._sorted: list[tuple[float, int, float]] = []
+        self._usages: list[float] = []
+        self._errors: list[float] = []
         self._sum = 0.0
         self.errors = errors
         self._ratios: deque[float] = deque(maxlen=errors)
         self._failed: deque[float] = deque(maxlen=16)
         self._largest_input = 0.0
 
-    def _nearest(self, input_bytes: float, count: int) -> Iterator[tuple[float, float | None]]:
-        """(usage, error ratio) of the ``count`` sized runs with the nearest inputs."""
+    def _window(self, input_bytes: float, count: int) -> tuple[int, int]:
+        """[lo, hi) of the ``count`` sized runs nearest in input; a tie goes to the smaller."""
         ranked = self._sorted
+        count = min(count, len(ranked))
         right = bisect.bisect_left(ranked, (input_bytes, -1))
-        left = right - 1
-        for _ in range(min(count, len(ranked))):
-            if right >= len(ranked) or (
-                left >= 0 and input_bytes - ranked[left][0] <= ranked[right][0] - input_bytes
-            ):
-                yield ranked[left][2], ranked[left][3]
-                left -= 1
+        lo, hi = max(0, right - count), min(right, len(ranked) - count)
+        while lo < hi:  # slide the window towards the input while its far end is nearer
+            middle = (lo + hi) // 2
+            if input_bytes - ranked[middle][0] > ranked[middle + count][0] - input_bytes:
+                lo = middle + 1
             else:
-                yield ranked[right][2], ranked[right][3]
-                right += 1
+                hi = middle
+        return lo, lo + count
+
+    def _estimate(self, input_bytes: float) -> float:
+        lo, hi = self._window(input_bytes, self.neighbours)
+        return max(self._usages[lo:hi])
+
+    def _worst(self, input_bytes: float) -> float | None:
+        lo, hi = self._window(input_bytes, self.margin_neighbours)
+        return max(self._errors[lo:hi]) or None  # 0: no scored run among them
 
     def point(self, input_bytes: float | None) -> float | None:
         """The model's central estimate (no margin), or ``None`` before any run."""
@@ -73,7 +82,7 @@ class UsageModel:
             return self._sum / len(self._points)
         # The largest use among the runs with the nearest inputs: a local upper quantile,
         # which follows a rising trend and a plateau alike.
-        return max(usage for usage, _ in self._nearest(input_bytes, self.neighbours))
+        return self._estimate(input_bytes)
 
     def learn(
         self, input_bytes: float | None, usage: float, *, score: bool = True, keep: bool = True
@@ -104,12 +113,17 @@ class UsageModel:
         self._sum += usage
         if input_bytes is not None:
             self._largest_input = max(self._largest_input, input_bytes)
-            bisect.insort(self._sorted, (input_bytes, self._order, usage, ratio))
+            entry = (input_bytes, self._order, usage)
+            index = bisect.bisect_left(self._sorted, entry)
+            self._sorted.insert(index, entry)
+            self._usages.insert(index, usage)
+            self._errors.insert(index, ratio or 0.0)
         if len(self._points) > self.window:
             old_x, order, old_y = self._points.popleft()
             self._sum -= old_y
             if old_x is not None:
-                del self._sorted[bisect.bisect_left(self._sorted, (old_x, order))]
+                index = bisect.bisect_left(self._sorted, (old_x, order))
+                del self._sorted[index], self._usages[index], self._errors[index]
 
     def fail(self, allocation: float) -> None:
         """Record an attempt killed at ``allocation``: a lower bound, never a peak."""
@@ -125,11 +139,9 @@ class UsageModel:
         without one), or ``None`` with too few errors."""
         if len(self._ratios) < self.min_runs:
             return None
-        if input_bytes is None:
-            return max(self._ratios) * (1 + self.slack)
+        worst = None if input_bytes is None else self._worst(input_bytes)
         # A plateau and a steep rise of the same process deserve different margins.
-        near = [r for _, r in self._nearest(input_bytes, self.margin_neighbours) if r is not None]
-        return max(near or self._ratios) * (1 + self.slack)
+        return (max(self._ratios) if worst is None else worst) * (1 + self.slack)
 
     def predict(self, input_bytes: float | None) -> float | None:
         """Estimate x margin, or ``None`` when the model does not know."""
@@ -138,7 +150,9 @@ class UsageModel:
         # Without an input size, or beyond the largest seen, its errors say nothing.
         if input_bytes is None or input_bytes > self._largest_input * 1.05:
             return None
-        estimate, margin = self.point(input_bytes), self.margin(input_bytes)
-        if estimate is None or margin is None:
+        if len(self._ratios) < self.min_runs or not self._sorted:
             return None
-        return estimate * margin
+        estimate, worst = self._estimate(input_bytes), self._worst(input_bytes)
+        if not estimate:
+            return None
+        return estimate * (max(self._ratios) if worst is None else worst) * (1 + self.slack)
