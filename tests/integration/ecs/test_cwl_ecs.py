@@ -135,7 +135,7 @@ def test_inputs_and_outputs_travel_through_s3(emulator: Emulator, tmp_path: Path
     assert definition.container_definitions[0]["image"] == "debian:bookworm-slim"
     # coresMin 1.5 is 1536 cpu units (ECS takes fractions of a core); ramMin 300 MiB.
     assert (definition.cpu, definition.memory) == ("1536", "300")
-    assert {"key": "cwl/step", "value": "ecs_count.cwl"} in task.tags
+    assert {"key": "cwl/step", "value": "ecs_count"} in task.tags
     # The job's objects are removed once its outputs are home (cwltool's --rm-tmpdir).
     listed = boto3.client("s3", endpoint_url=emulator.url).list_objects_v2(Bucket=BUCKET)
     assert not listed.get("Contents")
