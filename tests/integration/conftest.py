@@ -7,6 +7,10 @@ its time limit gets ``KillWait=2`` s between SIGTERM and SIGKILL. It advertises 
 many small jobs run at once on a small machine. Finished jobs are recorded by
 ``jobcomp/filetxt`` (``sacct -c``); there is no slurmdbd.
 
+A second cluster, ``slurm_accounting``, started only for the tests that use it, keeps
+accounting in slurmdbd on MariaDB (``WITH_DBD=1``; every port its own), so ``sacct``
+reports what jobs used.
+
 On a developer machine the tests skip, with the reason, when Slurm cannot start; with
 ``CI=true`` that is a failure.
 """
@@ -90,7 +94,7 @@ def _free_port() -> int:
         return port
 
 
-def _start(directory: Path) -> SlurmCluster:
+def _start(directory: Path, **knobs: str) -> SlurmCluster:
     if os.geteuid() != 0:
         unavailable("starting Slurm daemons needs root")
     if shutil.which("apt-get") is None and shutil.which("slurmctld") is None:
@@ -104,6 +108,7 @@ def _start(directory: Path) -> SlurmCluster:
         "EXTRA_CONF": "\n".join(CONF_LINES),
         "SLURMCTLD_PORT": str(_free_port()),
         "SLURMD_PORT": str(_free_port()),
+        **knobs,
     }
     try:
         done = subprocess.run(
@@ -132,6 +137,49 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
             # Commands run by the backends, and srun inside jobs, find the cluster this way.
             patch.setenv("SLURM_CONF", str(cluster.conf))
             yield cluster
+    finally:
+        subprocess.run(
+            ["bash", str(SCRIPT), "down"],
+            env={**os.environ, "SLURM_DIR": str(directory)},
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+
+
+def _wait_for_accounting(cluster: SlurmCluster, limit: float = 120) -> None:
+    # A fresh slurmctld first registers its cluster with slurmdbd, holding job records
+    # back until then: wait until slurm-up.sh's smoke job (a --wrap, job 1) is recorded.
+    deadline = time.monotonic() + limit
+    argv = ["sacct", "-n", "-P", "-X", "-j", "1", "-o", "JobName,State"]
+    env = {**os.environ, **cluster.env}
+    while time.monotonic() < deadline:
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+        if done.stdout.strip() == "wrap|COMPLETED":
+            return
+        time.sleep(0.5)
+    unavailable(f"slurmdbd did not record the smoke job within {limit} s: {done.stdout!r}")
+
+
+@pytest.fixture(scope="session")
+def slurm_accounting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """A one-node Slurm with slurmdbd accounting (``sacct`` MaxRSS and Elapsed); clients
+    reach it through ``cluster.env``, not the session's SLURM_CONF."""
+    directory = tmp_path_factory.mktemp("slurm-accounting")
+    try:
+        # The linux gatherer samples: every second, or a short job would show no MaxRSS.
+        cluster = _start(
+            directory,
+            WITH_DBD="1",
+            MIN_JOB_AGE="300",
+            SLURM_CPUS="4",
+            SELECT_PARAMS="CR_Core",
+            EXTRA_CONF="JobAcctGatherFrequency=task=1",
+            DBD_PORT=str(_free_port()),
+            MARIADB_PORT=str(_free_port()),
+        )
+        _wait_for_accounting(cluster)
+        yield cluster
     finally:
         subprocess.run(
             ["bash", str(SCRIPT), "down"],

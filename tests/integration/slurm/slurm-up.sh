@@ -10,6 +10,7 @@
 #        MIN_JOB_AGE=300 (s a finished job stays in squeue/scontrol)   WITH_DBD=1 (mariadb+slurmdbd -> real sacct)
 #        SELECT_PARAMS=CR_Core (CR_Core_Memory makes --mem a consumable, enforced resource)
 #        EXTRA_CONF='Key=Value<newline>...' (more slurm.conf lines)   SLURMCTLD_PORT=6817 SLURMD_PORT=6818
+#        DBD_PORT=6819 MARIADB_PORT=3306 (with WITH_DBD=1; a second cluster needs its own)
 set -euo pipefail
 SLURM_DIR=${SLURM_DIR:-/tmp/slurm}
 CONF=$SLURM_DIR/slurm.conf
@@ -62,18 +63,20 @@ if [ "${WITH_DBD:-0}" = 1 ]; then
   mariadb-install-db --user=root --datadir="$SLURM_DIR/db" --auth-root-authentication-method=normal \
     --skip-test-db >"$SLURM_DIR/log/mariadb-install.log" 2>&1
   mariadbd --user=root --datadir="$SLURM_DIR/db" --socket=$R/mysqld.sock --bind-address=127.0.0.1 \
-    --port=3306 --pid-file=$R/mariadbd.pid --log-error="$SLURM_DIR/log/mariadbd.log" >/dev/null 2>&1 &
+    --port=${MARIADB_PORT:-3306} --pid-file=$R/mariadbd.pid --log-error="$SLURM_DIR/log/mariadbd.log" >/dev/null 2>&1 &
   for _ in $(seq 100); do mariadb -S $R/mysqld.sock -uroot -e 'select 1' >/dev/null 2>&1 && break; sleep 0.1; done
   mariadb -S $R/mysqld.sock -uroot -e "CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurmpw';
     GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
   printf '%s\n' AuthType=auth/munge DbdHost=localhost SlurmUser=root PidFile=$R/slurmdbd.pid \
     LogFile="$SLURM_DIR/log/slurmdbd.log" StorageType=accounting_storage/mysql StorageHost=127.0.0.1 \
-    StoragePort=3306 StorageUser=slurm StoragePass=slurmpw StorageLoc=slurm_acct_db > "$SLURM_DIR/slurmdbd.conf"
+    StoragePort=${MARIADB_PORT:-3306} StorageUser=slurm StoragePass=slurmpw StorageLoc=slurm_acct_db \
+    DbdPort=${DBD_PORT:-6819} > "$SLURM_DIR/slurmdbd.conf"
   chmod 600 "$SLURM_DIR/slurmdbd.conf"
   slurmdbd                                          # reads slurmdbd.conf next to $SLURM_CONF
-  for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/6819) 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/${DBD_PORT:-6819}) 2>/dev/null && break; sleep 0.1; done
   ACCT="AccountingStorageType=accounting_storage/slurmdbd
-AccountingStorageHost=localhost"
+AccountingStorageHost=localhost
+AccountingStoragePort=${DBD_PORT:-6819}"
 fi
 
 # 4. slurm.conf

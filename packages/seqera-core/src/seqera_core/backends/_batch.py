@@ -290,6 +290,11 @@ class BatchBackend(Backend):
         """Last scheduler-specific touch on a finished job (e.g. OOM from its log)."""
         return seen
 
+    def _usage(self, ids: Sequence[str]) -> dict[str, tuple[float | None, int | None]]:
+        """Wall seconds and peak memory bytes of jobs that just finished (one call), from
+        the scheduler's accounting where it keeps them; what it does not know is left out."""
+        return {}
+
     # -- commands --------------------------------------------------------------------
 
     def _run(self, argv: Sequence[str], *, cwd: str | None = None) -> CommandResult:
@@ -440,7 +445,8 @@ class BatchBackend(Backend):
             if missing and unreachable is None:
                 with contextlib.suppress(SchedulerError):
                     seen.update(self._finished_lookup(missing))
-        statuses = []
+        statuses: list[JobStatus] = []
+        ended: dict[str, JobStatus] = {}
         for handle in handles:
             cached = self._finished.get(handle.native_id)
             if cached is not None:
@@ -448,8 +454,23 @@ class BatchBackend(Backend):
                 continue
             status = self._status(handle, seen.get(handle.native_id), unreachable)
             if status.state.finished:
-                self._finished[handle.native_id] = status
+                ended[handle.native_id] = status
             statuses.append(status)
+        if ended:
+            # what they used: one accounting call for every job that ended in this poll
+            unmeasured = [i for i, s in ended.items() if s.peak_memory_bytes is None]
+            for native_id, (wall, peak) in self._usage(unmeasured).items():
+                if native_id in ended:
+                    ended[native_id] = attrs.evolve(
+                        ended[native_id], wall_seconds=wall, peak_memory_bytes=peak
+                    )
+            self._finished.update(ended)
+            statuses = [
+                attrs.evolve(ended[s.handle.native_id], handle=s.handle)
+                if s.handle.native_id in ended
+                else s
+                for s in statuses
+            ]
         return statuses
 
     def _status(

@@ -7,6 +7,15 @@ that works here, found once and remembered: ``sacct`` (slurmdbd accounting), els
 ``sacct -c`` (``JobCompType=jobcomp/filetxt``). ``scontrol show job`` reads the same table
 as ``squeue``, so it cannot see a purged job; the exit code the job script writes is the
 last resort (see ``_batch``).
+
+What a finished job used comes from accounting when slurmdbd keeps it: one ``sacct``
+per poll for every job that ended in it gives Elapsed and the largest MaxRSS of its
+steps (the step records reach slurmdbd before the job reads as ended, so the first call
+finds them). MaxRSS is what the cluster's gatherer saw: ``jobacct_gather/cgroup`` reads
+the cgroup's high-water mark, ``jobacct_gather/linux`` samples every
+``JobAcctGatherFrequency`` (30 s by default) and so misses a short job, or a spike
+between samples, entirely. Without accounting storage the first ``sacct`` fails and it
+is not asked again.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from ._batch import (
 )
 from .base import JobHandle, JobSpec, JobState
 
-__all__ = ["SlurmBackend", "parse_sacct", "parse_squeue", "slurm_state"]
+__all__ = ["SlurmBackend", "parse_sacct", "parse_sacct_usage", "parse_squeue", "slurm_state"]
 
 # Job state codes, ``man squeue`` (JOB STATE CODES) and ``man sacct`` (JOB STATE CODES),
 # Slurm 22.05. Value: (common state, reason when it says more than the state).
@@ -76,6 +85,11 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SQUEUE_FORMAT = "JobID:|,ArrayJobID:|,ArrayTaskID:|,State:|,Reason:|,exit_code:|"
 # JobID is the job's id or an element's 123_4; JobIDRaw would be the element's own number.
 _SACCT_FIELDS = "JobID,State,ExitCode"
+_USAGE_FIELDS = "JobID,Elapsed,MaxRSS"
+# sacct's sizes carry a binary suffix (K = KiB); a bare number is bytes.
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)")
+_ELAPSED = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)")
 # What slurmstepd writes to the job's stderr when it kills a step for memory
 # (jobacct_gather OverMemoryKill) or the kernel's OOM killer hit it (task/cgroup).
 _OOM_MARKERS = ("Exceeded job memory limit", "exceeded memory limit", "oom-kill", "oom_kill")
@@ -137,6 +151,38 @@ def parse_sacct(text: str) -> dict[str, Observed]:
     return jobs
 
 
+def _maxrss(text: str) -> int | None:
+    found = _SIZE.fullmatch(text.strip())
+    return round(float(found[1]) * _SIZE_UNITS[found[2]]) if found else None
+
+
+def _elapsed(text: str) -> float | None:
+    found = _ELAPSED.fullmatch(text.strip())
+    if found is None:
+        return None
+    days, hours, minutes, seconds = found.groups()
+    return int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes) * 60 + float(seconds)
+
+
+def parse_sacct_usage(text: str) -> dict[str, tuple[float | None, int | None]]:
+    """Per job, (Elapsed seconds, largest step MaxRSS in bytes) from ``sacct -n -P -o
+    JobID,Elapsed,MaxRSS``; a job with no step measured has ``None`` peak, not 0."""
+    wall: dict[str, float | None] = {}
+    peaks: dict[str, int] = {}
+    for line in text.splitlines():
+        fields = line.strip().split("|")
+        if len(fields) < 3 or not fields[0]:
+            continue
+        job_id, _, step = fields[0].partition(".")
+        if step:  # 123.batch, 123.extern, 123.0: the allocation line itself has no MaxRSS
+            peak = _maxrss(fields[2])
+            if peak:
+                peaks[job_id] = max(peaks.get(job_id, 0), peak)
+        else:
+            wall[job_id] = _elapsed(fields[1])
+    return {job_id: (seconds, peaks.get(job_id)) for job_id, seconds in wall.items()}
+
+
 def _pattern_path(path: str) -> str:
     # sbatch expands %j, %x, ... in --output/--error (man sbatch, "filename pattern").
     return path.replace("%", "%%")
@@ -160,6 +206,8 @@ class SlurmBackend(BatchBackend):
         if history not in (None, "sacct", "jobcomp", "none"):
             raise ValueError(f"history must be sacct, jobcomp or none, not {history!r}")
         self.history = history
+        # None: not asked yet; False: no accounting storage here, never asked again
+        self._accounting: bool | None = None if history in (None, "sacct") else False
 
     def _submit_argv(self, spec: JobSpec, files: JobFiles) -> list[str]:
         argv = [
@@ -238,6 +286,18 @@ class SlurmBackend(BatchBackend):
                 return {}  # say nothing about this source yet; ask again next poll
         self.history = "none"
         return {}
+
+    def _usage(self, ids: Sequence[str]) -> dict[str, tuple[float | None, int | None]]:
+        # the forgotten-job lookup may have found sacct refused here already
+        if not ids or self._accounting is False or self.history in ("jobcomp", "none"):
+            return {}
+        result = self._run(["sacct", "-n", "-P", "-j", ",".join(ids), "-o", _USAGE_FIELDS])
+        if not result.ok:
+            if not self._transient(result):
+                self._accounting = False  # "Slurm accounting storage is disabled"
+            return {}
+        self._accounting = True
+        return parse_sacct_usage(result.stdout)
 
     def _settle(self, handle: JobHandle, seen: Observed) -> Observed:
         # Without task/cgroup, Slurm reports an over-memory kill as FAILED with signal 9;
