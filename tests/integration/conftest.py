@@ -127,6 +127,17 @@ def _start(directory: Path, **knobs: str) -> SlurmCluster:
     return SlurmCluster(directory, directory / "slurm.conf")
 
 
+def _down(directory: Path) -> None:
+    """Stop the daemons slurm-up.sh started for ``directory`` (munged only if it did)."""
+    subprocess.run(
+        ["bash", str(SCRIPT), "down"],
+        env={**os.environ, "SLURM_DIR": str(directory)},
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+
+
 @pytest.fixture(scope="session")
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
     """A one-node Slurm, SLURM_CONF set for the whole session, every daemon stopped after."""
@@ -138,13 +149,7 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
             patch.setenv("SLURM_CONF", str(cluster.conf))
             yield cluster
     finally:
-        subprocess.run(
-            ["bash", str(SCRIPT), "down"],
-            env={**os.environ, "SLURM_DIR": str(directory)},
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
+        _down(directory)
 
 
 def _wait_for_accounting(cluster: SlurmCluster, limit: float = 120) -> None:
@@ -181,13 +186,7 @@ def slurm_accounting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm
         _wait_for_accounting(cluster)
         yield cluster
     finally:
-        subprocess.run(
-            ["bash", str(SCRIPT), "down"],
-            env={**os.environ, "SLURM_DIR": str(directory)},
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
+        _down(directory)
 
 
 def wait(

@@ -122,21 +122,27 @@ def test_same_answers_as_sqlite(history: History) -> None:
     assert [r.task_id for r in history.attempts(cursor)[1]] == ["1"]
 
 
-def test_several_runs_writing_at_once_lose_nothing(postgres_url: str, history: History) -> None:
+def _write_at_once(url: str, *, runs: int, batches: int, size: int) -> None:
+    """``runs`` writers, each its own connection, storing ``batches`` x ``size`` attempts."""
+
     def run(name: str) -> None:
-        store = open_history(postgres_url)
-        for batch in range(10):
+        store = open_history(url)
+        for batch in range(batches):
             store.record(
                 TaskRecord(name, f"{batch}-{i}", "ALIGN", True, peak_memory=i + 1)
-                for i in range(50)
+                for i in range(size)
             )
         store.close()
 
-    writers = [threading.Thread(target=run, args=(f"run{n}",)) for n in range(4)]
+    writers = [threading.Thread(target=run, args=(f"run{n}",)) for n in range(runs)]
     for writer in writers:
         writer.start()
     for writer in writers:
         writer.join()
+
+
+def test_several_runs_writing_at_once_lose_nothing(postgres_url: str, history: History) -> None:
+    _write_at_once(postgres_url, runs=4, batches=10, size=50)
     assert history.count() == 4 * 10 * 50
     _, records = history.attempts()
     assert len({(r.run_id, r.task_id) for r in records}) == 2000
@@ -170,16 +176,6 @@ def test_a_reader_following_concurrent_writers_misses_nothing(
     reader that had already passed a number would skip the row committed late.
     """
     done = threading.Event()
-
-    def run(name: str) -> None:
-        store = open_history(postgres_url)
-        for batch in range(20):
-            store.record(
-                TaskRecord(name, f"{batch}-{i}", "ALIGN", True, peak_memory=i + 1)
-                for i in range(25)
-            )
-        store.close()
-
     seen: list[tuple[str, str]] = []
 
     def follow() -> None:
@@ -193,11 +189,7 @@ def test_a_reader_following_concurrent_writers_misses_nothing(
 
     reader = threading.Thread(target=follow)
     reader.start()
-    writers = [threading.Thread(target=run, args=(f"run{n}",)) for n in range(4)]
-    for writer in writers:
-        writer.start()
-    for writer in writers:
-        writer.join()
+    _write_at_once(postgres_url, runs=4, batches=20, size=25)
     done.set()
     reader.join()
     assert len(seen) == len(set(seen)) == 4 * 20 * 25

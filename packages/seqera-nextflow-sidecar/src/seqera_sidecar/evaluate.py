@@ -121,13 +121,20 @@ def _request(task: TaskRecord, attempt: int) -> ResourceRequest:
     )
 
 
-def evaluate(records: Sequence[TaskRecord], seed: int, predictor: str) -> Score:
-    """Replay ``records`` (one trace) with ``predictor`` under the protocol."""
+def _replay(
+    records: Sequence[TaskRecord], seed: int, predictor: str
+) -> tuple[list[TaskRecord], History, Resolver | None]:
+    """The online tasks, and a history of the others with ``predictor`` over it."""
     build = PREDICTORS[predictor]
     past, online = split(records, seed)
     history = open_history(":memory:")
     history.record(past)
-    resolver = build(history) if build is not None else None
+    return online, history, build(history) if build is not None else None
+
+
+def evaluate(records: Sequence[TaskRecord], seed: int, predictor: str) -> Score:
+    """Replay ``records`` (one trace) with ``predictor`` under the protocol."""
+    online, history, resolver = _replay(records, seed, predictor)
     used = wasted = 0.0
     retries = 0
     by_process: dict[str, float] = defaultdict(float)
@@ -160,11 +167,7 @@ def evaluate(records: Sequence[TaskRecord], seed: int, predictor: str) -> Score:
 
 def evaluate_time(records: Sequence[TaskRecord], seed: int, predictor: str) -> TimeScore:
     """Replay the time limits of ``records`` (one trace) with ``predictor``, as for memory."""
-    build = PREDICTORS[predictor]
-    past, online = split(records, seed)
-    history = open_history(":memory:")
-    history.record(past)
-    resolver = build(history) if build is not None else None
+    online, history, resolver = _replay(records, seed, predictor)
     declared_total = limits = runs = lost = 0.0
     kills = killed_twice = undeclared = 0
     for task in online:
