@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -120,3 +121,30 @@ def test_cwltool_own_options_still_work(tmp_path: Path) -> None:
     run = run_cwl(["--validate", str(EXAMPLES / "wordcount.cwl")], tmp_path)
     assert run.code == 0, run.stderr
     assert "is valid CWL" in run.stdout + run.stderr
+
+
+def test_a_history_sizes_the_second_run_from_the_first(tmp_path: Path) -> None:
+    """--seqera-history records each job (the local backend measures it) and sizes the next."""
+    from seqera_core.history import open_history
+
+    db = tmp_path / "history.db"
+    data = tmp_path / "reads.fq"
+    data.write_bytes(b"ACGT\n" * 20_000)
+    job = tmp_path / "job.yml"
+    job.write_text(
+        json.dumps({"python": sys.executable, "data": {"class": "File", "path": str(data)}})
+    )
+    for _ in range(2):
+        run = run_cwl(
+            ["--seqera-history", str(db), "--no-container", str(DATA / "grab.cwl"), str(job)],
+            tmp_path,
+        )
+        assert run.code == 0, run.stderr
+    _, (first, second) = open_history(db).attempts()
+    assert first.engine == second.engine == "cwltool" and first.succeeded and second.succeeded
+    assert first.process == second.process == "grab"
+    assert first.input_bytes == second.input_bytes == 100_000
+    assert first.memory == 4000 * 2**20  # as declared
+    assert first.peak_memory is not None and first.peak_memory >= 100_000_000
+    # the second run asked for the first one's peak and a margin, not the declared 4000 MiB
+    assert second.memory == max(math.ceil(first.peak_memory * 1.2), 64 * 2**20)

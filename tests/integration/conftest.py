@@ -7,9 +7,9 @@ its time limit gets ``KillWait=2`` s between SIGTERM and SIGKILL. It advertises 
 many small jobs run at once on a small machine. Finished jobs are recorded by
 ``jobcomp/filetxt`` (``sacct -c``); there is no slurmdbd.
 
-``slurm_accounting`` is a second cluster, tuned the same, that also has accounting
-storage (slurmdbd on a MariaDB started in its own directory), so ``sacct`` reports
-MaxRSS and Elapsed. It listens on ports of its own and is stopped by its PID files.
+A second cluster, ``slurm_accounting``, started only for the tests that use it, keeps
+accounting in slurmdbd on MariaDB (``WITH_DBD=1``; every port its own), so ``sacct``
+reports what jobs used.
 
 On a developer machine the tests skip, with the reason, when Slurm cannot start; with
 ``CI=true`` that is a failure.
@@ -127,6 +127,17 @@ def _start(directory: Path, **knobs: str) -> SlurmCluster:
     return SlurmCluster(directory, directory / "slurm.conf")
 
 
+def _down(directory: Path) -> None:
+    """Stop the daemons slurm-up.sh started for ``directory`` (munged only if it did)."""
+    subprocess.run(
+        ["bash", str(SCRIPT), "down"],
+        env={**os.environ, "SLURM_DIR": str(directory)},
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+
+
 @pytest.fixture(scope="session")
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
     """A one-node Slurm, SLURM_CONF set for the whole session, every daemon stopped after."""
@@ -138,60 +149,47 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
             patch.setenv("SLURM_CONF", str(cluster.conf))
             yield cluster
     finally:
-        subprocess.run(
-            ["bash", str(SCRIPT), "down"],
-            env={**os.environ, "SLURM_DIR": str(directory)},
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
+        _down(directory)
 
 
-# The daemons of a WITH_DBD=1 cluster, in the order they are stopped; munged is shared
-# with every other cluster on the machine and is never stopped here.
-_OWN_DAEMONS = ("slurmd", "slurmctld", "slurmdbd", "mariadbd")
+def _wait_for_accounting(cluster: SlurmCluster, limit: float = 120) -> None:
+    # A fresh slurmctld first registers its cluster with slurmdbd, holding job records
+    # back until then: wait until slurm-up.sh's smoke job (a --wrap, job 1) is recorded.
+    deadline = time.monotonic() + limit
+    argv = ["sacct", "-n", "-P", "-X", "-j", "1", "-o", "JobName,State"]
+    env = {**os.environ, **cluster.env}
+    while time.monotonic() < deadline:
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+        if done.stdout.strip() == "wrap|COMPLETED":
+            return
+        time.sleep(0.5)
+    unavailable(f"slurmdbd did not record the smoke job within {limit} s: {done.stdout!r}")
 
 
-def _stop_own(directory: Path) -> None:
-    """Stop the daemons started for ``directory``, by their PID files under it."""
-    for daemon in _OWN_DAEMONS:
-        pid_file = directory / "run" / f"{daemon}.pid"
-        try:
-            pid = int(pid_file.read_text())
-        except (OSError, ValueError):
-            continue
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                break
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.1)
-            else:
-                continue  # still there after SIGTERM: SIGKILL
-            break
-        pid_file.unlink(missing_ok=True)
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def slurm_accounting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
-    """A second one-node Slurm, with slurmdbd and MariaDB (real ``sacct``), on ports of its
-    own; its clients need ``cluster.env``. Every daemon it started is stopped after."""
-    directory = tmp_path_factory.mktemp("slurm-acct")
+    """A one-node Slurm with slurmdbd accounting (``sacct`` MaxRSS and Elapsed); clients
+    reach it through ``cluster.env``, not the session's SLURM_CONF."""
+    directory = tmp_path_factory.mktemp("slurm-accounting")
     try:
-        yield _start(
+        # The linux gatherer samples: every second, or a short job would show no MaxRSS.
+        cluster = _start(
             directory,
             WITH_DBD="1",
+            MIN_JOB_AGE="300",
+            SLURM_CPUS="4",
+            SELECT_PARAMS="CR_Core",
+            EXTRA_CONF="JobAcctGatherFrequency=task=1",
+            DBD_PORT=str(_free_port()),
             MARIADB_PORT=str(_free_port()),
-            SLURMDBD_PORT=str(_free_port()),
         )
+        _wait_for_accounting(cluster)
+        yield cluster
     finally:
-        _stop_own(directory)
+        # munged is shared with every cluster on the machine (the session's other one too):
+        # even if this one started it, it stays up.
+        (directory / "run" / "munged.ours").unlink(missing_ok=True)
+        _down(directory)
 
 
 def wait(

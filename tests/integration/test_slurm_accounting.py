@@ -4,6 +4,7 @@ them sizes the next job of the same process below what it declared."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -124,13 +125,14 @@ def test_plain_jobs_get_their_peak_and_wall_time_from_sacct(
     [second], _ = run_all(backend, recorder, [job("second", 200, 1.0, memory=sized.memory)])
     assert second.state is JobState.SUCCEEDED and not second.out_of_memory
     shown = subprocess.run(
-        ["sacct", "-n", "-P", "-X", "-j", second.handle.native_id, "-o", "ReqMem"],
+        ["scontrol", "show", "job", second.handle.native_id],
         env={**slurm_accounting.env, "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         check=True,
-    ).stdout.strip()
-    assert shown == f"{-(-sized.memory // MIB)}M", shown  # what Slurm was asked for
+    ).stdout
+    # what Slurm itself was asked for
+    assert f"MinMemoryNode={-(-sized.memory // MIB)}M" in shown.split(), shown
     history.close()
 
 
@@ -160,3 +162,32 @@ def test_the_delay_until_usage_is_in_sacct(
     delay = time.monotonic() - ended
     print(f"\nusage in sacct {delay:.3f} s after squeue showed the job ended")
     assert usage.peak_memory is not None and usage.peak_memory >= 80 * MIB
+
+
+HOLD = "import time; b = bytearray({size}); time.sleep(3)"
+
+
+def test_a_second_seqera_run_asks_for_what_the_first_used(
+    slurm_accounting: SlurmCluster, tmp_path: Path
+) -> None:
+    db = tmp_path / "history.db"
+    argv = [sys.executable, "-m", "seqera_core.cli", "run", "--backend", "slurm",
+            "--history", str(db), "--name", "hold", "--memory", "4GB", "--time", "1h",
+            "--", sys.executable, "-c", HOLD.format(size=200 * 10**6)]  # fmt: skip
+    env = {**os.environ, **slurm_accounting.env}
+    for _ in range(2):
+        done = subprocess.run(
+            argv, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300, check=False
+        )
+        assert done.returncode == 0, done.stderr
+    _, (first, second) = open_history(db).attempts()
+    assert first.memory == 4 * 10**9 and first.succeeded and second.succeeded
+    assert first.peak_memory is not None and first.peak_memory >= 200 * 10**6
+    # sized from the first run's accounted peak: 1.2 x (under 10 runs), far below 4 GB
+    assert second.memory == -(-first.peak_memory * 12 // 10)
+    asked = subprocess.run(
+        ["sacct", "-n", "-P", "-X", "-j", second.task_id, "-o", "ReqTRES"],
+        capture_output=True, text=True, env=env, check=True,
+    ).stdout.strip()  # fmt: skip
+    mib = -(-second.memory // MIB)
+    assert f"mem={mib}M" in asked.split(","), asked  # what Slurm itself recorded

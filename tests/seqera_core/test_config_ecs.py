@@ -20,7 +20,8 @@ def test_ecs_keys_from_a_file_the_environment_and_flags(tmp_path: Path) -> None:
         "ecs:\n  cluster: genomics\n  execution_role: arn:aws:iam::1:role/e\n"
         "  subnets: [subnet-a, subnet-b]\n  assign_public_ip: false\n  max_spot_attempts: 2\n"
     )
-    environ = {"SEQERA_ECS_SECURITY_GROUPS": "sg-1, sg-2", "SEQERA_ECS_REGION": "eu-west-1"}
+    environ = {"SEQERA_ECS_SECURITY_GROUPS": "sg-1, sg-2", "SEQERA_ECS_REGION": "eu-west-1",
+               "SEQERA_ECS_REPORT_USAGE": "false"}  # fmt: skip
     flags = {"ecs.max_spot_attempts": "7", "ecs.logs_group": "/my/logs"}
     config = load_config(environ=environ, cwd=tmp_path, home=tmp_path, flags=flags)
     values = ecs_values(dict(config.values))
@@ -33,10 +34,12 @@ def test_ecs_keys_from_a_file_the_environment_and_flags(tmp_path: Path) -> None:
         "security_groups": ["sg-1", "sg-2"],
         "region": "eu-west-1",
         "logs_group": "/my/logs",
+        "report_usage": False,
     }
     assert config.sources["ecs.security_groups"] == "$SEQERA_ECS_SECURITY_GROUPS"
     settings = EcsSettings(**values)  # type: ignore[arg-type]
     assert settings.subnets == ("subnet-a", "subnet-b") and not settings.assign_public_ip
+    assert not settings.report_usage
 
 
 @pytest.mark.parametrize(

@@ -122,21 +122,27 @@ def test_same_answers_as_sqlite(history: History) -> None:
     assert [r.task_id for r in history.attempts(cursor)[1]] == ["1"]
 
 
-def test_several_runs_writing_at_once_lose_nothing(postgres_url: str, history: History) -> None:
+def _write_at_once(url: str, *, runs: int, batches: int, size: int) -> None:
+    """``runs`` writers, each its own connection, storing ``batches`` x ``size`` attempts."""
+
     def run(name: str) -> None:
-        store = open_history(postgres_url)
-        for batch in range(10):
+        store = open_history(url)
+        for batch in range(batches):
             store.record(
                 TaskRecord(name, f"{batch}-{i}", "ALIGN", True, peak_memory=i + 1)
-                for i in range(50)
+                for i in range(size)
             )
         store.close()
 
-    writers = [threading.Thread(target=run, args=(f"run{n}",)) for n in range(4)]
+    writers = [threading.Thread(target=run, args=(f"run{n}",)) for n in range(runs)]
     for writer in writers:
         writer.start()
     for writer in writers:
         writer.join()
+
+
+def test_several_runs_writing_at_once_lose_nothing(postgres_url: str, history: History) -> None:
+    _write_at_once(postgres_url, runs=4, batches=10, size=50)
     assert history.count() == 4 * 10 * 50
     _, records = history.attempts()
     assert len({(r.run_id, r.task_id) for r in records}) == 2000
@@ -159,3 +165,39 @@ def test_an_unreachable_server_is_a_clear_error(postgres_url: str) -> None:
     url = f"postgresql://postgres@127.0.0.1:{_free_port()}/postgres"
     with pytest.raises(ResourceError, match=r"history: .* expected a reachable PostgreSQL"):
         open_history(url)
+
+
+def test_a_reader_following_concurrent_writers_misses_nothing(
+    postgres_url: str, history: History
+) -> None:
+    """The incremental reader (the right-sizer's) sees every attempt exactly once.
+
+    Writers whose transactions overlap would commit sequence numbers out of order, and a
+    reader that had already passed a number would skip the row committed late.
+    """
+    done = threading.Event()
+    seen: list[tuple[str, str]] = []
+
+    def follow() -> None:
+        cursor = 0
+        while True:
+            finished = done.is_set()
+            cursor, records = history.attempts(cursor)
+            seen.extend((r.run_id, r.task_id) for r in records)
+            if finished and not records:
+                return
+
+    reader = threading.Thread(target=follow)
+    reader.start()
+    _write_at_once(postgres_url, runs=4, batches=20, size=25)
+    done.set()
+    reader.join()
+    assert len(seen) == len(set(seen)) == 4 * 20 * 25
+
+
+def test_the_password_stays_out_of_the_error(postgres_url: str) -> None:
+    url = f"postgresql://postgres:s3cret@127.0.0.1:{_free_port()}/postgres"
+    with pytest.raises(ResourceError) as caught:
+        open_history(url)
+    assert "s3cret" not in str(caught.value)
+    assert "postgres:***@127.0.0.1" in str(caught.value)

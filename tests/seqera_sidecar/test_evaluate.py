@@ -6,12 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 
 from seqera_core.errors import UsageError
 from seqera_core.history import open_history
 from seqera_sidecar.cli import main
-from seqera_sidecar.evaluate import MIN_RUNS, evaluate, split
+from seqera_sidecar.evaluate import MIN_RUNS, evaluate, evaluate_time, split
 from seqera_sidecar.trace import read_trace
 
 TRACE = Path(__file__).parent / "data" / "trace-iwd.csv.gz"
@@ -54,6 +55,18 @@ def test_the_predictor_beats_the_maximum_with_few_retries() -> None:
     assert preset.tasks == largest.tasks == predictive.tasks
 
 
+def test_time_limits_are_shorter_and_no_task_is_killed_twice() -> None:
+    # The trace declares no time limits: give every task nf-core's usual 4 hours.
+    records = [attrs.evolve(r, time=4 * 3600) for r in read_trace(TRACE)]
+    preset, predictive = (evaluate_time(records, 0, p) for p in ("preset", "predictive"))
+    assert preset.kills == 0 and preset.limit_hours == preset.declared_hours
+    assert predictive.limit_hours < preset.declared_hours / 10
+    assert predictive.kill_share <= 0.01 and predictive.killed_twice == 0
+    assert predictive.run_hours == pytest.approx(
+        sum(r.realtime or 0 for r in split(records, 0)[1]) / 3600
+    )
+
+
 def test_the_command() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "seqera_sidecar", "evaluate", str(TRACE), "--seed", "1",
@@ -63,7 +76,7 @@ def test_the_command() -> None:
     assert done.returncode == 0, done.stderr
     rows = [line for line in done.stdout.splitlines() if line.startswith("| max") or
             line.startswith("| predictive")]  # fmt: skip
-    assert len(rows) == 2
+    assert len(rows) == 4  # memory, then time limits
 
 
 def test_cpu_report_from_the_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,6 +17,9 @@ Emulator gaps worked around here (the backend is written for real AWS):
   the capacity provider's name.
 * The emulated container prints its command: RunTask writes ``" ".join(command)`` to the
   awslogs stream the task definition implies, so ``logs()`` has something real to read.
+  Under the backend's usage wrapper (`seqera_core.backends._ecs_usage`), the real wrapper
+  script runs here with ``echo`` in front of the command, so the stream also gets the
+  wrapper's own ``seqera-usage`` line (this machine's cgroup peak, not a container's).
 * Tasks start RUNNING and advance one state per DescribeTasks (moto's ``manual`` state
   transition, ``times`` 1): RUNNING, DEACTIVATING, STOPPING, DEPROVISIONING, STOPPED.
 """
@@ -28,6 +31,7 @@ import http.client
 import http.server
 import json
 import logging
+import subprocess
 import threading
 import time
 import urllib.parse
@@ -39,6 +43,8 @@ from typing import Any
 from moto import backends
 from moto.moto_api import state_manager
 from moto.server import ThreadedMotoServer
+
+from seqera_core.backends._ecs_usage import MARKER
 
 __all__ = ["ACCOUNT", "REGION", "Emulator", "ThrottlingProxy", "moto_ecs"]
 
@@ -170,13 +176,20 @@ def _echo(state: Any, task: Any, overrides: dict[str, Any]) -> None:
     if not group or not prefix:
         return
     command = next(iter(overrides.get("containerOverrides") or []), {}).get("command") or []
+    if command[:2] == ["sh", "-c"] and command[3:4] == [MARKER]:
+        ran = subprocess.run(
+            [*command[:4], "echo", *command[4:]], capture_output=True, text=True, check=True
+        )
+        lines = (ran.stdout + ran.stderr).splitlines()
+    else:
+        lines = [" ".join(command)]
     logs = backends.get_backend("logs")[ACCOUNT][REGION]
     stream = f"{prefix}/main/{task.id}"
     if group not in logs.groups:
         logs.create_log_group(group, {})
     logs.create_log_stream(group, stream)
     now = int(time.time() * 1000)
-    logs.put_log_events(group, stream, [{"timestamp": now, "message": " ".join(command)}])
+    logs.put_log_events(group, stream, [{"timestamp": now, "message": m} for m in lines])
 
 
 @contextlib.contextmanager

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 
+from seqera_core.backends._ecs_usage import wrapped
 from tests.conftest import IN_CI
 
 if TYPE_CHECKING:
@@ -126,14 +127,15 @@ def test_inputs_and_outputs_travel_through_s3(emulator: Emulator, tmp_path: Path
     # tool's image and its resources.
     (task,) = player.tasks
     (override,) = task.overrides["containerOverrides"]
-    shell, flag, _, name, url = override["command"]
+    assert override["command"][:4] == wrapped([])  # under the usage wrapper
+    shell, flag, _, name, url = override["command"][4:]
     assert (shell, flag, name) == ("/bin/sh", "-c", "cwltool-seqera")
     assert f"/{BUCKET}/runs/" in url and "/job.sh?" in url and "Signature=" in url
     definition = emulator.ecs_state.describe_task_definition(task.task_definition_arn)
     assert definition.container_definitions[0]["image"] == "debian:bookworm-slim"
     # coresMin 1.5 is 1536 cpu units (ECS takes fractions of a core); ramMin 300 MiB.
     assert (definition.cpu, definition.memory) == ("1536", "300")
-    assert {"key": "cwl/step", "value": "ecs_count.cwl"} in task.tags
+    assert {"key": "cwl/step", "value": "ecs_count"} in task.tags
     # The job's objects are removed once its outputs are home (cwltool's --rm-tmpdir).
     listed = boto3.client("s3", endpoint_url=emulator.url).list_objects_v2(Bucket=BUCKET)
     assert not listed.get("Contents")

@@ -6,13 +6,17 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import boto3
 import pytest
 
 from seqera_core.backends import JobSpec, JobState, SubmitError
+from seqera_core.backends._ecs_usage import wrapped
 from seqera_core.backends.ecs import EcsBackend, EcsSettings
 from seqera_core.errors import ResourceError, UsageError
+from seqera_core.history import finished_record, open_history
 from seqera_core.models import Accelerator, ResourceRequest
+from seqera_core.resolvers import PredictiveResolver
 from seqera_core.units import GIB
 
 if TYPE_CHECKING:
@@ -131,7 +135,8 @@ def test_run_task_payload(emulator: Emulator) -> None:
     }
     (override,) = body["overrides"]["containerOverrides"]
     assert override["name"] == "main"
-    assert override["command"] == ["bwa", "mem", "ref.fa", "reads; rm -rf /"]  # argv, no shell
+    # argv, no shell of ours around it: the usage wrapper passes it on as "$@"
+    assert override["command"] == wrapped(["bwa", "mem", "ref.fa", "reads; rm -rf /"])
     assert {e["name"]: e["value"] for e in override["environment"]} == {
         "SAMPLE": "s1",
         "SEQERA_LABEL_RUN": "r1",
@@ -146,7 +151,7 @@ def test_run_task_payload(emulator: Emulator) -> None:
     task = ecs.describe_tasks(cluster="seqera", tasks=[handle.native_id], include=["TAGS"])
     (described,) = task["tasks"]
     assert described["capacityProviderName"] == "seqera-managed"
-    assert described["overrides"]["containerOverrides"][0]["command"][0] == "bwa"
+    assert described["overrides"]["containerOverrides"][0]["command"][4] == "bwa"
     assert described["tags"] == body["tags"]
 
 
@@ -368,3 +373,60 @@ def test_security_group_follows_the_configured_subnets_vpc(emulator: Emulator) -
     backend.check()
     assert (backend.subnets, backend.security_groups) == ((subnet,), (group["GroupId"],))
     assert backend.calls["DescribeVpcs"] == 0
+
+
+def test_a_finished_task_reports_its_wall_time_and_peak_memory(emulator: Emulator) -> None:
+    """The usage wrapper's line (the emulator runs the real wrapper) becomes the peak."""
+    backend = EcsBackend(settings())
+    handles = backend.submit([job(f"u{i}", memory=GIB) for i in range(150)])
+    statuses = wait(backend, handles)
+    assert {s.state for s in statuses} == {JobState.SUCCEEDED}
+    # the emulated container's cgroup is this machine's: only its presence is known
+    assert all(s.peak_memory_bytes and s.peak_memory_bytes > 0 for s in statuses)
+    assert all(s.wall_seconds is not None and s.wall_seconds >= 0 for s in statuses)
+    # every task stopped in the same poll: 150 streams in two FilterLogEvents
+    assert backend.calls["FilterLogEvents"] == 2
+    assert backend.logs(handles[0]) == "echo u0\n"  # the usage line is not the job's output
+
+
+def test_a_missing_usage_line_is_waited_for_then_given_up(emulator: Emulator) -> None:
+    backend = EcsBackend(settings(usage_wait=0.5))
+    (handle,) = backend.submit([job("quiet")])
+    boto3.client("logs").delete_log_stream(
+        logGroupName="/aws/ecs/seqera",
+        logStreamName=f"seqera/main/{handle.native_id.rsplit('/', 1)[1]}",
+    )
+    states = [backend.poll([handle])[0] for _ in range(5)]  # RUNNING ... STOPPED
+    assert (
+        states[-1].state is JobState.RUNNING and states[-1].reason == "stopped; reading its usage"
+    )
+    time.sleep(0.6)
+    (status,) = backend.poll([handle])
+    assert status.state is JobState.SUCCEEDED and status.peak_memory_bytes is None
+    assert status.wall_seconds is not None
+
+
+def test_usage_off_sends_the_bare_command(emulator: Emulator) -> None:
+    backend = EcsBackend(settings(report_usage=False))
+    bodies = record_run_task(backend)
+    (handle,) = backend.submit([job("bare", "echo", "bare")])
+    assert bodies[0]["overrides"]["containerOverrides"][0]["command"] == ["echo", "bare"]
+    (status,) = wait(backend, [handle])
+    assert status.state is JobState.SUCCEEDED and status.peak_memory_bytes is None
+    assert backend.calls["FilterLogEvents"] == 0
+
+
+def test_the_right_sizer_learns_from_finished_tasks(emulator: Emulator) -> None:
+    """ECS as a history source: a second task of the process asks for less than declared."""
+    backend = EcsBackend(settings())
+    declared = ResourceRequest(container=IMAGE, memory=64 * GIB, process="ALIGN", time=3600)
+    specs = [JobSpec(f"a{i}", ("echo", str(i)), declared) for i in range(3)]
+    handles = backend.submit(specs)
+    statuses = wait(backend, handles)
+    history = open_history(":memory:")
+    history.record(
+        finished_record(declared, status, run_id="r1", engine="seqera") for status in statuses
+    )
+    peak = max(s.peak_memory_bytes or 0 for s in statuses)
+    answer = PredictiveResolver(history).resolve(attrs.evolve(declared, attempt=1))
+    assert answer is not None and answer.memory == math.ceil(peak * 1.2) < declared.memory

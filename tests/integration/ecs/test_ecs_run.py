@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from seqera_core.backends._ecs_usage import wrapped
+
 if TYPE_CHECKING:
     from tests.integration.ecs.emulator import Emulator
 
@@ -38,7 +40,8 @@ def test_run_shows_the_output_and_exits_zero(emulator: Emulator, tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "echo hello from ecs\n"  # the emulated container prints its command
     (task,) = emulator.ecs_state.tasks["seqera"].values()
-    assert task.overrides["containerOverrides"][0]["command"] == ["echo", "hello", "from", "ecs"]
+    command = task.overrides["containerOverrides"][0]["command"]
+    assert command == wrapped(["echo", "hello", "from", "ecs"])
     assert {"key": "team", "value": "genomics"} in task.tags
 
 

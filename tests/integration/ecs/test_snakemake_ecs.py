@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 
+from seqera_core.backends._ecs_usage import wrapped
 from tests.conftest import require
 
 if TYPE_CHECKING:
@@ -77,7 +78,8 @@ def test_a_workflow_runs_through_ecs_with_s3_storage(emulator: Emulator, tmp_pat
     assert done.returncode == 0, done.stderr[-4000:]
     (task,) = seen
     (override,) = task.overrides["containerOverrides"]
-    shell, flag, command = override["command"]
+    assert override["command"][:4] == wrapped([])  # the usage wrapper, then the job
+    shell, flag, command = override["command"][4:]
     assert (shell, flag) == ("/bin/sh", "-c")
     assert "-m snakemake" in command and "--default-storage-provider 's3'" in command
     assert "greeting.txt" in command or "greet" in command

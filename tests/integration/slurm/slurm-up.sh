@@ -10,7 +10,7 @@
 #        MIN_JOB_AGE=300 (s a finished job stays in squeue/scontrol)   WITH_DBD=1 (mariadb+slurmdbd -> real sacct)
 #        SELECT_PARAMS=CR_Core (CR_Core_Memory makes --mem a consumable, enforced resource)
 #        EXTRA_CONF='Key=Value<newline>...' (more slurm.conf lines)   SLURMCTLD_PORT=6817 SLURMD_PORT=6818
-#        with WITH_DBD=1: MARIADB_PORT=3306 SLURMDBD_PORT=6819 (both on 127.0.0.1)
+#        DBD_PORT=6819 MARIADB_PORT=3306 (with WITH_DBD=1; a second cluster needs its own)
 set -euo pipefail
 SLURM_DIR=${SLURM_DIR:-/tmp/slurm}
 CONF=$SLURM_DIR/slurm.conf
@@ -36,8 +36,7 @@ PKGS=""
 command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v sbatch >/dev/null \
   && command -v munged >/dev/null && command -v qsub >/dev/null \
   || PKGS="slurmctld slurmd slurm-client munge slurm-wlm-torque"
-[ "${WITH_DBD:-0}" = 1 ] && ! { command -v slurmdbd && command -v mariadbd; } >/dev/null \
-  && PKGS="$PKGS mariadb-server slurmdbd"
+[ "${WITH_DBD:-0}" = 1 ] && ! command -v slurmdbd >/dev/null && PKGS="$PKGS mariadb-server slurmdbd"
 if [ -n "$PKGS" ]; then
   apt-get update -q
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q $PKGS
@@ -70,13 +69,14 @@ if [ "${WITH_DBD:-0}" = 1 ]; then
     GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
   printf '%s\n' AuthType=auth/munge DbdHost=localhost SlurmUser=root PidFile=$R/slurmdbd.pid \
     LogFile="$SLURM_DIR/log/slurmdbd.log" StorageType=accounting_storage/mysql StorageHost=127.0.0.1 \
-    StoragePort=${MARIADB_PORT:-3306} DbdPort=${SLURMDBD_PORT:-6819} StorageUser=slurm StoragePass=slurmpw StorageLoc=slurm_acct_db > "$SLURM_DIR/slurmdbd.conf"
+    StoragePort=${MARIADB_PORT:-3306} StorageUser=slurm StoragePass=slurmpw StorageLoc=slurm_acct_db \
+    DbdPort=${DBD_PORT:-6819} > "$SLURM_DIR/slurmdbd.conf"
   chmod 600 "$SLURM_DIR/slurmdbd.conf"
   slurmdbd                                          # reads slurmdbd.conf next to $SLURM_CONF
-  for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/${SLURMDBD_PORT:-6819}) 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/${DBD_PORT:-6819}) 2>/dev/null && break; sleep 0.1; done
   ACCT="AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
-AccountingStoragePort=${SLURMDBD_PORT:-6819}"
+AccountingStoragePort=${DBD_PORT:-6819}"
 fi
 
 # 4. slurm.conf

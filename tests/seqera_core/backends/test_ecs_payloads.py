@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from seqera_core.backends._ecs_payloads import (
@@ -14,6 +15,7 @@ from seqera_core.backends._ecs_payloads import (
     shape_of,
     task_definition_request,
 )
+from seqera_core.backends._ecs_usage import wrapped
 from seqera_core.errors import ResourceError
 from seqera_core.models import Accelerator, ResourceRequest
 from seqera_core.units import GIB, MIB
@@ -112,7 +114,12 @@ def test_definition_hash_covers_shape_and_settings_only() -> None:
 
 def test_run_task_body() -> None:
     body = run()
+    # under the usage wrapper, which hands the argv on unchanged as "$@"
     assert body["overrides"] == {
+        "containerOverrides": [{"name": "main", "command": wrapped(["echo", "hi"])}]
+    }
+    bare = run(settings=attrs.evolve(SETTINGS, report_usage=False))
+    assert bare["overrides"] == {
         "containerOverrides": [{"name": "main", "command": ["echo", "hi"]}]
     }
     assert "tags" not in body and "placementConstraints" not in body

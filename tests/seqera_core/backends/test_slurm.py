@@ -25,7 +25,12 @@ from seqera_core.backends._batch import (
     run_command,
 )
 from seqera_core.backends.base import JobHandle, JobSpec, JobState
-from seqera_core.backends.slurm import SlurmBackend, parse_sacct, parse_squeue, slurm_state
+from seqera_core.backends.slurm import (
+    SlurmBackend,
+    parse_sacct,
+    parse_squeue,
+    slurm_state,
+)
 from seqera_core.labels import decode_labels, encode_labels
 from seqera_core.models import Accelerator, ResourceRequest
 from seqera_core.units import GIB
@@ -245,6 +250,22 @@ def test_poll_is_one_squeue_plus_one_history_lookup_and_the_source_is_probed_onc
     assert runner.argvs[-2][runner.argvs[-2].index("-j") + 1] == "6,99"
     assert runner.argvs[-1][:2] == ["sacct", "-c"]
     assert slurm.calls == {"squeue": 2, "sacct": 3}
+
+
+def test_without_accounting_sacct_is_asked_once(tmp_path: Path) -> None:
+    runner = FakeSlurm(
+        {
+            "squeue": [
+                ok("1|COMPLETED|None|0|\n"),
+                ok("1|COMPLETED|None|0|\n2|COMPLETED|None|0|\n"),
+            ],
+            "sacct": [fail(ACCOUNTING_DISABLED)],
+        }
+    )
+    slurm = backend(tmp_path, runner)
+    assert slurm.poll([JobHandle("slurm", "1")])[0].peak_memory_bytes is None
+    assert slurm.poll([JobHandle("slurm", "2")])[0].state is JobState.SUCCEEDED
+    assert slurm.calls == {"squeue": 2, "sacct": 1}
 
 
 def test_all_ids_unknown_to_squeue_is_not_an_error(tmp_path: Path) -> None:

@@ -63,6 +63,18 @@ def test_learns_tasks_finished_after_it_was_built() -> None:
     assert answer is not None and answer.memory == 5 * GIB
 
 
+def test_a_replayed_attempt_is_learned_once() -> None:
+    # 12 runs score too few errors for a margin (10 needed, from the 11th run on);
+    # learned twice, they would score 14 and the model would answer for itself.
+    runs = _runs("ALIGN", [(i * GIB, 2 * i * GIB) for i in range(1, 13)])
+    history = open_history(":memory:")
+    history.record(runs)
+    resolver = PredictiveResolver(history, fallback_margin=1.0)
+    history.record(runs)  # the same weblog stream sent again
+    answer = resolver.resolve(ResourceRequest(memory=64 * GIB, process="ALIGN", input_bytes=GIB))
+    assert answer is not None and answer.memory == 24 * GIB  # still the per-process max
+
+
 def test_time_and_cpus() -> None:
     history = _history([(GIB, GIB)] * 3)
     request = ResourceRequest(cpus=8, memory=GIB, time=7200, process="ALIGN")
@@ -83,8 +95,12 @@ def test_time_limit_kill_escalates_time_only() -> None:
         ResourceRequest(memory=GIB, time=7200, process="ALIGN", attempt=2)
     )
     assert answer is not None
-    assert answer.time >= 300
+    assert answer.time >= 7200  # never less than declared after a time-limit kill
     assert answer.memory < 2 * GIB
+    first = PredictiveResolver(history).resolve(
+        ResourceRequest(memory=GIB, time=7200, process="ALIGN", attempt=1)
+    )
+    assert first is not None and first.time < 7200
 
 
 def test_oom_before_any_success_gets_more_than_the_failed_allocation() -> None:
@@ -193,7 +209,8 @@ def test_a_bulk_load_sizes_exactly_as_learning_one_run_at_a_time() -> None:
     for name, model in loaded._models.items():  # the learned state itself
         other = stepwise._models[name]
         for mine, theirs in ((model.memory, other.memory), (model.time, other.time)):
-            assert list(mine._ratios) == list(theirs._ratios) and len(mine._ratios) == 100
+            assert list(mine._ratios) == list(theirs._ratios) and len(mine._ratios) == 256
             assert mine._sorted == theirs._sorted and list(mine._points) == list(theirs._points)
+            assert (mine._usages, mine._errors) == (theirs._usages, theirs._errors)
             assert (mine.runs, mine.largest) == (theirs.runs, theirs.largest)
             assert mine._sum == theirs._sum

@@ -24,6 +24,7 @@ from cwltool.workflow import default_make_tool
 from seqera_core.backends import JobSpec, JobState, JobStatus
 from seqera_core.dialects.cwl import request_from_resources
 from seqera_core.errors import SeqeraError
+from seqera_core.history import History, finished_record
 from seqera_core.models import ResourceRequest
 from seqera_core.pipeline import Prepared, prepare
 from seqera_core.platforms import Platform
@@ -54,11 +55,14 @@ class RunSettings:
     logdir: Path | None = None
     staging: S3Staging | None = None  # ECS: no shared filesystem, files go through S3
     image: str | None = None  # ECS: for tools without a DockerRequirement
+    history: History | None = None  # every finished job is recorded here
+    run_id: str = ""
 
 
 def job_request(resources: Mapping[str, Any], timelimit: Any, name: str) -> ResourceRequest:
     """The common request for one job: cwltool's evaluated resources and its time limit."""
     step = name.rsplit("_", 1)[0] if name.rsplit("_", 1)[-1].isdigit() else name
+    step = step.removesuffix(".cwl")  # a lone tool's job is named after its file
     request = request_from_resources(resources, timelimit=timelimit or None, process=step)
     return attrs.evolve(request, labels={"cwl/step": step, "cwl/job": name})
 
@@ -138,6 +142,7 @@ class SeqeraCommandLineJob(CommandLineJob):
             ),
             limit=spec.request.time,
         )
+        self._record(prepared.request, result)
         if staging is not None and files is not None:
             fetched = self._fetch(staging, files, result, stdout, stderr)
             if not fetched and result.state is JobState.SUCCEEDED:
@@ -229,8 +234,25 @@ class SeqeraCommandLineJob(CommandLineJob):
             return False
         return True
 
+    def _record(self, request: ResourceRequest, result: JobStatus) -> None:
+        history = self.settings.history
+        if history is None or result.state not in (JobState.SUCCEEDED, JobState.FAILED):
+            return
+        record = finished_record(request, result, run_id=self.settings.run_id, engine="cwltool")
+        try:
+            history.record([record])
+        except (SeqeraError, OSError) as err:  # the history informs; it never fails a job
+            _log.warning("[job %s] could not record it in the history: %s", self.name, err)
+
+    def _input_bytes(self) -> int | None:
+        """The bytes of the job's input files (what the right-sizer sizes against)."""
+        sizes = [f.get("size") for f in self.builder.files if f.get("class") == "File"]
+        known = [s for s in sizes if isinstance(s, int)]
+        return sum(known) if known else None
+
     def _prepare(self) -> Prepared:
         request = job_request(self.builder.resources, self.timelimit, self.name)
+        request = attrs.evolve(request, input_bytes=self._input_bytes())
         declared, _ = self.get_requirement("ResourceRequirement")
         if not any(k.startswith(("tmpdir", "outdir")) for k in declared or {}):
             # CWL's implicit 1 GiB tmpdir + outdir would become e.g. sbatch --tmp, which a

@@ -15,9 +15,10 @@ from cwltool.context import LoadingContext
 from seqera_core.backends import Backend, open_backend, squash_policy
 from seqera_core.config import Config, load_config
 from seqera_core.errors import SeqeraError, UsageError
+from seqera_core.history import History, open_history
 from seqera_core.labels import run_labels
 from seqera_core.platforms import load as load_platform
-from seqera_core.resolvers import HttpResolver, Resolver, discover
+from seqera_core.resolvers import HttpResolver, PredictiveResolver, Resolver, discover
 
 from ._dispatch import Dispatcher
 from ._executor import DispatchingExecutor
@@ -96,11 +97,19 @@ def staging_arguments(options: SeqeraOptions, argv: Sequence[str], workdir: Path
     return added
 
 
-def _resolvers(options: SeqeraOptions) -> list[Resolver]:
+def _resolvers(options: SeqeraOptions, history: History | None) -> list[Resolver]:
     found = discover()
     if options.resolver_url:
         found.append(HttpResolver(options.resolver_url))
+    if history is not None:
+        found.append(PredictiveResolver(history))
     return found
+
+
+def _history(options: SeqeraOptions, config: Config) -> History | None:
+    """``--seqera-history``, else seqera config's ``history`` (``$SEQERA_HISTORY``)."""
+    location = options.history or config.get("history")
+    return open_history(os.path.expanduser(str(location))) if location else None
 
 
 def _workflow_name(argv: Sequence[str]) -> str:
@@ -116,7 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         options, rest = parse_options(args)
         workdir = (options.workdir or Path.cwd() / "cwltool-seqera-work").absolute()
-        backend = make_backend(options, workdir)
+        config = _config(options)
+        backend = make_backend(options, workdir, config)
         platform = None if options.platform is None else load_platform(options.platform)
         run_id = uuid.uuid4().hex[:12]
         staging = None
@@ -133,7 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
             options.labels,
         )
-        resolvers = _resolvers(options)
+        history = _history(options, config)
+        resolvers = _resolvers(options, history)
     except (SeqeraError, OSError) as err:
         print(f"cwltool-seqera: error: {err}", file=sys.stderr)
         return 2
@@ -141,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     dispatcher = Dispatcher(backend, interval=interval, unknown_timeout=options.unknown_timeout)
     settings = RunSettings(
         dispatcher, platform, tuple(resolvers), labels, workdir / "logs",
-        staging=staging, image=options.image,
+        staging=staging, image=options.image, history=history, run_id=run_id,
     )  # fmt: skip
     loading = LoadingContext()
     loading.construct_tool_object = make_tool_factory(settings)
@@ -156,3 +167,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         close = getattr(backend, "close", None)
         if callable(close):
             close()
+        if history is not None:
+            history.close()

@@ -32,6 +32,7 @@ class SeqeraOptions:
     s3_prefix: str | None = None  # where ECS jobs' inputs and outputs travel
     image: str | None = None  # ECS: the image of a tool without a DockerRequirement
     unknown_timeout: float = 300.0  # seconds of continuous UNKNOWN status before giving up
+    history: str | None = None  # task history (path or URL): sizes jobs, records each one
 
 
 def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
@@ -59,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seqera-s3-prefix")
     parser.add_argument("--seqera-image")
     parser.add_argument("--seqera-unknown-timeout")
+    parser.add_argument("--seqera-history")
     return parser
 
 
@@ -106,5 +108,6 @@ def parse_options(argv: Sequence[str]) -> tuple[SeqeraOptions, list[str]]:
         s3_prefix=ours.seqera_s3_prefix,
         image=ours.seqera_image,
         unknown_timeout=300.0 if unknown is None else unknown,
+        history=ours.seqera_history,
     )
     return options, rest + args[cut:]

@@ -1,7 +1,9 @@
 """The task history on PostgreSQL: one table a team shares, written by many runs at once.
 
 Same rows and answers as the SQLite store (`History`); a ``seq`` column (a sequence)
-is the cursor ``attempts()`` reads from, and a replayed attempt takes a new one.
+is the cursor ``attempts()`` reads from, and a replayed attempt takes a new one. Writers
+take turns (a transaction-scoped advisory lock), so numbers commit in order: otherwise
+a reader past number N would never see a row numbered below N that committed later.
 Needs the ``postgresql`` extra (psycopg).
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from .errors import ResourceError
 from .history import _FIELDS, _STATS_SQL, CpuUse, History, ProcessStats, TaskRecord
@@ -43,6 +46,8 @@ CREATE INDEX IF NOT EXISTS task_history_process ON task_history (process, succee
 CREATE INDEX IF NOT EXISTS task_history_seq ON task_history (seq);
 """
 
+# Advisory lock keys: creating the table, and writing rows (one writer at a time).
+_CREATE, _WRITERS = 7011, 7012
 _COLUMNS = ", ".join(_FIELDS)
 _KEY = ("run_id", "task_id", "attempt")
 _UPSERT = (
@@ -51,6 +56,15 @@ _UPSERT = (
     + ", ".join(f"{f} = EXCLUDED.{f}" for f in _FIELDS if f not in _KEY)
     + ", seq = nextval(pg_get_serial_sequence('task_history', 'seq'))"
 )
+
+
+def _redacted(url: str) -> str:
+    """``url`` with any password replaced by ``***``, fit for an error message."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return urlunsplit(parts._replace(netloc=user + parts.netloc.rpartition("@")[2]))
 
 
 class PostgresHistory(History):
@@ -66,11 +80,13 @@ class PostgresHistory(History):
             self._pg = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.OperationalError as exc:
             reason = str(exc).strip().splitlines()[0]
-            raise ResourceError("history", url, f"a reachable PostgreSQL ({reason})") from None
+            raise ResourceError(
+                "history", _redacted(url), f"a reachable PostgreSQL ({reason})"
+            ) from None
         self._lock = threading.Lock()
         with self._lock, self._pg.transaction():
             # Several runs may open a fresh database at once: one creates the table.
-            self._pg.execute("SELECT pg_advisory_xact_lock(7011)")
+            self._pg.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE,))
             self._pg.execute(_SCHEMA)
 
     def _rows(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -81,6 +97,7 @@ class PostgresHistory(History):
         """Store finished attempts in one transaction (a replayed one replaces itself)."""
         rows = [tuple(getattr(r, f) for f in _FIELDS) for r in records]
         with self._lock, self._pg.transaction(), self._pg.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITERS,))
             cursor.executemany(_UPSERT, rows)
         return len(rows)
 

@@ -25,8 +25,8 @@ ecs: {cluster: genomics, execution_role: "arn:aws:iam::123456789012:role/ecsTask
 ``ecs.*`` keys configure the AWS ECS backend (``SEQERA_ECS_<KEY>`` in the environment):
 ``cluster`` and ``execution_role`` are required to run there; ``task_role``, ``subnets``
 and ``security_groups`` (lists, or comma-separated text), ``assign_public_ip`` (boolean),
-``logs_group``, ``capacity_provider``, ``max_spot_attempts`` (integer >= 1) and ``region``
-are optional.
+``logs_group``, ``capacity_provider``, ``max_spot_attempts`` (integer >= 1), ``region`` and
+``report_usage`` (boolean) are optional.
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ KEYS: dict[str, str] = {
     "ecs.capacity_provider": "SEQERA_ECS_CAPACITY_PROVIDER",
     "ecs.max_spot_attempts": "SEQERA_ECS_MAX_SPOT_ATTEMPTS",
     "ecs.region": "SEQERA_ECS_REGION",
+    "ecs.report_usage": "SEQERA_ECS_REPORT_USAGE",
     "squash.mode": "SEQERA_SQUASH_MODE",
     "squash.max_jobs": "SEQERA_SQUASH_MAX_JOBS",
     "squash.max_time": "SEQERA_SQUASH_MAX_TIME",
@@ -189,7 +190,7 @@ def _check(key: str, value: Any, where: str) -> Any:
         return _labels(value, where)
     if key in _LISTS:
         return _list(key, value, where)
-    if key == "ecs.assign_public_ip":
+    if key in ("ecs.assign_public_ip", "ecs.report_usage"):
         return _boolean(key, value, where)
     if key in ("ecs.max_spot_attempts", "squash.max_jobs", "squash.cpus"):
         return _count(key, value, where)

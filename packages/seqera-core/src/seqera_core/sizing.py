@@ -4,8 +4,9 @@ The estimate for an input is the largest use among the ``neighbours`` runs of th
 ``window`` whose input sizes are nearest (a local upper quantile: it follows a rising
 trend and a plateau alike); learning and predicting cost O(log window + k). Before a
 run is learned, the model records how far off its own prediction would have been
-(``usage / prediction``); the safety factor it applies is the largest of those recent
-ratios, so a process whose usage the input explains well gets a small margin and an
+(``usage / prediction``); the safety factor it applies to an input is the largest of
+those ratios among the ``margin_neighbours`` runs nearest to it, plus ``slack``, so a
+process, or a range of inputs, that the input explains well gets a small margin and an
 erratic one a large margin. It says "I do not know" (``None``) with too few runs or
 errors, or for an input larger than any it has seen.
 """
@@ -26,47 +27,62 @@ class UsageModel:
         *,
         window: int = 256,
         neighbours: int = 8,
-        errors: int = 100,
+        margin_neighbours: int = 64,
+        errors: int = 256,
         min_runs: int = 10,
-        slack: float = 0.02,
+        slack: float = 0.01,
     ) -> None:
         self.window = window
         self.neighbours = neighbours
+        self.margin_neighbours = margin_neighbours
         self.min_runs = min_runs
         self.slack = slack
         self.runs = 0
         self.largest = 0.0  # over every run ever learned, not only the window
         self._order = 0
         self._points: deque[tuple[float | None, int, float]] = deque()
-        self._sorted: list[tuple[float, int, float]] = []  # the window's sized points by input
+        # The window's sized runs by input, and beside them (same index) their usage and
+        # error ratio (0 when not scored): max() over a slice of these is the hot path.
+        self._sorted: list[tuple[float, int, float]] = []
+        self._usages: list[float] = []
+        self._errors: list[float] = []
         self._sum = 0.0
         self.errors = errors
         self._ratios: deque[float] = deque(maxlen=errors)
         self._failed: deque[float] = deque(maxlen=16)
         self._largest_input = 0.0
 
+    def _window(self, input_bytes: float, count: int) -> tuple[int, int]:
+        """[lo, hi) of the ``count`` sized runs nearest in input; a tie goes to the smaller."""
+        ranked = self._sorted
+        count = min(count, len(ranked))
+        right = bisect.bisect_left(ranked, (input_bytes, -1))
+        lo, hi = max(0, right - count), min(right, len(ranked) - count)
+        while lo < hi:  # slide the window towards the input while its far end is nearer
+            middle = (lo + hi) // 2
+            if input_bytes - ranked[middle][0] > ranked[middle + count][0] - input_bytes:
+                lo = middle + 1
+            else:
+                hi = middle
+        return lo, lo + count
+
+    def _estimate(self, input_bytes: float) -> float:
+        lo, hi = self._window(input_bytes, self.neighbours)
+        return max(self._usages[lo:hi])
+
+    def _worst(self, input_bytes: float) -> float | None:
+        lo, hi = self._window(input_bytes, self.margin_neighbours)
+        return max(self._errors[lo:hi]) or None  # 0: no scored run among them
+
     def point(self, input_bytes: float | None) -> float | None:
         """The model's central estimate (no margin), or ``None`` before any run."""
         if not self._points:
             return None
-        ranked = self._sorted
-        if input_bytes is None or not ranked:
+        if input_bytes is None or not self._sorted:
             return self._sum / len(self._points)
         # The largest use among the runs with the nearest inputs: a local upper quantile,
         # which follows a rising trend and a plateau alike.
-        right = bisect.bisect_left(ranked, (input_bytes, -1, 0.0))
-        left = right - 1
-        best = 0.0
-        for _ in range(min(self.neighbours, len(ranked))):
-            if right >= len(ranked) or (
-                left >= 0 and input_bytes - ranked[left][0] <= ranked[right][0] - input_bytes
-            ):
-                best = max(best, ranked[left][2])
-                left -= 1
-            else:
-                best = max(best, ranked[right][2])
-                right += 1
-        return best
+        return self._estimate(input_bytes)
 
     def learn(
         self, input_bytes: float | None, usage: float, *, score: bool = True, keep: bool = True
@@ -84,10 +100,12 @@ class UsageModel:
             if input_bytes is not None:
                 self._largest_input = max(self._largest_input, input_bytes)
             return
+        ratio = None
         if score and self.runs >= self.min_runs and input_bytes is not None:
             estimate = self.point(input_bytes)
             if estimate:
-                self._ratios.append(usage / estimate)
+                ratio = usage / estimate
+                self._ratios.append(ratio)
         self.runs += 1
         self._order += 1
         self.largest = max(self.largest, usage)
@@ -95,12 +113,17 @@ class UsageModel:
         self._sum += usage
         if input_bytes is not None:
             self._largest_input = max(self._largest_input, input_bytes)
-            bisect.insort(self._sorted, (input_bytes, self._order, usage))
+            entry = (input_bytes, self._order, usage)
+            index = bisect.bisect_left(self._sorted, entry)
+            self._sorted.insert(index, entry)
+            self._usages.insert(index, usage)
+            self._errors.insert(index, ratio or 0.0)
         if len(self._points) > self.window:
             old_x, order, old_y = self._points.popleft()
             self._sum -= old_y
             if old_x is not None:
-                del self._sorted[bisect.bisect_left(self._sorted, (old_x, order, old_y))]
+                index = bisect.bisect_left(self._sorted, (old_x, order))
+                del self._sorted[index], self._usages[index], self._errors[index]
 
     def fail(self, allocation: float) -> None:
         """Record an attempt killed at ``allocation``: a lower bound, never a peak."""
@@ -111,11 +134,14 @@ class UsageModel:
         """The largest allocation recent attempts were killed at (0 without any)."""
         return max(self._failed, default=0.0)
 
-    def margin(self) -> float | None:
-        """The safety factor from recent errors, or ``None`` with too few of them."""
+    def margin(self, input_bytes: float | None = None) -> float | None:
+        """The safety factor from the errors near ``input_bytes`` (all recent errors
+        without one), or ``None`` with too few errors."""
         if len(self._ratios) < self.min_runs:
             return None
-        return max(self._ratios) * (1 + self.slack)
+        worst = None if input_bytes is None else self._worst(input_bytes)
+        # A plateau and a steep rise of the same process deserve different margins.
+        return (max(self._ratios) if worst is None else worst) * (1 + self.slack)
 
     def predict(self, input_bytes: float | None) -> float | None:
         """Estimate x margin, or ``None`` when the model does not know."""
@@ -124,7 +150,9 @@ class UsageModel:
         # Without an input size, or beyond the largest seen, its errors say nothing.
         if input_bytes is None or input_bytes > self._largest_input * 1.05:
             return None
-        estimate, margin = self.point(input_bytes), self.margin()
-        if estimate is None or margin is None:
+        if len(self._ratios) < self.min_runs or not self._sorted:
             return None
-        return estimate * margin
+        estimate, worst = self._estimate(input_bytes), self._worst(input_bytes)
+        if not estimate:
+            return None
+        return estimate * (max(self._ratios) if worst is None else worst) * (1 + self.slack)

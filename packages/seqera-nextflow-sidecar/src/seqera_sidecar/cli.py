@@ -121,7 +121,7 @@ def _cpus(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from .evaluate import PREDICTORS, evaluate
+    from .evaluate import PREDICTORS, evaluate, evaluate_time
     from .trace import read_trace
 
     records = read_trace(args.trace)
@@ -133,6 +133,15 @@ def _evaluate(args: argparse.Namespace) -> int:
         score = evaluate(records, args.seed, name)
         print(f"| {name} | {score.tasks} | {score.used_gbh:.2f} | {score.wasted_gbh:.2f} | "
               f"{score.maq:.3f} | {score.retries} ({score.retry_share:.2%}) |")  # fmt: skip
+    print("\nTime limits")
+    print("| predictor | online tasks | none declared | declared h | limits h | run h | kills "
+          "| killed twice | lost h |\n|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+    for name in names:
+        time = evaluate_time(records, args.seed, name)
+        print(f"| {name} | {time.tasks} | {time.undeclared} | {time.declared_hours:.1f} | "
+              f"{time.limit_hours:.1f} | "
+              f"{time.run_hours:.1f} | {time.kills} ({time.kill_share:.2%}) | "
+              f"{time.killed_twice} | {time.lost_hours:.2f} |")  # fmt: skip
     return 0
 
 

@@ -6,10 +6,15 @@ random order. A task given less than its peak (``rss``) fails, is charged its wh
 allocation x run time, is recorded as an out-of-memory attempt and is retried with what
 the predictor then answers; a task given enough is charged (allocation - peak) x run time
 and is learned. GB = 10^9 bytes, hours from ``realtime``; MAQ = used / (used + wasted).
+
+Time limits are replayed the same way, apart (`evaluate_time`): a task whose limit is
+below its ``realtime`` is killed, loses the limit's hours, is recorded as a time-limit
+attempt and is retried; memory plays no part there.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -21,7 +26,7 @@ from seqera_core.history import History, TaskRecord, open_history
 from seqera_core.models import ResourceRequest
 from seqera_core.resolvers import HistoryResolver, PredictiveResolver, Resolver
 
-__all__ = ["PREDICTORS", "Score", "evaluate", "split"]
+__all__ = ["PREDICTORS", "Score", "TimeScore", "evaluate", "evaluate_time", "split"]
 
 MIN_RUNS = 34
 HISTORY_SHARE = 0.3
@@ -63,6 +68,26 @@ class Score:
         return self.retries / self.tasks if self.tasks else 0.0
 
 
+@frozen
+class TimeScore:
+    """One predictor's time limits on one trace: how much shorter, and what kills cost."""
+
+    predictor: str
+    tasks: int
+    undeclared: int  # online tasks the trace gives no limit (never at risk of one)
+    declared_hours: float  # the trace's own limits of the others, first attempts
+    limit_hours: float  # the limits the tasks finished under (those with one)
+    run_hours: float
+    kills: int  # attempts killed at their time limit
+    killed_twice: int  # tasks killed more than once
+    lost_hours: float  # run time thrown away by kills
+
+    @property
+    def kill_share(self) -> float:
+        """Killed attempts as a share of online tasks."""
+        return self.kills / self.tasks if self.tasks else 0.0
+
+
 def split(records: Sequence[TaskRecord], seed: int) -> tuple[list[TaskRecord], list[TaskRecord]]:
     """The protocol's (history, online) split: online tasks in one seeded random order."""
     rng = random.Random(seed)
@@ -96,13 +121,20 @@ def _request(task: TaskRecord, attempt: int) -> ResourceRequest:
     )
 
 
-def evaluate(records: Sequence[TaskRecord], seed: int, predictor: str) -> Score:
-    """Replay ``records`` (one trace) with ``predictor`` under the protocol."""
+def _replay(
+    records: Sequence[TaskRecord], seed: int, predictor: str
+) -> tuple[list[TaskRecord], History, Resolver | None]:
+    """The online tasks, and a history of the others with ``predictor`` over it."""
     build = PREDICTORS[predictor]
     past, online = split(records, seed)
     history = open_history(":memory:")
     history.record(past)
-    resolver = build(history) if build is not None else None
+    return online, history, build(history) if build is not None else None
+
+
+def evaluate(records: Sequence[TaskRecord], seed: int, predictor: str) -> Score:
+    """Replay ``records`` (one trace) with ``predictor`` under the protocol."""
+    online, history, resolver = _replay(records, seed, predictor)
     used = wasted = 0.0
     retries = 0
     by_process: dict[str, float] = defaultdict(float)
@@ -131,3 +163,37 @@ def evaluate(records: Sequence[TaskRecord], seed: int, predictor: str) -> Score:
             retries += 1
     history.close()
     return Score(predictor, len(online), used / _GBH, wasted / _GBH, retries, dict(by_process))
+
+
+def evaluate_time(records: Sequence[TaskRecord], seed: int, predictor: str) -> TimeScore:
+    """Replay the time limits of ``records`` (one trace) with ``predictor``, as for memory."""
+    online, history, resolver = _replay(records, seed, predictor)
+    declared_total = limits = runs = lost = 0.0
+    kills = killed_twice = undeclared = 0
+    for task in online:
+        seconds = task.realtime or 0.0
+        runs += seconds
+        declared = task.time or math.inf
+        declared_total += task.time or 0
+        undeclared += not task.time
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            if resolver is None:
+                limit = declared * attempt  # nf-core's presets: time * task.attempt
+            else:
+                answer = resolver.resolve(_request(task, attempt))
+                limit = declared if answer is None or answer.time is None else answer.time
+            ok = limit >= seconds
+            outcome = attrs.evolve(task, attempt=attempt, succeeded=ok, time_limit=not ok,
+                                   time=None if math.isinf(limit) else int(limit))  # fmt: skip
+            if not ok:
+                outcome = attrs.evolve(outcome, peak_memory=None, realtime=None)
+                lost += limit
+                kills += 1
+                killed_twice += attempt == 2
+            history.record([outcome])
+            if ok:
+                limits += 0 if math.isinf(limit) else limit
+                break
+    history.close()
+    return TimeScore(predictor, len(online), undeclared, declared_total / 3600, limits / 3600,
+                     runs / 3600, kills, killed_twice, lost / 3600)  # fmt: skip

@@ -22,6 +22,7 @@ from ..errors import ResourceError
 from ..labels import ecs_tags, label_environment
 from ..models import ResourceRequest
 from ..units import GIB
+from ._ecs_usage import wrapped
 
 __all__ = [
     "CONTAINER",
@@ -69,6 +70,9 @@ class EcsSettings:
     ``capacity_provider`` the cluster's first managed-instances provider is used; without
     ``region`` boto3's own configuration decides. ``max_spot_attempts`` counts every start
     of a task, the first included: 1 never resubmits after a spot interruption.
+    ``report_usage`` runs each command under a ``sh`` wrapper that logs the container's
+    peak memory (turn it off for images without ``sh``); a finished task's status then
+    waits up to ``usage_wait`` seconds for that line to reach CloudWatch Logs.
     """
 
     cluster: str = field(validator=_required)
@@ -84,6 +88,8 @@ class EcsSettings:
     region: str | None = None
     default_cpus: float = 1
     default_memory: int = 2 * GIB
+    report_usage: bool = True
+    usage_wait: float = 15.0
 
 
 @frozen
@@ -170,7 +176,8 @@ def run_task_request(
 ) -> dict[str, Any]:
     """The RunTask body for one task: one task, its command, environment, labels as tags."""
     environment = {**label_environment(labels), **env}
-    override: dict[str, Any] = {"name": CONTAINER, "command": list(command)}
+    argv = wrapped(command) if settings.report_usage else list(command)
+    override: dict[str, Any] = {"name": CONTAINER, "command": argv}
     if environment:
         override["environment"] = [{"name": k, "value": v} for k, v in environment.items()]
     body: dict[str, Any] = {

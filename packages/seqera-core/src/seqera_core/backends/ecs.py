@@ -8,6 +8,10 @@ is one RunTask with its command, environment and labels. ``poll`` describes ever
 task with one DescribeTasks per 100, stops tasks whose time limit has passed (ECS has no
 walltime) and starts again a task its capacity was taken from (spot interruption), up to
 ``max_spot_attempts`` starts. ``logs`` reads the awslogs stream of the task's container.
+A task that ran reports its wall time (startedAt to stoppedAt) and, under the usage
+wrapper (`_ecs_usage`), its container's peak memory, read from the logs of every task
+that stopped in the same poll with one FilterLogEvents per 100; until that line arrives
+(at most ``usage_wait`` seconds) the task shows as running.
 
 Credentials come only from boto3's standard chain (environment, profile, instance role);
 ``AWS_ENDPOINT_URL`` points every client at an emulator. Throttling and transient errors
@@ -38,12 +42,14 @@ from ._ecs_payloads import (
     task_definition_request,
 )
 from ._ecs_status import Seen, seen
+from ._ecs_usage import MARKER, parse_usage
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = ["EcsBackend", "EcsError", "EcsSettings"]
 
 _LOG = logging.getLogger("seqera_core.backends.ecs")
 _DESCRIBE_MAX = 100  # DescribeTasks takes at most 100 tasks
+_FILTER_STREAMS_MAX = 100  # FilterLogEvents takes at most 100 stream names
 _STOPPED_BY_US = "stopped by seqera"
 
 
@@ -61,7 +67,13 @@ class _Task:
     attempts: int = 1
     running_since: float | None = None
     stopping: str | None = None  # "time" or "cancel" once we asked ECS to stop it
+    ended: JobStatus | None = None  # stopped, its usage line not yet found in the logs
+    usage_deadline: float = 0.0
     final: JobStatus | None = None
+
+
+def _reading_usage(handle: JobHandle) -> JobStatus:
+    return JobStatus(handle, JobState.RUNNING, reason="stopped; reading its usage")
 
 
 def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
@@ -252,7 +264,7 @@ class EcsBackend(Backend):
     def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
         """Every handle's status: one DescribeTasks per 100 active tasks."""
         records = [self._record(handle) for handle in handles]
-        active = list({r.key: r for r in records if r.final is None}.values())
+        active = list({r.key: r for r in records if r.final is None and r.ended is None}.values())
         described: dict[str, dict[str, Any]] = {}
         for chunk in _chunks([r.arn for r in active], _DESCRIBE_MAX):
             found = self._call(self.ecs.describe_tasks, cluster=self.settings.cluster, tasks=chunk)
@@ -267,6 +279,7 @@ class EcsBackend(Backend):
                 statuses[record.key] = JobStatus(handle, JobState.UNKNOWN, reason=reason)
                 continue
             statuses[record.key] = self._settle(handle, record, seen(task), now)
+        statuses.update(self._usage({r.key: r for r in records if r.ended is not None}, now))
         return [
             attrs.evolve(record.final or statuses[record.key], handle=handle)
             for handle, record in zip(handles, records, strict=True)
@@ -298,8 +311,53 @@ class EcsBackend(Backend):
             final = JobStatus(
                 handle, view.state, view.exit_code, view.reason, out_of_memory=view.out_of_memory
             )
-        record.final = attrs.evolve(final, wall_seconds=wall)
-        return record.final
+        final = attrs.evolve(final, wall_seconds=wall)
+        if not (self.settings.report_usage and record.running_since):
+            record.final = final
+            return final
+        record.ended, record.usage_deadline = final, now + self.settings.usage_wait
+        return _reading_usage(handle)
+
+    def _usage(self, waiting: dict[str, _Task], now: float) -> dict[str, JobStatus]:
+        """Statuses of stopped tasks: final once their usage line is found or given up on."""
+        streams = {log_stream(self.settings, r.arn): r for r in waiting.values()}
+        peaks: dict[str, int] = {}
+        for chunk in _chunks(list(streams), _FILTER_STREAMS_MAX):
+            params: dict[str, Any] = {
+                "logGroupName": self.settings.logs_group,
+                "logStreamNames": list(chunk),
+                "filterPattern": f'"{MARKER}"',
+            }
+            while True:
+                try:
+                    page = self.cloudwatch_logs.filter_log_events(**params)
+                except botocore.exceptions.ClientError as exc:
+                    # Missing streams (a container that never logged) or a refusal: the
+                    # usage is unknown, which must not fail the job.
+                    _LOG.warning("FilterLogEvents failed: %s", exc)
+                    break
+                for event in page.get("events") or []:
+                    peak = parse_usage(event.get("message", ""))
+                    if peak is not None:
+                        peaks[event["logStreamName"]] = peak
+                if not page.get("nextToken"):
+                    break
+                params["nextToken"] = page["nextToken"]
+        settled: dict[str, JobStatus] = {}
+        for stream, record in streams.items():
+            assert record.ended is not None
+            if stream in peaks:
+                record.final = attrs.evolve(record.ended, peak_memory_bytes=peaks[stream])
+            elif now >= record.usage_deadline:
+                _LOG.warning("no usage line from ECS task %s within %s s", record.arn,
+                             self.settings.usage_wait)  # fmt: skip
+                record.final = record.ended
+            else:
+                settled[record.key] = _reading_usage(record.ended.handle)
+                continue
+            record.ended = None
+            settled[record.key] = record.final
+        return settled
 
     def _restart(self, handle: JobHandle, record: _Task, view: Seen) -> JobStatus:
         assert record.body is not None
@@ -351,7 +409,12 @@ class EcsBackend(Backend):
                 if _error_code(exc) == "ResourceNotFoundException":
                     break  # the stream is created when the container starts
                 raise EcsError(f"GetLogEvents failed: {exc}") from exc
-            lines += [event["message"] for event in page.get("events") or []]
+            # the usage wrapper's line is ours, not the job's output
+            lines += [
+                event["message"]
+                for event in page.get("events") or []
+                if parse_usage(event["message"]) is None
+            ]
             token = page.get("nextForwardToken")
             if not page.get("events") or token == params.get("nextToken"):
                 break

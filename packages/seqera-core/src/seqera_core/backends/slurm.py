@@ -16,7 +16,11 @@ job that ended or left ``squeue``. slurmdbd receives records asynchronously, so 
 allocation or step lines are not final yet stays RUNNING ("waiting for its accounting
 record") and is looked up again on the next poll, at most ``usage_lookups`` times (default
 3) before it is reported without usage; on a one-node slurmdbd the records were final
-0.1-0.2 s after ``squeue`` showed the end, so a poll rarely waits. Without accounting
+0.1-0.2 s after ``squeue`` showed the end, so a poll rarely waits. MaxRSS is what the
+gatherer saw: ``jobacct_gather/cgroup`` reads the cgroup's high-water mark,
+``jobacct_gather/linux`` samples every ``JobAcctGatherFrequency`` (30 s by default) and so
+misses a short job, or a spike between samples, entirely (an empty MaxRSS: no peak, not
+0). Without accounting
 (``history="jobcomp"``/``"none"``, or a probe that said it is disabled) nothing is looked up.
 """
 

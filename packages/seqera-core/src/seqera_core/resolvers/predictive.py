@@ -6,7 +6,8 @@ A first attempt gets the model's prediction with its self-chosen margin, capped 
 per-process maximum x ``fallback_margin``; with too few runs or an input larger than any
 seen, the per-process maximum x ``fallback_margin`` itself; with no run at all, no opinion
 (the declared values). A retry after an out-of-memory (time-limit) kill gets at least the
-largest use seen x ``fallback_margin`` and ``escalation`` x the allocation that failed.
+largest use seen x ``fallback_margin`` and ``escalation`` x the allocation that failed;
+for time, at least what was declared too.
 Cpus are left as declared unless ``apply_cpus``: then the most cores ever kept busy.
 """
 
@@ -111,6 +112,9 @@ class PredictiveResolver(Resolver):
         self.apply_cpus = apply_cpus
         self._models: dict[str, _Process] = {}
         self._cursor = 0
+        # Hashes of the (run, task, attempt) keys learned: a replayed attempt (a weblog
+        # stream sent twice, a record rewritten) comes back as a new row, once too many.
+        self._learned: set[int] = set()
         self._lock = threading.Lock()
         # Read the history now: a first resolve that had to read 100,000 rows would
         # outlast the chain's timeout.
@@ -143,8 +147,16 @@ class PredictiveResolver(Resolver):
                 self._cursor, records = self.history.attempts(self._cursor)
                 if not records:
                     return
+                records = [r for r in records if self._first_time(r)]
                 for record, memory, time in zip(records, *_modes(records), strict=True):
                     self._learn(record, memory, time)
+
+    def _first_time(self, record: TaskRecord) -> bool:
+        key = hash((record.run_id, record.task_id, record.attempt))
+        if key in self._learned:
+            return False
+        self._learned.add(key)
+        return True
 
     def _size(self, model: UsageModel, input_bytes: int | None, retry: bool) -> float | None:
         if model.runs == 0:
@@ -178,6 +190,10 @@ class PredictiveResolver(Resolver):
             return None
         memory_bytes = request.memory if memory is None else math.ceil(memory)
         seconds = request.time if time is None else math.ceil(time)
+        if retry and model.time.failed and request.time and seconds:
+            # Never killed twice for time: a task that finishes within what was declared
+            # gets that on its retry, however short its history runs.
+            seconds = max(seconds, request.time)
         cpus = request.cpus
         if self.apply_cpus and model.cpu_percent:
             used = max(1, math.ceil(model.cpu_percent / 100))
