@@ -152,7 +152,9 @@ def test_a_wide_workflow_with_one_failure_never_stalls(
         -3000:
     ]
     calls = len(sbatch_log.read_text().splitlines())
-    assert calls <= (4 if mode == "squash" else 20), sbatch_log.read_text()
+    # An array takes the jobs Snakemake hands over together, which depends on how many
+    # ended between two status checks: on a loaded machine fewer (22 sbatch once in CI).
+    assert calls <= (4 if mode == "squash" else 30), sbatch_log.read_text()
 
 
 GROUPED = """
