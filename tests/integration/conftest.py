@@ -186,9 +186,6 @@ def slurm_accounting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm
         _wait_for_accounting(cluster)
         yield cluster
     finally:
-        # munged is shared with every cluster on the machine (the session's other one too):
-        # even if this one started it, it stays up.
-        (directory / "run" / "munged.ours").unlink(missing_ok=True)
         _down(directory)
 
 

@@ -28,6 +28,7 @@ from seqera_core.backends.base import JobHandle, JobSpec, JobState
 from seqera_core.backends.slurm import (
     SlurmBackend,
     parse_sacct,
+    parse_sacct_usage,
     parse_squeue,
     slurm_state,
 )
@@ -35,6 +36,7 @@ from seqera_core.labels import decode_labels, encode_labels
 from seqera_core.models import Accelerator, ResourceRequest
 from seqera_core.units import GIB
 
+DATA = Path(__file__).parent / "data"
 SQUEUE = """\
 4|CANCELLED|None|15|
 1|COMPLETED|None|0|
@@ -252,6 +254,49 @@ def test_poll_is_one_squeue_plus_one_history_lookup_and_the_source_is_probed_onc
     assert slurm.calls == {"squeue": 2, "sacct": 3}
 
 
+# Recorded from a one-node slurm-wlm 22.05.8 with slurmdbd (tests/integration/slurm/
+# slurm-up.sh, WITH_DBD=1, jobs submitted with --acctg-freq=task=1): a job that held
+# ~200 MB, one that exited 3, a pending job cancelled, and an array's two elements.
+SACCT_USAGE = (DATA / "sacct-usage.txt").read_text()
+
+
+def test_usage_from_accounting() -> None:
+    usage = parse_sacct_usage(SACCT_USAGE)
+    assert usage["6"] == (5.0, 210292 * 1024)
+    assert usage["9"] == (2.0, 63872 * 1024)
+    assert usage["11"] == (0.0, None)  # never ran: no step, no peak (not zero)
+    assert usage["10_1"] == (4.0, 210072 * 1024)
+    assert set(usage) == {"6", "9", "11", "10_0", "10_1"}
+
+
+def test_finished_jobs_get_their_usage_in_one_sacct_per_poll(tmp_path: Path) -> None:
+    runner = FakeSlurm(
+        {
+            "squeue": [
+                ok("6|RUNNING|None|0|\n9|RUNNING|None|0|\n10_0|PENDING|None|0|\n"),
+                ok("6|COMPLETED|None|0|\n9|FAILED|NonZeroExitCode|768|\n10_0|RUNNING|None|0|\n"),
+                ok("10_0|COMPLETED|None|0|\n"),
+            ],
+            "sacct": [ok(SACCT_USAGE)],
+        }
+    )
+    slurm = backend(tmp_path, runner)
+    handles = [JobHandle("slurm", i) for i in ("6", "9", "10_0")]
+    assert all(s.peak_memory_bytes is None for s in slurm.poll(handles))
+    assert slurm.calls["sacct"] == 0  # nothing ended yet
+    done, failed, running = slurm.poll(handles)
+    assert (done.wall_seconds, done.peak_memory_bytes) == (5.0, 210292 * 1024)
+    assert (failed.state, failed.exit_code, failed.peak_memory_bytes) == (
+        JobState.FAILED, 3, 63872 * 1024,
+    )  # fmt: skip
+    assert running.state is JobState.RUNNING
+    assert runner.argvs[-1] == ["sacct", "-n", "-P", "-j", "6,9", "-o", "JobID,Elapsed,MaxRSS"]
+    last = slurm.poll(handles)
+    assert last[2].peak_memory_bytes == 210268 * 1024
+    assert slurm.poll(handles) == last  # remembered: no more calls
+    assert slurm.calls == {"squeue": 3, "sacct": 2}
+
+
 def test_without_accounting_sacct_is_asked_once(tmp_path: Path) -> None:
     runner = FakeSlurm(
         {
@@ -272,12 +317,11 @@ def test_all_ids_unknown_to_squeue_is_not_an_error(tmp_path: Path) -> None:
     runner = FakeSlurm(
         {
             "squeue": [fail("slurm_load_jobs error: Invalid job id specified")],
-            "sacct": [ok("5|COMPLETED|0:0|00:00:02|\n5.batch|COMPLETED|0:0|00:00:02|2048K\n")],
+            "sacct": [ok("5|COMPLETED|0:0\n")],
         }
     )
     [status] = backend(tmp_path, runner).poll([JobHandle("slurm", "5")])
     assert status.state is JobState.SUCCEEDED and status.exit_code == 0
-    assert (status.wall_seconds, status.peak_memory_bytes) == (2.0, 2048 * 1024)
 
 
 def test_exit_file_is_the_last_resort(tmp_path: Path) -> None:

@@ -32,7 +32,6 @@ import signal
 import subprocess
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -53,7 +52,6 @@ __all__ = [
     "RetryPolicy",
     "SchedulerError",
     "SubmitError",
-    "Usage",
     "from_wait_status",
     "job_environment",
     "job_labels",
@@ -173,14 +171,6 @@ class Observed:
 
 
 @frozen
-class Usage:
-    """What a finished job used, as the scheduler's accounting recorded it."""
-
-    wall_seconds: float | None = None
-    peak_memory_bytes: int | None = None
-
-
-@frozen
 class JobFiles:
     """Where one job's files live: its directory, script, outputs and exit-code file."""
 
@@ -223,8 +213,6 @@ class BatchBackend(Backend):
         runner: runs one argv; tests replace it to work without a scheduler.
         sleep: the pause between retries; tests replace it.
         squash: which jobs may go out together (arrays); off by default.
-        usage_lookups: where the scheduler accounts usage asynchronously, how many polls
-            may look up a finished job's usage before it is reported without it.
     """
 
     name = "batch"
@@ -245,7 +233,6 @@ class BatchBackend(Backend):
         runner: Runner | None = None,
         sleep: Callable[[float], None] = time.sleep,
         squash: SquashPolicy | None = None,
-        usage_lookups: int = 3,
     ) -> None:
         super().__init__()
         self.squash = squash or SquashPolicy()
@@ -258,10 +245,6 @@ class BatchBackend(Backend):
         self._dirs: dict[str, Path] = {}
         self._finished: dict[str, JobStatus] = {}
         self._cancelled: set[str] = set()
-        if usage_lookups < 1:
-            raise ValueError(f"usage_lookups must be at least 1, not {usage_lookups!r}")
-        self.usage_lookups = usage_lookups
-        self._usage_lookups: Counter[str] = Counter()
 
     # -- what each scheduler supplies ------------------------------------------------
 
@@ -280,14 +263,6 @@ class BatchBackend(Backend):
     def _finished_lookup(self, ids: Sequence[str]) -> dict[str, Observed]:
         """Jobs the live listing has forgotten, from a history source (one call)."""
         return {}
-
-    def _lookup(
-        self, missing: Sequence[str], ended: Sequence[str]
-    ) -> tuple[dict[str, Observed], dict[str, Usage] | None]:
-        """One history call: the state of jobs the listing forgot (``missing``) and, where
-        the scheduler accounts usage, what ``ended`` and ``missing`` jobs used. The second
-        value is None when usage is not accounted here; a job left out of it is not yet."""
-        return (self._finished_lookup(missing) if missing else {}), None
 
     @abc.abstractmethod
     def _cancel_argv(self, ids: Sequence[str]) -> list[str]:
@@ -314,6 +289,11 @@ class BatchBackend(Backend):
     def _settle(self, handle: JobHandle, seen: Observed) -> Observed:
         """Last scheduler-specific touch on a finished job (e.g. OOM from its log)."""
         return seen
+
+    def _usage(self, ids: Sequence[str]) -> dict[str, tuple[float | None, int | None]]:
+        """Wall seconds and peak memory bytes of jobs that just finished (one call), from
+        the scheduler's accounting where it keeps them; what it does not know is left out."""
+        return {}
 
     # -- commands --------------------------------------------------------------------
 
@@ -451,7 +431,6 @@ class BatchBackend(Backend):
         """
         ids = list(dict.fromkeys(h.native_id for h in handles if h.native_id not in self._finished))
         seen: dict[str, Observed] = {}
-        usage: dict[str, Usage] | None = None
         unreachable: str | None = None
         if ids:
             try:
@@ -463,40 +442,36 @@ class BatchBackend(Backend):
                     raise
                 unreachable = str(exc)
             missing = [i for i in ids if i not in seen]
-            ended = [i for i in ids if i in seen and seen[i].state.finished]
-            if (missing or ended) and unreachable is None:
+            if missing and unreachable is None:
                 with contextlib.suppress(SchedulerError):
-                    found, usage = self._lookup(missing, ended)
-                    seen.update(found)
-        statuses = []
+                    seen.update(self._finished_lookup(missing))
+        statuses: list[JobStatus] = []
+        ended: dict[str, JobStatus] = {}
         for handle in handles:
-            native_id = handle.native_id
-            cached = self._finished.get(native_id)
+            cached = self._finished.get(handle.native_id)
             if cached is not None:
                 statuses.append(attrs.evolve(cached, handle=handle))
                 continue
-            status = self._status(handle, seen.get(native_id), unreachable)
-            if status.state.finished and usage is not None:
-                status = self._with_usage(status, usage.get(native_id))
+            status = self._status(handle, seen.get(handle.native_id), unreachable)
             if status.state.finished:
-                self._finished[native_id] = status
-                self._usage_lookups.pop(native_id, None)
+                ended[handle.native_id] = status
             statuses.append(status)
+        if ended:
+            # what they used: one accounting call for every job that ended in this poll
+            unmeasured = [i for i, s in ended.items() if s.peak_memory_bytes is None]
+            for native_id, (wall, peak) in self._usage(unmeasured).items():
+                if native_id in ended:
+                    ended[native_id] = attrs.evolve(
+                        ended[native_id], wall_seconds=wall, peak_memory_bytes=peak
+                    )
+            self._finished.update(ended)
+            statuses = [
+                attrs.evolve(ended[s.handle.native_id], handle=s.handle)
+                if s.handle.native_id in ended
+                else s
+                for s in statuses
+            ]
         return statuses
-
-    def _with_usage(self, status: JobStatus, usage: Usage | None) -> JobStatus:
-        """The finished status with its accounted usage; while accounting has no final
-        record yet, RUNNING for at most ``usage_lookups`` lookups, then without usage."""
-        if usage is not None:
-            return attrs.evolve(
-                status, wall_seconds=usage.wall_seconds, peak_memory_bytes=usage.peak_memory_bytes
-            )
-        native_id = status.handle.native_id
-        self._usage_lookups[native_id] += 1
-        if self._usage_lookups[native_id] >= self.usage_lookups:
-            return status
-        why = f"ended ({status.state.value}); waiting for its accounting record"
-        return JobStatus(status.handle, JobState.RUNNING, reason=why)
 
     def _status(
         self, handle: JobHandle, seen: Observed | None, unreachable: str | None

@@ -8,20 +8,14 @@ that works here, found once and remembered: ``sacct`` (slurmdbd accounting), els
 as ``squeue``, so it cannot see a purged job; the exit code the job script writes is the
 last resort (see ``_batch``).
 
-Usage: where accounting storage works (plain ``sacct``, found by the first lookup and
-remembered), a job that ends has its ``wall_seconds`` (the allocation's Elapsed, whole
-seconds) and ``peak_memory_bytes`` (the largest MaxRSS of its steps, sampled every
-``JobAcctGatherFrequency``) filled in. One ``sacct`` without ``-X`` per poll covers every
-job that ended or left ``squeue``. slurmdbd receives records asynchronously, so a job whose
-allocation or step lines are not final yet stays RUNNING ("waiting for its accounting
-record") and is looked up again on the next poll, at most ``usage_lookups`` times (default
-3) before it is reported without usage; on a one-node slurmdbd the records were final
-0.1-0.2 s after ``squeue`` showed the end, so a poll rarely waits. MaxRSS is what the
-gatherer saw: ``jobacct_gather/cgroup`` reads the cgroup's high-water mark,
-``jobacct_gather/linux`` samples every ``JobAcctGatherFrequency`` (30 s by default) and so
-misses a short job, or a spike between samples, entirely (an empty MaxRSS: no peak, not
-0). Without accounting
-(``history="jobcomp"``/``"none"``, or a probe that said it is disabled) nothing is looked up.
+What a finished job used comes from accounting when slurmdbd keeps it: one ``sacct``
+per poll for every job that ended in it gives Elapsed and the largest MaxRSS of its
+steps (the step records reach slurmdbd before the job reads as ended, so the first call
+finds them). MaxRSS is what the cluster's gatherer saw: ``jobacct_gather/cgroup`` reads
+the cgroup's high-water mark, ``jobacct_gather/linux`` samples every
+``JobAcctGatherFrequency`` (30 s by default) and so misses a short job, or a spike
+between samples, entirely. Without accounting storage the first ``sacct`` fails and it
+is not asked again.
 """
 
 from __future__ import annotations
@@ -38,15 +32,13 @@ from ._batch import (
     JobFiles,
     Observed,
     SchedulerError,
-    Usage,
     from_wait_status,
     job_labels,
     shell_exit,
 )
-from ._slurm_usage import USAGE_FIELDS, parse_usage
 from .base import JobHandle, JobSpec, JobState
 
-__all__ = ["SlurmBackend", "parse_sacct", "parse_squeue", "slurm_state"]
+__all__ = ["SlurmBackend", "parse_sacct", "parse_sacct_usage", "parse_squeue", "slurm_state"]
 
 # Job state codes, ``man squeue`` (JOB STATE CODES) and ``man sacct`` (JOB STATE CODES),
 # Slurm 22.05. Value: (common state, reason when it says more than the state).
@@ -93,6 +85,11 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SQUEUE_FORMAT = "JobID:|,ArrayJobID:|,ArrayTaskID:|,State:|,Reason:|,exit_code:|"
 # JobID is the job's id or an element's 123_4; JobIDRaw would be the element's own number.
 _SACCT_FIELDS = "JobID,State,ExitCode"
+_USAGE_FIELDS = "JobID,Elapsed,MaxRSS"
+# sacct's sizes carry a binary suffix (K = KiB); a bare number is bytes.
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)")
+_ELAPSED = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)")
 # What slurmstepd writes to the job's stderr when it kills a step for memory
 # (jobacct_gather OverMemoryKill) or the kernel's OOM killer hit it (task/cgroup).
 _OOM_MARKERS = ("Exceeded job memory limit", "exceeded memory limit", "oom-kill", "oom_kill")
@@ -154,6 +151,38 @@ def parse_sacct(text: str) -> dict[str, Observed]:
     return jobs
 
 
+def _maxrss(text: str) -> int | None:
+    found = _SIZE.fullmatch(text.strip())
+    return round(float(found[1]) * _SIZE_UNITS[found[2]]) if found else None
+
+
+def _elapsed(text: str) -> float | None:
+    found = _ELAPSED.fullmatch(text.strip())
+    if found is None:
+        return None
+    days, hours, minutes, seconds = found.groups()
+    return int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes) * 60 + float(seconds)
+
+
+def parse_sacct_usage(text: str) -> dict[str, tuple[float | None, int | None]]:
+    """Per job, (Elapsed seconds, largest step MaxRSS in bytes) from ``sacct -n -P -o
+    JobID,Elapsed,MaxRSS``; a job with no step measured has ``None`` peak, not 0."""
+    wall: dict[str, float | None] = {}
+    peaks: dict[str, int] = {}
+    for line in text.splitlines():
+        fields = line.strip().split("|")
+        if len(fields) < 3 or not fields[0]:
+            continue
+        job_id, _, step = fields[0].partition(".")
+        if step:  # 123.batch, 123.extern, 123.0: the allocation line itself has no MaxRSS
+            peak = _maxrss(fields[2])
+            if peak:
+                peaks[job_id] = max(peaks.get(job_id, 0), peak)
+        else:
+            wall[job_id] = _elapsed(fields[1])
+    return {job_id: (seconds, peaks.get(job_id)) for job_id, seconds in wall.items()}
+
+
 def _pattern_path(path: str) -> str:
     # sbatch expands %j, %x, ... in --output/--error (man sbatch, "filename pattern").
     return path.replace("%", "%%")
@@ -177,8 +206,8 @@ class SlurmBackend(BatchBackend):
         if history not in (None, "sacct", "jobcomp", "none"):
             raise ValueError(f"history must be sacct, jobcomp or none, not {history!r}")
         self.history = history
-        # Set once plain sacct said accounting storage is off: no usage is looked up.
-        self._no_accounting = False
+        # None: not asked yet; False: no accounting storage here, never asked again
+        self._accounting: bool | None = None if history in (None, "sacct") else False
 
     def _submit_argv(self, spec: JobSpec, files: JobFiles) -> list[str]:
         argv = [
@@ -241,38 +270,8 @@ class SlurmBackend(BatchBackend):
             raise SchedulerError("squeue failed", result)
         return parse_squeue(result.stdout)
 
-    def _lookup(
-        self, missing: Sequence[str], ended: Sequence[str]
-    ) -> tuple[dict[str, Observed], dict[str, Usage] | None]:
-        if self.history not in (None, "sacct") or self._no_accounting:
-            return (self._finished_lookup(missing) if missing else {}), None
-        # Accounting storage (slurmdbd): one sacct, steps included, answers both the state
-        # of forgotten jobs and the usage of every job that ended.
-        ids = list(dict.fromkeys([*missing, *ended]))
-        result = self._run(["sacct", "-n", "-P", "-j", ",".join(ids), "-o", USAGE_FIELDS])
-        if not result.ok:
-            if result.returncode is None or self._transient(result):
-                return {}, {}  # slurmdbd busy or down: ask again next poll
-            # "Slurm accounting storage is disabled": find the forgotten jobs elsewhere.
-            self._no_accounting = True
-            if self.history == "sacct":
-                self.history = "none"
-            return (self._finished_lookup(missing) if missing else {}), None
-        self.history = "sacct"
-        usage = parse_usage(result.stdout)
-        settled = {
-            job: Usage(wall_seconds=u.elapsed, peak_memory_bytes=u.peak_memory)
-            for job, u in usage.items()
-            if u.settled
-        }
-        # squeue's view of a listed job is newer than slurmdbd's: only forgotten ones.
-        states = parse_sacct(result.stdout)
-        return {job: states[job] for job in missing if job in states}, settled
-
     def _finished_lookup(self, ids: Sequence[str]) -> dict[str, Observed]:
         sources = [self.history] if self.history else ["sacct", "jobcomp"]
-        if self._no_accounting:
-            sources = [s for s in sources if s != "sacct"] or ["none"]
         for source in sources:
             if source == "none":
                 return {}
@@ -287,6 +286,18 @@ class SlurmBackend(BatchBackend):
                 return {}  # say nothing about this source yet; ask again next poll
         self.history = "none"
         return {}
+
+    def _usage(self, ids: Sequence[str]) -> dict[str, tuple[float | None, int | None]]:
+        # the forgotten-job lookup may have found sacct refused here already
+        if not ids or self._accounting is False or self.history in ("jobcomp", "none"):
+            return {}
+        result = self._run(["sacct", "-n", "-P", "-j", ",".join(ids), "-o", _USAGE_FIELDS])
+        if not result.ok:
+            if not self._transient(result):
+                self._accounting = False  # "Slurm accounting storage is disabled"
+            return {}
+        self._accounting = True
+        return parse_sacct_usage(result.stdout)
 
     def _settle(self, handle: JobHandle, seen: Observed) -> Observed:
         # Without task/cgroup, Slurm reports an over-memory kill as FAILED with signal 9;
