@@ -458,8 +458,7 @@ class BatchBackend(Backend):
             statuses.append(status)
         if ended:
             # what they used: one accounting call for every job that ended in this poll
-            unmeasured = [i for i, s in ended.items() if s.peak_memory_bytes is None]
-            for native_id, (wall, peak) in self._usage(unmeasured).items():
+            for native_id, (wall, peak) in self._usage(list(ended)).items():
                 if native_id in ended:
                     ended[native_id] = attrs.evolve(
                         ended[native_id], wall_seconds=wall, peak_memory_bytes=peak

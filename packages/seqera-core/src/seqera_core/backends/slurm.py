@@ -24,7 +24,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..dialects.slurm import submission
+from ..dialects.slurm import parse_time, submission
+from ..errors import ResourceError
 from ..labels import slurm_comment_args
 from ._batch import (
     BatchBackend,
@@ -88,8 +89,8 @@ _SACCT_FIELDS = "JobID,State,ExitCode"
 _USAGE_FIELDS = "JobID,Elapsed,MaxRSS"
 # sacct's sizes carry a binary suffix (K = KiB); a bare number is bytes.
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
+# Not parse_memory: a bare MaxRSS is bytes (a bare --mem is MiB), and it may be fractional.
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)")
-_ELAPSED = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)")
 # What slurmstepd writes to the job's stderr when it kills a step for memory
 # (jobacct_gather OverMemoryKill) or the kernel's OOM killer hit it (task/cgroup).
 _OOM_MARKERS = ("Exceeded job memory limit", "exceeded memory limit", "oom-kill", "oom_kill")
@@ -157,11 +158,12 @@ def _maxrss(text: str) -> int | None:
 
 
 def _elapsed(text: str) -> float | None:
-    found = _ELAPSED.fullmatch(text.strip())
-    if found is None:
+    # Elapsed is written like --time ([D-]HH:MM:SS); an unreadable one is unknown, not fatal.
+    try:
+        seconds = parse_time(text, "Elapsed")
+    except ResourceError:
         return None
-    days, hours, minutes, seconds = found.groups()
-    return int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes) * 60 + float(seconds)
+    return None if seconds is None else float(seconds)
 
 
 def parse_sacct_usage(text: str) -> dict[str, tuple[float | None, int | None]]:
@@ -206,8 +208,7 @@ class SlurmBackend(BatchBackend):
         if history not in (None, "sacct", "jobcomp", "none"):
             raise ValueError(f"history must be sacct, jobcomp or none, not {history!r}")
         self.history = history
-        # None: not asked yet; False: no accounting storage here, never asked again
-        self._accounting: bool | None = None if history in (None, "sacct") else False
+        self._no_accounting = False  # sacct said accounting storage is off: not asked again
 
     def _submit_argv(self, spec: JobSpec, files: JobFiles) -> list[str]:
         argv = [
@@ -289,14 +290,13 @@ class SlurmBackend(BatchBackend):
 
     def _usage(self, ids: Sequence[str]) -> dict[str, tuple[float | None, int | None]]:
         # the forgotten-job lookup may have found sacct refused here already
-        if not ids or self._accounting is False or self.history in ("jobcomp", "none"):
+        if not ids or self._no_accounting or self.history in ("jobcomp", "none"):
             return {}
         result = self._run(["sacct", "-n", "-P", "-j", ",".join(ids), "-o", _USAGE_FIELDS])
         if not result.ok:
-            if not self._transient(result):
-                self._accounting = False  # "Slurm accounting storage is disabled"
+            # "Slurm accounting storage is disabled"
+            self._no_accounting = not self._transient(result)
             return {}
-        self._accounting = True
         return parse_sacct_usage(result.stdout)
 
     def _settle(self, handle: JobHandle, seen: Observed) -> Observed:
