@@ -139,7 +139,9 @@ class UsageModel:
         without one), or ``None`` with too few errors."""
         if len(self._ratios) < self.min_runs:
             return None
-        worst = None if input_bytes is None else self._worst(input_bytes)
+        worst = None
+        if input_bytes is not None and self._sorted:
+            worst = self._worst(input_bytes)
         # A plateau and a steep rise of the same process deserve different margins.
         return (max(self._ratios) if worst is None else worst) * (1 + self.slack)
 
