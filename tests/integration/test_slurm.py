@@ -22,6 +22,7 @@ from seqera_core.models import ResourceRequest
 from seqera_core.units import MIB
 
 from .conftest import SlurmCluster
+from .conftest import wait as wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -40,14 +41,8 @@ def backend(slurm: SlurmCluster, tmp_path: Path) -> SlurmBackend:
 def wait(
     backend: SlurmBackend, handles: Sequence[JobHandle], limit: float = 120, every: float = 0.5
 ) -> list[JobStatus]:
-    deadline = time.monotonic() + limit
-    while True:
-        statuses = backend.poll(handles)
-        if all(s.state.finished for s in statuses):
-            return statuses
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not finished after {limit} s: {statuses}")
-        time.sleep(every)
+    """The shared ``wait``, with this module's 120 s limit."""
+    return wait_for(backend, handles, limit=limit, every=every)
 
 
 def in_squeue(job_id: str) -> bool:
