@@ -3,7 +3,8 @@ and squashed allocations on a batch scheduler."""
 
 from ._batch import BatchBackend, RetryPolicy, SchedulerError, SubmitError
 from ._open import BACKENDS, open_backend, squash_policy
-from ._squash import Decision, SquashBackend
+from ._squash import SquashBackend
+from ._squash_plan import Decision
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from .local import LocalBackend
 from .pbs import PbsBackend

@@ -2,64 +2,112 @@
 
 Standard library only: the backend copies this file next to the jobs, and the compute
 node runs it with the submitter's interpreter, so nothing needs to be installed there.
+This module owns the on-disk protocol: the names below (``QUEUE``, ``CLAIMED``, ...) are
+the only spelling of it, and the backend (``_squash.py``) imports them from here.
 
 ``GROUP`` is a directory on the shared filesystem that every allocation of one group of
 compatible jobs reads:
 
-- ``queue/*.json``: ready jobs, one file each (job directory, script, outputs, cores,
-  memory, time limit). A launcher claims a job by renaming its file into
-  ``claimed/`` (``rename`` is atomic, so exactly one allocation wins), and only when it
-  can start the job at once: it has the cores and memory free, and the job's time limit
-  ends before the allocation's. Allocations that run faster therefore take more jobs.
-- ``cancel/<job>``: a request to kill a claimed job.
+- ``queue/<job>.json``: ready jobs, one file each (job directory, script, outputs, cores,
+  memory, time limit, environment: the file is 0600 in a 0700 directory).
+- ``claimed/<job>@<allocation>.json``: a claimed job. A launcher claims a job with one
+  ``rename`` from ``queue/`` to a name that carries its own allocation's name, so the claim
+  and the record of who holds it are one atomic step: exactly one allocation wins, and no
+  moment exists at which a job is out of the queue with no owner on disk. It claims only
+  what it can start at once (cores and memory free, the job's time limit ending before
+  the allocation's), so allocations that run faster take more jobs.
+- ``cancel/<job>``: a request to kill a claimed job; ``cancelled/``: jobs taken out of
+  the queue before any claim.
 - ``drain``: the engine is done; exit as soon as nothing runs.
 
 ``ALLOC`` is this allocation's directory: ``allocation.json`` (cores, memory, time
-limit, idle timeout) written by the backend, and ``started`` written here.
+limit, idle timeout) written by the backend, and ``started`` (time, host, the
+scheduler's job id) written here.
 
-In each job's directory the launcher writes ``claim`` (which allocation runs it and
-when it started) and, when the job ends, ``result.json``: exit code, signal, wall time,
-peak memory (``ru_maxrss`` of the job's process tree from ``wait4``), and whether the
-job's own time limit or a cancellation ended it. The job's script records its exit code
-in ``exitcode`` itself, so a job that finished is never run again even if the launcher
-dies before writing its result.
+In each job's directory the launcher writes ``claim`` (which allocation runs it and when
+it started; for people: the backend reads ownership from ``claimed/``) and, when the job
+ends, ``result.json``: exit code, signal, wall time, peak memory (``ru_maxrss`` of the
+job's process tree from ``wait4``), and whether the job's own time limit or a
+cancellation ended it; only then is the ``claimed/`` entry removed. The job's script
+records its exit code in ``exitcode`` itself, so a job that finished is never run again
+even if the launcher dies before writing its result.
 
-On SIGTERM (``scancel``, the allocation's time limit) running jobs are killed and left
-without a result: the backend resubmits exactly those.
+Recovery (the backend's side): a ``claimed/`` entry whose allocation the scheduler
+reports ended, with neither ``result.json`` nor ``exitcode``, goes back to ``queue/``;
+the job had started, may have done part of its work, and runs again from the start.
+
+Every job runs under a small guard process (a fork of the launcher, its own session):
+if the launcher dies, even by SIGKILL, the kernel tells the guard (``PR_SET_PDEATHSIG``)
+and the guard kills the job's whole process group, so a job whose allocation is gone is
+not left running beside its rerun. On SIGTERM (``scancel``, the allocation's time
+limit) running jobs are killed and left without a result: the backend resubmits exactly
+those.
 
 Preloading: ``allocation.json`` may name Python entry points (``module`` or
 ``module:function``) to import, and call, once. A job whose entry carries ``fork``
 (``python -m MODULE ARGS`` of a preloaded package) then runs in a fork of the launcher
-instead of a new interpreter: a Snakemake job costs about 0.2 s of CPU that way instead
-of 3.7 s, nearly all of it interpreter start-up and plugin discovery (measured with
-Snakemake 9.27). The child sets up exactly what the job's script would (session, working
-directory, environment, outputs) and writes the exit-code file the same way.
+instead of a new interpreter: a Snakemake job costs about 0.1 s of CPU that way instead
+of 3.7 s, nearly all of it interpreter start-up, plugin discovery and the modules a job
+imports while it parses its Snakefile (measured with Snakemake 9.27). The child sets up
+exactly what the job's script would (session, working directory, environment, outputs)
+and writes the exit-code file the same way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import json
 import os
 import runpy
 import signal
-import subprocess
 import sys
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-_TICK = 0.2  # seconds between looks at the queue
+# -- the on-disk protocol, shared with the backend -------------------------------------
+QUEUE = "queue"  # group: <job>.json, ready to be claimed
+CLAIMED = "claimed"  # group: <job>@<allocation>.json, claimed by that allocation
+CANCEL = "cancel"  # group: <job>, kill this claimed job
+CANCELLED = "cancelled"  # group: <job>.json, taken out of the queue before any claim
+DRAIN = "drain"  # group: the engine is done
+GROUP_DIRS = (QUEUE, CLAIMED, CANCEL, CANCELLED)
+ALLOCATION = "allocation.json"  # allocation: cores, memory, time, idle, preload
+STARTED = "started"  # allocation: written when the launcher starts
+CLAIM = "claim"  # job: which allocation runs it, since when (informational)
+RESULT = "result.json"  # job: how it ended
+EXIT_CODE = "exitcode"  # job: written by its script (the batch backend's EXIT_FILE)
+MARGIN = 15.0  # a job starts only if it can end this long before the allocation does
+_OWNER = "@"  # between a job's key and its allocation's name in claimed/
+
+_TICK = 0.2  # seconds between looks at the queue when nothing ends sooner
 _GRACE = 10.0  # SIGTERM to SIGKILL, for a job past its time limit or cancelled
-_MARGIN = 15.0  # a job starts only if it can end this long before the allocation does
+_PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
-def _write(path: Path, data: Any) -> None:
+def claimed_name(key: str, allocation: str) -> str:
+    """The ``claimed/`` file name of job ``key`` held by ``allocation``."""
+    return f"{key}{_OWNER}{allocation}.json"
+
+
+def parse_claimed(name: str) -> tuple[str, str] | None:
+    """``(key, allocation)`` of a ``claimed/`` file name, or None for any other file."""
+    if not name.endswith(".json") or _OWNER not in name:
+        return None
+    key, _, allocation = name[: -len(".json")].partition(_OWNER)
+    return (key, allocation) if key and allocation else None
+
+
+def write_private(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON, readable by its owner only; a reader never sees half a file."""
     partial = path.with_name(path.name + f".{os.getpid()}.part")
-    partial.write_text(json.dumps(data))
-    os.replace(partial, path)  # a reader never sees half a file
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(json.dumps(data))
+    os.replace(partial, path)
 
 
 def _read(path: Path) -> Any:
@@ -86,13 +134,53 @@ def _preload(entries: list[str]) -> set[str]:
     return loaded
 
 
-def _child(entry: dict[str, Any], fork: dict[str, Any]) -> None:
-    """In the forked child: become the job, as its script would, then exit with its code."""
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel send SIGHUP when the launcher dies (Linux ``PR_SET_PDEATHSIG``)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGHUP), 0, 0, 0)
+    if os.getppid() != parent:  # it died before the request was in place
+        os.killpg(0, signal.SIGKILL)
+
+
+def _guard(entry: dict[str, Any], fork: dict[str, Any] | None, parent: int) -> None:
+    """In the forked guard: run the job as its own child, kill it if the launcher dies,
+    and end as it ended (its exit code, or the signal that killed it)."""
     code = 1
     try:
         os.setsid()  # its own session and process group, killed as a whole
+        # the launcher signals the whole group: the guard waits for the job to end
         for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, signal.SIG_DFL)
+            signal.signal(signum, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, lambda *_: os.killpg(0, signal.SIGKILL))
+        _die_with_parent(parent)
+        child = os.fork()
+        if child == 0:
+            _job(entry, fork)  # never returns
+        while True:
+            try:
+                _, status = os.waitpid(child, 0)
+                break
+            except ChildProcessError:
+                status = 1 << 8
+                break
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            if sig not in (signal.SIGKILL, signal.SIGSTOP):  # these two cannot be caught
+                signal.signal(sig, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+            os.kill(os.getpid(), sig)  # end as the job ended
+        code = os.WEXITSTATUS(status)
+    finally:
+        os._exit(code)
+
+
+def _job(entry: dict[str, Any], fork: dict[str, Any] | None) -> None:
+    """In the job's process: become the job, as its script would, then exit with its code."""
+    code = 127
+    try:
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)  # exec keeps an ignored signal ignored
         _unblock_sigchld()
         stdin = os.open(os.devnull, os.O_RDONLY)
         out = os.open(entry["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -101,26 +189,37 @@ def _child(entry: dict[str, Any], fork: dict[str, Any]) -> None:
             err = os.open(entry["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         for source, target in ((stdin, 0), (out, 1), (err, 2)):
             os.dup2(source, target)
-        os.environ.update({str(k): str(v) for k, v in (fork.get("env") or {}).items()})
-        os.chdir(fork.get("cwd") or entry["dir"])
-        sys.argv = [str(fork["module"]), *map(str, fork.get("args") or [])]
-        try:
-            runpy.run_module(str(fork["module"]), run_name="__main__", alter_sys=True)
-            code = 0
-        except SystemExit as exc:
-            code = _exit_status(exc.code)
-        except BaseException:  # the job's own failure, reported as its exit code
-            traceback.print_exc()
-            code = 1
+        if fork is None:
+            os.chdir(entry["dir"])
+            os.execv(entry["script"], [entry["script"]])  # never returns on success
+        code = _run_module(entry, fork)
+    except BaseException:  # the script cannot start: what Popen would call an OSError
         with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        exit_file = Path(entry["dir"]) / "exitcode"
-        partial = exit_file.with_name("exitcode.part")
-        partial.write_text(f"{code}\n")
-        os.replace(partial, exit_file)
+            traceback.print_exc()
     finally:
         os._exit(code)
+
+
+def _run_module(entry: dict[str, Any], fork: dict[str, Any]) -> int:
+    os.environ.update({str(k): str(v) for k, v in (fork.get("env") or {}).items()})
+    os.chdir(fork.get("cwd") or entry["dir"])
+    sys.argv = [str(fork["module"]), *map(str, fork.get("args") or [])]
+    try:
+        runpy.run_module(str(fork["module"]), run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:
+        code = _exit_status(exc.code)
+    except BaseException:  # the job's own failure, reported as its exit code
+        traceback.print_exc()
+        code = 1
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    exit_file = Path(entry["dir"]) / EXIT_CODE
+    partial = exit_file.with_name(EXIT_CODE + ".part")
+    partial.write_text(f"{code}\n")
+    os.replace(partial, exit_file)
+    return code
 
 
 def _exit_status(value: object) -> int:
@@ -140,7 +239,7 @@ def _unblock_sigchld() -> None:
 
 def _exit_code(directory: Path) -> int | None:
     try:
-        return int((directory / "exitcode").read_text().strip())
+        return int((directory / EXIT_CODE).read_text().strip())
     except (OSError, ValueError):
         return None
 
@@ -161,7 +260,7 @@ class Launcher:
     def __init__(self, group: Path, allocation: Path) -> None:
         self.group = group
         self.allocation = allocation
-        spec = _read(allocation / "allocation.json") or {}
+        spec = _read(allocation / ALLOCATION) or {}
         self.cpus = float(spec.get("cpus", 1))
         self.memory = int(spec.get("memory", 0))
         self.idle = float(spec.get("idle", 30))
@@ -172,7 +271,7 @@ class Launcher:
         self.stopping = False
         self.preload = list(spec.get("preload") or [])
         self.forkable: set[str] | None = None  # loaded with the first job that can use it
-        (group / "claimed").mkdir(exist_ok=True)
+        (group / CLAIMED).mkdir(mode=0o700, exist_ok=True)
 
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self._stop)
@@ -180,7 +279,10 @@ class Launcher:
         # A job's end wakes the loop at once (sigtimedwait below), so the next job starts
         # without waiting for a tick and the wall time is measured when the job ended.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
-        _write(self.allocation / "started", {"time": self.start, "host": os.uname().nodename})
+        job_id = os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID")
+        started = {"time": self.start, "host": os.uname().nodename, "pid": os.getpid()}
+        started["job_id"] = job_id
+        write_private(self.allocation / STARTED, started)
         last_busy = time.time()
         while not self.stopping:
             self._reap()
@@ -189,7 +291,7 @@ class Launcher:
             now = time.time()
             if self.running or claimed:
                 last_busy = now
-            elif (self.group / "drain").exists() or now - last_busy >= self.idle:
+            elif (self.group / DRAIN).exists() or now - last_busy >= self.idle:
                 break
             elif self._nothing_fits(now):
                 break  # what is queued needs more time than this allocation has left
@@ -210,12 +312,12 @@ class Launcher:
         return (
             cpus + float(entry["cpus"]) <= self.cpus + 1e-9
             and memory + int(entry["memory"]) <= self.memory
-            and now + float(entry["time"]) + _MARGIN <= self.deadline
+            and now + float(entry["time"]) + MARGIN <= self.deadline
         )
 
     def _queue(self) -> list[Path]:
         try:
-            return sorted(p for p in (self.group / "queue").iterdir() if p.suffix == ".json")
+            return sorted(p for p in (self.group / QUEUE).iterdir() if p.suffix == ".json")
         except FileNotFoundError:
             return []
 
@@ -224,22 +326,28 @@ class Launcher:
         entries = [e for e in entries if e]
         # an empty queue is idleness, not a reason to stop at once
         return bool(entries) and all(
-            now + float(e["time"]) + _MARGIN > self.deadline for e in entries
+            now + float(e["time"]) + MARGIN > self.deadline for e in entries
         )
 
     def _claim(self) -> int:
         started = 0
         now = time.time()
+        cpus, _ = self._used()
         for path in self._queue():
+            if cpus >= self.cpus - 1e-9:
+                break  # full: no need to read the rest of the queue
             entry = _read(path)
             if entry is None or not self._fits(entry, now):
                 continue
-            mine = self.group / "claimed" / path.name
+            # claim and owner in one rename: no moment with the job nowhere
+            mine = self.group / CLAIMED / claimed_name(path.stem, self.name)
             try:
                 os.rename(path, mine)
             except FileNotFoundError:
                 continue  # another allocation took it, or it was cancelled
+            entry["key"] = path.stem
             self._start(entry)
+            cpus, _ = self._used()
             started += 1
         return started
 
@@ -247,42 +355,24 @@ class Launcher:
         directory = Path(entry["dir"])
         code = _exit_code(directory)
         if code is not None:  # it ended in an allocation that died before saying so
-            _write(directory / "result.json", {"exit_code": code, "allocation": self.name})
+            write_private(directory / RESULT, {"exit_code": code, "allocation": self.name})
             self._unclaim(entry)
             return  # a job that finished is never run again
-        _write(directory / "claim", {"allocation": self.name, "started": time.time()})
+        write_private(directory / CLAIM, {"allocation": self.name, "started": time.time()})
         fork = entry.get("fork")
-        if isinstance(fork, dict) and self.forkable is None:
+        if not isinstance(fork, dict):
+            fork = None
+        elif self.forkable is None:
             self.forkable = _preload(self.preload)
-        if isinstance(fork, dict) and str(fork.get("module", "")).split(".")[0] in (
+        if fork is not None and str(fork.get("module", "")).split(".")[0] not in (
             self.forkable or ()
         ):
-            pid = os.fork()
-            if pid == 0:
-                _child(entry, fork)  # never returns
-            self.running[pid] = _Running(entry, pid)
-            return
-        with open(entry["stdout"], "wb") as out:
-            err = out if entry["stderr"] == entry["stdout"] else open(entry["stderr"], "wb")  # noqa: SIM115
-            try:
-                process = subprocess.Popen(
-                    [entry["script"]],
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    cwd=str(directory),
-                    start_new_session=True,  # its own process group, killed as a whole
-                    preexec_fn=_unblock_sigchld,  # safe: the launcher has one thread
-                )
-            except OSError as exc:
-                _write(directory / "result.json", {"exit_code": 127, "reason": str(exc)})
-                self._unclaim(entry)
-                return
-            finally:
-                if err is not out:
-                    err.close()
-        process.returncode = 0  # reaped by wait4 below, never by Popen
-        self.running[process.pid] = _Running(entry, process.pid)
+            fork = None  # its package did not load here: run its script instead
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            _guard(entry, fork, parent)  # never returns
+        self.running[pid] = _Running(entry, pid)
 
     def _reap(self) -> None:
         while self.running:
@@ -307,19 +397,19 @@ class Launcher:
                 "cancelled": job.cancelled,
                 "allocation": self.name,
             }
-            _write(Path(job.entry["dir"]) / "result.json", result)
-            self._unclaim(job.entry)
+            write_private(Path(job.entry["dir"]) / RESULT, result)
+            self._unclaim(job.entry)  # after the result: never a moment with neither
 
     def _unclaim(self, entry: dict[str, Any]) -> None:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.group / "claimed" / f"{entry['key']}.json")
+            os.unlink(self.group / CLAIMED / claimed_name(entry["key"], self.name))
 
     def _enforce(self) -> None:
         now = time.time()
         for job in self.running.values():
             key = job.entry["key"]
             if job.term_at is None:
-                if (self.group / "cancel" / key).exists():
+                if (self.group / CANCEL / key).exists():
                     job.cancelled = True
                 elif now - job.started >= float(job.entry["time"]):
                     job.time_limit = True

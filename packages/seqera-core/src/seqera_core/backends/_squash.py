@@ -5,20 +5,26 @@ squashed (it has a time limit no longer than the policy's ``max_time``, no GPUs,
 an allocation) gets its own directory and script as usual, and an entry in the queue of
 its *group*: the jobs whose :func:`~seqera_core.squash.share_key` is equal, so different
 accounts, partitions, QoS or containers never share. Allocations of a group run the
-launcher (``_launcher.py``), which claims queued jobs while it has cores, memory and
-time for them and records each one's exit code, wall time and peak memory.
+launcher (``_launcher.py``, which owns the on-disk protocol), which claims queued jobs
+while it has cores, memory and time for them and records each one's exit code, wall
+time and peak memory.
 
-How many allocations: the planner packs the jobs no live allocation has room for. Its
-three dimensions here are cpu-seconds (cores x time limit), byte-seconds of memory, and
-a slot per job, against an allocation of ``cpus`` cores for ``max_time`` holding at most
-``max_jobs`` jobs, so the summed work of an allocation fits its time limit. The
-allocation then asks for just the time its jobs need. Allocations go out through the
-wrapped backend in one ``submit``, so those of one shape become one array.
+How many allocations: the planner packs the jobs no live allocation has room for
+(``_squash_plan.py``), by the run time the history predicts where one is given, else by
+their time limits. Allocations go out through the wrapped backend in one ``submit``, so
+those of one shape become one array.
 
 Every job is reported to the engine as if submitted alone, from the files the launcher
-writes. An allocation that ends while a job it claimed has no result (scancel, node
-failure, time limit) puts exactly that job back in the queue (at most ``max_losses``
-times); a job whose script recorded its exit code is never run again.
+writes; everything the backend knows is on disk (``_squash_state.py``), so a new backend
+over the same work directory polls the handles an earlier one issued. A claimed job
+whose allocation the scheduler reports ended, with no result and no exit code, goes back
+to the queue (at most ``max_losses`` times); a job whose script recorded its exit code
+is never run again.
+
+Polling is cheap: two directory listings per group and a read of each job that
+finished; the scheduler itself is asked about the allocations at most every
+``scheduler_every`` seconds, so an engine may poll every ``status_every`` seconds and
+learn of a finished job within that.
 """
 
 from __future__ import annotations
@@ -26,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import math
 import os
 import shutil
 import sys
@@ -37,94 +42,25 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from attrs import frozen
 
-from ..catalogue import Catalogue, InstanceType
+from ..errors import SeqeraError
 from ..models import ResourceRequest
-from ..planner import Job as PlannedJob
-from ..planner import schedule
-from ..squash import SLACK, SquashMode, SquashPolicy, share_key, unsquashable
-from ..units import MIB
-from . import _launcher
-from ._batch import JobFiles, job_environment, job_labels, prepare_job
+from ..squash import SquashMode, SquashPolicy, share_key, unsquashable
+from . import _launcher as proto
+from ._batch import SubmitError, job_environment, job_labels, prepare_job
+from ._squash_plan import Decision, Expected, Shape, allocation_size, explain, pack, shape
+from ._squash_state import (
+    Allocation,
+    Group,
+    Job,
+    load_root,
+    native_id,
+    parse_native_id,
+    private_dir,
+)
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
-__all__ = ["Decision", "SquashBackend", "allocation_size", "explain", "pack"]
-
-
-@frozen
-class Decision:
-    """What would happen to one job, and why: ``squash`` (with its allocation), or ``alone``."""
-
-    job: str
-    how: str
-    why: str
-    allocation: int | None = None
-
-
-@attrs.define
-class _Allocation:
-    name: str
-    group: _Group
-    directory: Path
-    cpus: int
-    memory: int
-    time: int
-    handle: JobHandle | None = None
-    ended: bool = False
-    reason: str | None = None
-
-    def remaining(self, now: float) -> float:
-        started = _read(self.directory / "started")
-        if not isinstance(started, dict):
-            return float(self.time)  # still queued: its whole time limit is ahead
-        return float(started.get("time", now)) + self.time - now
-
-
-@attrs.define
-class _Job:
-    key: str
-    spec: JobSpec
-    files: JobFiles
-    handle: JobHandle
-    group: _Group
-    cpus: float
-    memory: int
-    time: int
-    fork: dict[str, Any] | None = None
-    planned: _Allocation | None = None
-    losses: int = 0
-    cancelled: bool = False
-    final: JobStatus | None = None
-
-    @property
-    def work(self) -> float:
-        return self.cpus * self.time
-
-    def entry(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "dir": str(self.files.directory),
-            "script": str(self.files.script),
-            "stdout": str(self.files.stdout),
-            "stderr": str(self.files.stderr),
-            "cpus": self.cpus,
-            "memory": self.memory,
-            "time": self.time,
-            "fork": self.fork,
-        }
-
-
-@attrs.define
-class _Group:
-    name: str
-    directory: Path
-    template: ResourceRequest
-    labels: dict[str, str]
-    allocations: list[_Allocation] = attrs.field(factory=list)
-
-    def live(self) -> list[_Allocation]:
-        return [a for a in self.allocations if not a.ended]
+__all__ = ["SquashBackend"]
 
 
 class SquashBackend(Backend):
@@ -142,7 +78,12 @@ class SquashBackend(Backend):
         preload: Python entry points (``module`` or ``module:function``) each launcher
             imports and calls once; a job whose command is ``python -m MODULE ...`` of
             a preloaded package then starts as a fork of the launcher (see ``_launcher``).
+        expected: a job's expected run time (see :func:`history_runtime`), which jobs
+            are packed by instead of their time limits.
+        scheduler_every: seconds between two questions to the scheduler.
     """
+
+    status_every = 0.5  # seconds between polls worth making: a poll reads a few files
 
     def __init__(
         self,
@@ -155,6 +96,8 @@ class SquashBackend(Backend):
         max_losses: int = 3,
         preload: Sequence[str] = (),
         clock: Callable[[], float] = time.time,
+        expected: Expected | None = None,
+        scheduler_every: float = 5.0,
     ) -> None:
         super().__init__()
         if policy.mode is not SquashMode.SQUASH:
@@ -167,14 +110,19 @@ class SquashBackend(Backend):
         self.python = python
         self.max_losses = max_losses
         self.preload = tuple(preload)
+        self.expected = expected
+        self.scheduler_every = scheduler_every
         self._forkable = {item.partition(":")[0].split(".")[0] for item in self.preload}
         self._clock = clock
         base = work_dir or getattr(inner, "work_dir", None) or Path.home() / ".seqera" / "jobs"
         self.work_dir = Path(base)
         self.root = self.work_dir / "squash" / uuid.uuid4().hex[:12]
         self._serial = itertools.count(1)
-        self._groups: dict[Hashable, _Group] = {}
-        self._jobs: dict[str, _Job] = {}
+        self._groups: dict[Hashable, Group] = {}  # this backend's own, by share key
+        self._adopted: dict[str, list[Group]] = {}  # an earlier backend's, by its root
+        self._jobs: dict[str, Job] = {}  # by native id
+        self._seen: dict[str, JobStatus] = {}  # the scheduler's last word, by native id
+        self._asked = -float("inf")
         self._launcher: Path | None = None
 
     # -- which jobs -------------------------------------------------------------------
@@ -185,7 +133,7 @@ class SquashBackend(Backend):
 
     def explain(self, specs: Sequence[JobSpec]) -> list[Decision]:
         """What :meth:`submit` would do with ``specs`` on an empty cluster (a dry run)."""
-        return explain(specs, self.policy)
+        return explain(specs, self.policy, self.expected)
 
     # -- the Backend contract ----------------------------------------------------------
 
@@ -198,109 +146,168 @@ class SquashBackend(Backend):
                 alone, self.inner.submit([spec for _, spec in alone]), strict=True
             ):
                 handles[n] = handle
-        queued: list[_Job] = []
+        queued: list[Job] = []
         skip = {n for n, _ in alone}
         for n, spec in enumerate(jobs):
             if n in skip:
                 continue
             job = self._new_job(spec)
-            self._enqueue(job)
             queued.append(job)
             handles[n] = job.handle
         self._cover(queued)
         return [handles[n] for n in range(len(jobs))]
 
     def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
-        """Each job's status from its files, with one native call for every allocation."""
+        """Each job's status from its files; the scheduler is asked about the allocations
+        (and any job running alone) in one call, at most every ``scheduler_every`` s."""
+        self._adopt(handles)
         plain = [h for h in handles if h.native_id not in self._jobs]
-        allocations = [a for g in self._groups.values() for a in g.live() if a.handle is not None]
-        seen = self.inner.poll(plain + [a.handle for a in allocations if a.handle])
-        by_id = {s.handle.native_id: s for s in seen[: len(plain)]}
-        for allocation, status in zip(allocations, seen[len(plain) :], strict=True):
-            if status.state.finished:
-                allocation.ended = True
-                allocation.reason = status.reason or status.state.value
+        unknown = [h for h in plain if parse_native_id(h.native_id)]
+        plain = [h for h in plain if not parse_native_id(h.native_id)]
+        now = self._clock()
+        if now - self._asked >= self.scheduler_every or any(
+            h.native_id not in self._seen for h in plain
+        ):
+            self._ask(plain)
+            self._asked = now
+        listings = {id(g): g.listing() for g in self._all_groups()}
         statuses = []
         for handle in handles:
             job = self._jobs.get(handle.native_id)
-            if job is None:
-                statuses.append(attrs.evolve(by_id[handle.native_id], handle=handle))
-                continue
-            status = self._job_status(job)
+            if job is not None:
+                queued, claimed = listings[id(job.group)]
+                status = self._job_status(job, queued, claimed)
+            elif handle in unknown:
+                why = f"no record of this squashed job under {self.work_dir / 'squash'}"
+                status = JobStatus(handle, JobState.FAILED, reason=why)
+            else:
+                status = self._seen[handle.native_id]
             statuses.append(attrs.evolve(status, handle=handle))
-        # lost jobs were requeued; they and any whose planned allocation ended unclaimed
-        # need room in a live allocation
-        waiting = [job for job in self._jobs.values() if self._uncovered(job)]
+        # requeued jobs, and any whose planned allocation ended unclaimed, need room
+        waiting = [j for j in self._jobs.values() if self._uncovered(j, listings[id(j.group)][0])]
         if waiting:
             self._cover(waiting)
         # queued allocations whose jobs others took or that were cancelled: not needed
-        idle = [a.handle for a in self._idle_allocations() if a.handle is not None]
-        if idle:
-            self.inner.cancel(idle)
-            for allocation in self._idle_allocations():
-                allocation.ended, allocation.reason = True, "not needed"
+        self._cancel_idle()
         return statuses
 
     def cancel(self, handles: Sequence[JobHandle]) -> None:
         """Cancel jobs: queued ones never start, running ones are killed by their launcher."""
+        self._adopt(handles)
         plain = [h for h in handles if h.native_id not in self._jobs]
         for handle in handles:
             job = self._jobs.get(handle.native_id)
             if job is None or job.final is not None or job.cancelled:
                 continue
             job.cancelled = True
-            queued = job.group.directory / "queue" / f"{job.key}.json"
+            directory = job.group.directory
             with contextlib.suppress(FileNotFoundError):
-                os.rename(queued, job.group.directory / "cancelled" / f"{job.key}.json")
+                os.rename(
+                    directory / proto.QUEUE / f"{job.key}.json",
+                    directory / proto.CANCELLED / f"{job.key}.json",
+                )
                 continue  # taken out of the queue before any launcher claimed it
-            (job.group.directory / "cancel" / job.key).touch()
-        idle = [a.handle for a in self._idle_allocations() if a.handle is not None]
-        if plain or idle:
-            self.inner.cancel(plain + idle)
+            (directory / proto.CANCEL / job.key).touch(mode=0o600)
+        plain = [h for h in plain if not parse_native_id(h.native_id)]
+        if plain:
+            self.inner.cancel(plain)
+        self._cancel_idle()
 
     def logs(self, handle: JobHandle) -> str:
         """The job's stdout so far, then its stderr if kept apart."""
-        if handle.native_id not in self._jobs:
+        if handle.native_id not in self._jobs and not parse_native_id(handle.native_id):
             return self.inner.logs(handle)
         paths = dict.fromkeys(p for p in (handle.stdout, handle.stderr) if p)
         return "".join(_text(Path(p)) for p in paths)
 
     def close(self) -> None:
         """Tell every launcher to end once it has nothing to run, and cancel idle ones."""
-        for group in self._groups.values():
-            (group.directory / "drain").touch()
-        idle = [a.handle for a in self._idle_allocations() if a.handle is not None]
-        if idle:
-            self.inner.cancel(idle)
+        for group in self._all_groups():
+            (group.directory / proto.DRAIN).touch(mode=0o600)
+        self._cancel_idle()
         close = getattr(self.inner, "close", None)
         if callable(close):
             close()
 
+    # -- the scheduler -----------------------------------------------------------------
+
+    def _ask(self, plain: Sequence[JobHandle]) -> None:
+        allocations = [a for g in self._all_groups() for a in g.live() if a.handle is not None]
+        seen = self.inner.poll([*plain, *(a.handle for a in allocations if a.handle)])
+        for status in seen[: len(plain)]:
+            self._seen[status.handle.native_id] = status
+        for allocation, status in zip(allocations, seen[len(plain) :], strict=True):
+            if status.state.finished:
+                allocation.end(status.reason or status.state.value)
+
+    def _cancel_idle(self) -> None:
+        idle = self._idle_allocations()
+        handles = [a.handle for a in idle if a.handle is not None]
+        if handles:
+            self.inner.cancel(handles)
+        for allocation in idle:
+            allocation.end("not needed")
+
     # -- jobs ----------------------------------------------------------------------------
 
-    def _group(self, spec: JobSpec) -> _Group:
+    def _all_groups(self) -> list[Group]:
+        return [*self._groups.values(), *(g for gs in self._adopted.values() for g in gs)]
+
+    def _adopt(self, handles: Iterable[JobHandle]) -> None:
+        """Load what an earlier backend over this work directory left, for its handles."""
+        for handle in handles:
+            parsed = parse_native_id(handle.native_id)
+            if handle.native_id in self._jobs or parsed is None:
+                continue
+            root = parsed[0]
+            if root == self.root.name or root in self._adopted:
+                continue
+            groups, jobs = load_root(self.work_dir / "squash" / root)
+            self._adopted[root] = groups
+            for job in jobs:
+                self._jobs.setdefault(job.handle.native_id, job)
+
+    def _group(self, spec: JobSpec) -> Group:
         key = share_key(spec.request, job_labels(spec), self.policy)
         group = self._groups.get(key)
         if group is None:
-            directory = self.root / f"group{len(self._groups) + 1}"
-            for sub in ("queue", "claimed", "cancel", "cancelled"):
-                (directory / sub).mkdir(parents=True, exist_ok=True)
-            group = _Group(directory.name, directory, spec.request, dict(job_labels(spec)))
+            directory = private_dir(self.root) / f"group{len(self._groups) + 1}"
+            template = spec.request
+            group = Group(directory.name, directory, template, dict(job_labels(spec)))
+            group.create()
             self._groups[key] = group
         else:  # an allocation carries only the labels all its jobs share
             labels = job_labels(spec)
-            group.labels = {k: v for k, v in group.labels.items() if labels.get(k) == v}
+            shared = {k: v for k, v in group.labels.items() if labels.get(k) == v}
+            if shared != group.labels:
+                group.labels = shared
+                group.save()
         return group
 
-    def _new_job(self, spec: JobSpec) -> _Job:
+    def _new_job(self, spec: JobSpec) -> Job:
         group = self._group(spec)
         files = prepare_job(self.work_dir, spec)
         key = f"{next(self._serial):07d}"
-        native_id = f"{self.root.name}.{key}"
-        handle = JobHandle(self.name, native_id, spec.name, str(files.stdout), str(files.stderr))
-        cpus, memory, limit = _shape(spec)
-        job = _Job(key, spec, files, handle, group, cpus, memory, limit, self._fork(spec))
-        self._jobs[native_id] = job
+        handle = JobHandle(
+            self.name, native_id(self.root.name, key), spec.name, str(files.stdout),
+            str(files.stderr),
+        )  # fmt: skip
+        size = shape(spec, self.expected)
+        entry = {
+            "key": key,
+            "dir": str(files.directory),
+            "script": str(files.script),
+            "stdout": str(files.stdout),
+            "stderr": str(files.stderr),
+            "cpus": size.cpus,
+            "memory": size.memory,
+            "time": size.time,
+            "fork": self._fork(spec),
+        }
+        job = Job(key, handle, group, files, entry, size.expected)
+        job.save(self.root)  # the record first: a job in the queue is always known
+        proto.write_private(group.directory / proto.QUEUE / f"{key}.json", entry)
+        self._jobs[handle.native_id] = job
         return job
 
     def _fork(self, spec: JobSpec) -> dict[str, Any] | None:
@@ -320,98 +327,91 @@ class SquashBackend(Backend):
             "env": job_environment(spec),
         }
 
-    def _enqueue(self, job: _Job) -> None:
-        path = job.group.directory / "queue" / f"{job.key}.json"
-        partial = path.with_suffix(".part")
-        partial.write_text(json.dumps(job.entry()))
-        os.replace(partial, path)
+    def _job_status(self, job: Job, queued: set[str], claimed: Mapping[str, str]) -> JobStatus:
+        if job.final is None:
+            status = self._look(job, queued, claimed)
+            if status.state.finished:
+                job.final = status
+            job.last = status
+        return job.final or job.last or JobStatus(job.handle, JobState.PENDING)
 
-    def _job_status(self, job: _Job) -> JobStatus:
-        if job.final is not None:
-            return job.final
-        directory = job.files.directory
-        result = _read(directory / "result.json")
-        if isinstance(result, dict):
-            job.final = _finished(job.handle, result)
-            return job.final
-        claim = _read(directory / "claim")
-        ended = self._allocation_ended(job.group, claim)
-        code = _exit_code(directory)
-        if code is not None and ended:  # the script ended; its launcher did not live to say more
-            job.final = _finished(job.handle, {"exit_code": code})
-            return job.final
+    def _look(self, job: Job, queued: set[str], claimed: Mapping[str, str]) -> JobStatus:
+        directory = job.group.directory
+        owner = claimed.get(job.key)
+        if job.key in queued:
+            if job.cancelled:
+                with contextlib.suppress(FileNotFoundError):
+                    os.rename(
+                        directory / proto.QUEUE / f"{job.key}.json",
+                        directory / proto.CANCELLED / f"{job.key}.json",
+                    )
+                    return JobStatus(job.handle, JobState.CANCELLED, reason="cancelled")
+            return JobStatus(job.handle, JobState.PENDING)
+        result = _read_json(job.files.directory / proto.RESULT)
+        if isinstance(result, dict):  # written before the claim goes: trust it first
+            return _finished(job.handle, result)
+        if owner is None:
+            if job.cancelled and (directory / proto.CANCELLED / f"{job.key}.json").exists():
+                return JobStatus(job.handle, JobState.CANCELLED, reason="cancelled")
+            # between the two listings a launcher claimed it: as last seen
+            return job.last or JobStatus(job.handle, JobState.PENDING)
+        allocation = job.group.allocation(owner)
+        if allocation is not None and not allocation.ended:
+            job.planned = allocation  # whoever took it
+            if job.cancelled:
+                return JobStatus(job.handle, JobState.RUNNING, reason="being cancelled")
+            return JobStatus(job.handle, JobState.RUNNING)
+        # its allocation is gone: the launcher will never write more for this job
+        mine = directory / proto.CLAIMED / proto.claimed_name(job.key, owner)
+        code = _exit_code(job.files.directory)
+        if code is not None:  # the job ended; its launcher did not live to say so
+            _release(mine, directory / proto.CANCELLED / f"{job.key}.json")
+            return _finished(job.handle, {"exit_code": code})
         if job.cancelled:
-            if claim is None or ended:
-                job.final = JobStatus(job.handle, JobState.CANCELLED, reason="cancelled")
-                return job.final
-            return JobStatus(job.handle, JobState.RUNNING, reason="being cancelled")
-        if isinstance(claim, dict):
-            if not ended:
-                job.planned = self._allocation(job.group, claim)  # whoever took it
-                return JobStatus(job.handle, JobState.RUNNING)
-            allocation = self._allocation(job.group, claim)
-            why = allocation.reason if allocation else "ended"
-            if job.losses + 1 >= self.max_losses:
-                job.final = JobStatus(
-                    job.handle,
-                    JobState.FAILED,
-                    reason=f"its allocation ended before it did, {job.losses + 1} times "
-                    f"(last: {why})",
-                )
-                return job.final
-            job.losses += 1
-            self._requeue(job)
-            return JobStatus(job.handle, JobState.PENDING, reason=f"requeued: allocation {why}")
-        return JobStatus(job.handle, JobState.PENDING)
-
-    def _requeue(self, job: _Job) -> None:
-        claimed = job.group.directory / "claimed" / f"{job.key}.json"
+            _release(mine, directory / proto.CANCELLED / f"{job.key}.json")
+            return JobStatus(job.handle, JobState.CANCELLED, reason="cancelled")
+        why = (allocation.reason if allocation else None) or "ended"
+        if job.losses + 1 >= self.max_losses:
+            _release(mine, directory / proto.CANCELLED / f"{job.key}.json")
+            return JobStatus(
+                job.handle,
+                JobState.FAILED,
+                reason=f"its allocation ended before it did, {job.losses + 1} times (last: {why})",
+            )
+        job.lost()
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(job.files.directory / "claim")
-        try:
-            os.replace(claimed, job.group.directory / "queue" / f"{job.key}.json")
-        except FileNotFoundError:
-            self._enqueue(job)
+            os.unlink(job.files.directory / proto.CLAIM)
+        _release(mine, directory / proto.QUEUE / f"{job.key}.json")
         job.planned = None
+        return JobStatus(job.handle, JobState.PENDING, reason=f"requeued: allocation {why}")
 
-    def _allocation(self, group: _Group, claim: Mapping[str, Any]) -> _Allocation | None:
-        name = claim.get("allocation")
-        return next((a for a in group.allocations if a.name == name), None)
-
-    def _allocation_ended(self, group: _Group, claim: Any) -> bool:
-        allocation = self._allocation(group, claim) if isinstance(claim, dict) else None
-        return allocation is None or allocation.ended
-
-    def _uncovered(self, job: _Job) -> bool:
+    def _uncovered(self, job: Job, queued: set[str]) -> bool:
         # queued, and the allocation planned for it has ended without claiming it
         return (
             job.final is None
             and not job.cancelled
+            and job.key in queued
             and (job.planned is None or job.planned.ended)
-            and not (job.files.directory / "claim").exists()
         )
 
-    def _idle_allocations(self) -> list[_Allocation]:
-        # queued allocations whose jobs have all ended or been cancelled
+    def _idle_allocations(self) -> list[Allocation]:
+        # live allocations not started yet whose jobs have all ended or been cancelled
         busy = {
             id(job.planned)
             for job in self._jobs.values()
             if job.planned is not None and job.final is None and not job.cancelled
         }
         return [
-            a
-            for g in self._groups.values()
-            for a in g.live()
-            if id(a) not in busy and not (a.directory / "started").exists()
+            a for g in self._all_groups() for a in g.live() if id(a) not in busy and not a.started
         ]
 
     # -- allocations ---------------------------------------------------------------------
 
-    def _cover(self, jobs: Iterable[_Job]) -> None:
+    def _cover(self, jobs: Iterable[Job]) -> None:
         """Plan room for ``jobs`` in live allocations, and submit new ones for the rest."""
         now = self._clock()
-        excess: dict[str, list[_Job]] = {}
-        room = {id(a): self._room(a, now) for g in self._groups.values() for a in g.live()}
+        excess: dict[int, list[Job]] = {}
+        room = {id(a): self._room(a, now) for g in self._all_groups() for a in g.live()}
         for job in jobs:
             placed = None
             for allocation in sorted(job.group.live(), key=lambda a: room[id(a)][0]):
@@ -421,29 +421,42 @@ class SquashBackend(Backend):
                     and work >= job.work
                     and job.cpus <= allocation.cpus
                     and job.memory <= allocation.memory
-                    and job.time + _launcher._MARGIN <= remaining
+                    and job.time + proto.MARGIN <= remaining
                 ):
                     room[id(allocation)] = (work - job.work, slots - 1, remaining)
                     placed = allocation
                     break
             if placed is None:
-                excess.setdefault(job.group.name, []).append(job)
+                excess.setdefault(id(job.group), []).append(job)
             job.planned = placed
-        new: list[_Allocation] = []
+        new: list[Allocation] = []
         for members in excess.values():
-            group = members[0].group
-            shapes = [(j.cpus, j.memory, j.time) for j in members]
+            shapes = [_shape(j) for j in members]
             for placed_jobs in pack(self.policy, shapes):
-                allocation = self._new_allocation(group, [members[i] for i in placed_jobs])
-                new.append(allocation)
+                new.append(
+                    self._new_allocation(members[0].group, [members[i] for i in placed_jobs])
+                )
         if new:
-            specs = [self._allocation_spec(a) for a in new]
-            for allocation, handle in zip(new, self.inner.submit(specs), strict=True):
-                allocation.handle = handle
+            self._submit_allocations(new)
 
-    def _room(self, allocation: _Allocation, now: float) -> tuple[float, int, float]:
+    def _submit_allocations(self, new: Sequence[Allocation]) -> None:
+        specs = [self._allocation_spec(a) for a in new]
+        try:
+            handles = self.inner.submit(specs)
+        except SubmitError as exc:
+            handles = list(exc.submitted)
+            for allocation in new[len(handles) :]:
+                allocation.end(f"not submitted: {exc}")  # its jobs are covered next poll
+        except SeqeraError as exc:
+            handles = []
+            for allocation in new:
+                allocation.end(f"not submitted: {exc}")
+        for allocation, handle in zip(new, handles, strict=False):
+            allocation.submitted(handle)
+
+    def _room(self, allocation: Allocation, now: float) -> tuple[float, int, float]:
         """Unplanned cpu-seconds, job slots and seconds left in a live allocation."""
-        remaining = allocation.remaining(now) - _launcher._MARGIN
+        remaining = allocation.remaining(now) - proto.MARGIN
         planned = [
             j
             for j in self._jobs.values()
@@ -452,23 +465,19 @@ class SquashBackend(Backend):
         work = allocation.cpus * max(remaining, 0.0) - sum(j.work for j in planned)
         return work, self.policy.max_jobs - len(planned), remaining
 
-    def _new_allocation(self, group: _Group, members: Sequence[_Job]) -> _Allocation:
-        cpus, memory, limit = allocation_size(
-            self.policy, [(j.cpus, j.memory, j.time) for j in members]
-        )
+    def _new_allocation(self, group: Group, members: Sequence[Job]) -> Allocation:
+        cpus, memory, limit = allocation_size(self.policy, [_shape(j) for j in members])
         name = f"alloc{len(group.allocations) + 1}"
-        directory = group.directory / name
-        directory.mkdir()
-        allocation = _Allocation(name, group, directory, cpus, memory, limit)
+        allocation = Allocation(name, group, group.directory / name, cpus, memory, limit)
         spec = {"name": name, "cpus": cpus, "memory": memory, "time": limit, "idle": self.idle}
-        spec["preload"] = list(self.preload)
-        (directory / "allocation.json").write_text(json.dumps(spec))
+        spec |= {"preload": list(self.preload), "backend": self.inner.name}
+        allocation.create(spec)
         group.allocations.append(allocation)
         for job in members:
             job.planned = allocation
         return allocation
 
-    def _allocation_spec(self, allocation: _Allocation) -> JobSpec:
+    def _allocation_spec(self, allocation: Allocation) -> JobSpec:
         template = allocation.group.template
         request = ResourceRequest(
             cpus=allocation.cpus,
@@ -492,73 +501,18 @@ class SquashBackend(Backend):
     def _launcher_path(self) -> Path:
         if self._launcher is None:
             # a copy on the shared filesystem: the compute node needs nothing installed
-            self.root.mkdir(parents=True, exist_ok=True)
-            self._launcher = self.root / "launcher.py"
-            shutil.copyfile(_launcher.__file__, self._launcher)
+            self._launcher = private_dir(self.root) / "launcher.py"
+            shutil.copyfile(proto.__file__, self._launcher)
         return self._launcher
 
 
-def explain(specs: Sequence[JobSpec], policy: SquashPolicy) -> list[Decision]:
-    """What a :class:`SquashBackend` would do with ``specs`` on an empty cluster."""
-    decisions: dict[int, Decision] = {}
-    groups: dict[Hashable, list[tuple[int, JobSpec]]] = {}
-    for n, spec in enumerate(specs):
-        why = unsquashable(spec.request, policy)
-        if why is not None:
-            decisions[n] = Decision(spec.name, "alone", why)
-            continue
-        key = share_key(spec.request, job_labels(spec), policy)
-        groups.setdefault(key, []).append((n, spec))
-    allocation = 0
-    for members in groups.values():
-        shapes = [_shape(spec) for _, spec in members]
-        for placed in pack(policy, shapes):
-            allocation += 1
-            cpus, memory, limit = allocation_size(policy, [shapes[i] for i in placed])
-            for i in placed:
-                n, spec = members[i]
-                why = (
-                    f"shares allocation {allocation} ({cpus} cores, {memory // MIB} MiB, "
-                    f"{limit} s) with {len(placed) - 1} other job(s) of the same "
-                    "queue, account, container, options and squash key"
-                )
-                decisions[n] = Decision(spec.name, "squash", why, allocation)
-    return [decisions[n] for n in range(len(specs))]
+def _shape(job: Job) -> Shape:
+    return Shape(job.cpus, job.memory, job.time, job.expected)
 
 
-def allocation_size(
-    policy: SquashPolicy, shapes: Sequence[tuple[float, int, int]]
-) -> tuple[int, int, int]:
-    """Cores, memory and time limit of an allocation for jobs of these shapes."""
-    largest = max(math.ceil(c) for c, _, _ in shapes)
-    cpus = policy.cpus if policy.cpus is not None else largest
-    # as much memory per core as the hungriest job, so every job fits at any moment
-    per_core = max(m / c for c, m, _ in shapes)
-    memory = math.ceil(per_core * cpus / MIB) * MIB
-    memory = max(memory, max(m for _, m, _ in shapes))
-    work = sum(c * t for c, _, t in shapes)
-    limit = max(max(t for _, _, t in shapes), math.ceil(work / cpus)) + SLACK
-    return cpus, memory, min(policy.max_time, math.ceil(limit / 60) * 60)
-
-
-def pack(policy: SquashPolicy, shapes: Sequence[tuple[float, int, int]]) -> list[list[int]]:
-    """Which jobs go together, by the planner: the job indices of each allocation."""
-    if not shapes:
-        return []
-    cpus, memory, _ = allocation_size(policy, shapes)
-    span = policy.max_time - SLACK
-    # Dimensions: cpu-seconds, byte-seconds and (in the planner's GPU slot) one per job.
-    kind = InstanceType("allocation", cpus * span, memory * span, 1.0, policy.max_jobs)
-    jobs = [PlannedJob(str(n), c * t, max(1, m * t), 1) for n, (c, m, t) in enumerate(shapes)]
-    plan = schedule(Catalogue((kind,)), jobs)
-    return sorted(sorted(int(j.name) for j in instance.jobs) for instance in plan.instances)
-
-
-def _shape(spec: JobSpec) -> tuple[float, int, int]:
-    request = spec.request
-    if request.time is None:
-        raise ValueError(f"job {spec.name!r} has no time limit to squash it by")
-    return (request.cpus or 1.0, request.memory or 1, request.time)
+def _release(claimed: Path, to: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(claimed, to)
 
 
 def _text(path: Path) -> str:
@@ -568,7 +522,7 @@ def _text(path: Path) -> str:
         return ""
 
 
-def _read(path: Path) -> Any:
+def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
@@ -577,7 +531,7 @@ def _read(path: Path) -> Any:
 
 def _exit_code(directory: Path) -> int | None:
     try:
-        return int((directory / "exitcode").read_text().strip())
+        return int((directory / proto.EXIT_CODE).read_text().strip())
     except (OSError, ValueError):
         return None
 

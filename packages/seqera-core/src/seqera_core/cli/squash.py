@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import platforms
-from ..backends._squash import Decision, allocation_size, explain
+from ..backends._squash_plan import Decision, allocation_size, explain, shape
 from ..backends.base import JobSpec
 from ..dialects.human import parse_duration, parse_size
 from ..errors import ResourceError
@@ -146,8 +146,7 @@ def _allocations(
             members.setdefault(decision.allocation, []).append(spec)
     result = []
     for number, jobs in sorted(members.items()):
-        shapes = [(j.request.cpus or 1.0, j.request.memory or 1, j.request.time or 0) for j in jobs]
-        cpus, memory, limit = allocation_size(policy, shapes)
+        cpus, memory, limit = allocation_size(policy, [shape(j) for j in jobs])
         entry = {"allocation": number, "cpus": cpus, "memory": memory, "time": limit}
         result.append({**entry, "jobs": [j.name for j in jobs]})
     return result
