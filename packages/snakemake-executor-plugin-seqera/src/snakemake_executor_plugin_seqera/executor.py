@@ -30,6 +30,7 @@ from seqera_core.backends import (
     JobStatus,
     SquashBackend,
     SubmitError,
+    history_runtime,
     open_backend,
     squash_policy,
 )
@@ -88,7 +89,15 @@ def _config(settings: ExecutorSettings) -> Config:
     return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
 
 
-PRELOAD = ("snakemake.cli:get_argument_parser",)
+# What a job imports, loaded once per squashed allocation: its parser, and the modules it
+# imports while it reads the Snakefile (smart_open through the source cache), measured.
+PRELOAD = (
+    "snakemake.cli:get_argument_parser",
+    "snakemake.api",
+    "snakemake.executors.local",
+    "snakemake.storage",
+    "smart_open",
+)
 # Shell syntax that makes a job command more than one program's argv.
 _SHELL = frozenset({"&&", "||", ";", "|", "&", ">", ">>", "<", "(", ")"})
 
@@ -164,6 +173,12 @@ class Executor(RemoteExecutor):
         self._jobdir = Path(jobdir).absolute()
         self._backend = self._open(self._backend_name, settings, config)
         self._squashed = isinstance(self._backend, SquashBackend)
+        if isinstance(self._backend, SquashBackend):
+            # a squash poll reads files: finished jobs are reported sooner
+            every = self.workflow.remote_execution_settings.seconds_between_status_checks
+            self._next_seconds_between_status_checks = min(every, self._backend.status_every)
+            if self._history is not None:  # pack by how long each rule took before
+                self._backend.expected = history_runtime(self._history)
         self._image = settings.image or _snakemake_image()
         if self._backend_name == "local":
             # A local poll is a look at this process's own table: no need to wait long.

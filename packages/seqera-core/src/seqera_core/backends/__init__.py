@@ -4,7 +4,7 @@ and squashed allocations on a batch scheduler."""
 from ._batch import BatchBackend, RetryPolicy, SchedulerError, SubmitError
 from ._open import BACKENDS, open_backend, squash_policy
 from ._squash import SquashBackend
-from ._squash_plan import Decision
+from ._squash_plan import Decision, history_runtime
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from .local import LocalBackend
 from .pbs import PbsBackend
@@ -26,6 +26,7 @@ __all__ = [
     "SlurmBackend",
     "SquashBackend",
     "SubmitError",
+    "history_runtime",
     "open_backend",
     "squash_policy",
 ]

@@ -305,8 +305,11 @@ class SquashBackend(Backend):
             "fork": self._fork(spec),
         }
         job = Job(key, handle, group, files, entry, size.expected)
-        job.save(self.root)  # the record first: a job in the queue is always known
-        proto.write_private(group.directory / proto.QUEUE / f"{key}.json", entry)
+        # The record first, then the same file linked into the queue (one write: the
+        # launcher reads the entry's keys and ignores the record's): a job in the queue
+        # is always known to a backend that restarts.
+        record = job.save(self.root)
+        os.link(record, group.directory / proto.QUEUE / f"{key}.json")
         self._jobs[handle.native_id] = job
         return job
 

@@ -199,10 +199,14 @@ class Job:
     def work(self) -> float:
         return self.cpus * self.expected
 
-    def save(self, root: Path) -> None:
+    def save(self, root: Path) -> Path:
+        """Write the job's record: its launcher entry, with its handle, group and expected
+        run time beside the entry's keys; the path written."""
         data: dict[str, Any] = {"handle": _handle_data(self.handle), "group": self.group.name}
-        data |= {"entry": self.entry, "expected": self.expected}
-        proto.write_private(private_dir(root / JOBS) / f"{self.key}.json", data)
+        data |= {"expected": self.expected, **self.entry}
+        path = private_dir(root / JOBS) / f"{self.key}.json"
+        proto.write_private(path, data)
+        return path
 
     def lost(self) -> None:
         self.losses += 1
@@ -228,14 +232,16 @@ def load_root(root: Path) -> tuple[list[Group], list[Job]]:
         data = _read(path)
         if not isinstance(data, dict) or data.get("group") not in groups:
             continue
-        handle = _handle(data.get("handle"))
-        entry = data.get("entry")
-        if handle is None or not isinstance(entry, dict):
+        group = groups[data.pop("group")]
+        handle = _handle(data.pop("handle", None))
+        expected = data.pop("expected", None)
+        entry = data
+        if handle is None or not isinstance(expected, int | float):
             continue
         files = JobFiles(
             Path(entry["dir"]), Path(entry["script"]), Path(entry["stdout"]), Path(entry["stderr"])
         )
-        job = Job(path.stem, handle, groups[data["group"]], files, entry, float(data["expected"]))
+        job = Job(path.stem, handle, group, files, entry, float(expected))
         losses = _read(files.directory / LOSSES)
         job.losses = losses if isinstance(losses, int) else 0
         group_dir = job.group.directory
