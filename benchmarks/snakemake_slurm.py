@@ -1,13 +1,24 @@
-"""A 200-job Snakemake workflow on a one-node Slurm: this executor against the Slurm plugin.
+"""A Snakemake workflow of N trivial rules on a one-node Slurm: the floor and each executor.
 
-Run as root: ``uv run --with snakemake-executor-plugin-slurm python
-benchmarks/snakemake_slurm.py [--jobs 200] [--executors seqera,slurm]``. It starts a
-throw-away cluster with tests/integration/slurm/slurm-up.sh (unless ``SLURM_CONF`` is
-set), writes one Snakefile of ``--jobs`` independent trivial rules, and runs it once per
-executor, same cluster, same Snakefile, each executor with its default settings and
-``--jobs`` equal to the number of rules. Scheduler calls are counted by small wrappers in
-front of ``sbatch``, ``squeue``, ``sacct``, ``scontrol``, ``scancel`` and ``sinfo``,
-outside jobs only.
+Run as root: ``uv run python benchmarks/snakemake_slurm.py [--jobs 200,2000]
+[--executors floor,seqera-squash,seqera] [--repeat 3] [--cpus 8] [--json FILE]``
+(``uv run --with snakemake-executor-plugin-slurm ...`` to add ``slurm``). It starts a
+throw-away cluster with tests/integration/slurm/slurm-up.sh (unless ``SLURM_CONF`` is set),
+writes one Snakefile of N independent trivial rules (``mem_mb=300, runtime=5``, an
+``echo`` each), and runs it with every executor, same cluster, same Snakefile, each with
+its default settings and ``--jobs N``. ``floor`` is Snakemake's own local executor on the
+same machine (``--cores CPUS``, no cluster at all): what a cluster executor can approach,
+measured in the same run so the ratio means something on a shared machine.
+
+Every run prints one JSON line (``"figure": "run"``); then, per executor and N, the median
+wall time and its ratio to the floor's median (``"figure": "median"``). Scheduler calls are
+counted by small wrappers in front of ``sbatch``, ``squeue``, ``sacct``, ``scontrol``,
+``scancel`` and ``sinfo``, outside jobs only. An executor whose first run takes more
+than ``--slow`` seconds is not repeated (``seqera`` off: about 14 minutes at 200 jobs).
+
+The environment's packages are byte-compiled first (as pip does at install; uv only with
+``--compile-bytecode``): with ``PYTHONDONTWRITEBYTECODE`` set and no ``.pyc``, every
+interpreter, the floor's included, would compile Snakemake from source at each start.
 """
 
 from __future__ import annotations
@@ -15,16 +26,21 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import json
 import os
+import platform
 import shutil
 import stat
+import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from slurm_jobs import _cluster  # the benchmark's own cluster recipe
@@ -60,8 +76,9 @@ def _shims(directory: Path, log: Path) -> None:
         shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
 
 
-# name -> (executor, its own arguments)
-VARIANTS: dict[str, tuple[str, list[str]]] = {
+# name -> (executor, its own arguments); None: Snakemake's local executor, the floor
+VARIANTS: dict[str, tuple[str | None, list[str]]] = {
+    "floor": (None, []),
     "seqera": ("seqera", ["--seqera-backend", "slurm"]),
     "seqera-array": ("seqera", ["--seqera-backend", "slurm", "--seqera-squash", "array"]),
     "seqera-squash": ("seqera", ["--seqera-backend", "slurm", "--seqera-squash", "squash"]),
@@ -77,17 +94,19 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
 }
 
 
-def _run(variant: str, jobs: int, base: Path, env: dict[str, str]) -> dict[str, object]:
+def _run(variant: str, jobs: int, cpus: int, workdir: Path, env: dict[str, str]) -> dict[str, Any]:
     executor, options = VARIANTS[variant]
-    workdir = base / variant
-    workdir.mkdir()
+    workdir.mkdir(parents=True)
     (workdir / "Snakefile").write_text(textwrap.dedent(SNAKEFILE.format(jobs=jobs)))
     log = workdir / "calls.log"
     log.touch()
     _shims(workdir / "shims", log)
     env = {**env, "PATH": f"{workdir / 'shims'}:{env['PATH']}"}
-    argv = [sys.executable, "-m", "snakemake", "--executor", executor, "--jobs", str(jobs)]
-    argv += options
+    argv = [sys.executable, "-m", "snakemake"]
+    if executor is None:
+        argv += ["--cores", str(cpus)]
+    else:
+        argv += ["--executor", executor, "--jobs", str(jobs), *options]
     start = time.perf_counter()
     done = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
@@ -95,8 +114,14 @@ def _run(variant: str, jobs: int, base: Path, env: dict[str, str]) -> dict[str, 
         print(done.stderr[-3000:], file=sys.stderr)
     calls = collections.Counter(log.read_text().split())
     finished = len(list((workdir / "out").glob("*.txt")))
-    return {"executor": variant, "ok": done.returncode == 0, "outputs": finished,
-            "wall s": round(wall, 1), **{c: calls.get(c, 0) for c in COMMANDS}}  # fmt: skip
+    return {
+        "executor": variant,
+        "jobs": jobs,
+        "ok": done.returncode == 0 and finished == jobs,
+        "outputs": finished,
+        "wall_s": round(wall, 2),
+        **{c: calls.get(c, 0) for c in COMMANDS},
+    }
 
 
 @contextlib.contextmanager
@@ -115,28 +140,104 @@ def _default_conf(conf: str | None) -> Iterator[None]:
         default.unlink()
 
 
+def _compile() -> None:
+    paths = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
+    argv = [sys.executable, "-m", "compileall", "-q", "-j", "0", *paths]
+    subprocess.run(argv, capture_output=True, check=False)
+
+
+def _machine(cpus: int) -> dict[str, Any]:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    return {"host": platform.node(), "cores": os.cpu_count(), "cluster_cpus": cpus, "load": load}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--jobs", default="200", help="comma-separated rule counts")
     parser.add_argument(
-        "--executors", default="seqera,slurm", help=f"comma-separated: {', '.join(VARIANTS)}"
+        "--executors",
+        default="floor,seqera-squash,seqera",
+        help=f"comma-separated: {', '.join(VARIANTS)}",
     )
-    parser.add_argument("--cpus", type=int, default=32)
+    parser.add_argument("--cpus", type=int, default=8, help="CPUs the cluster advertises")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per executor and size")
+    parser.add_argument("--slow", type=float, default=120.0, help="seconds: run such once")
+    parser.add_argument("--json", metavar="FILE", help="also append the JSON lines here")
     args = parser.parse_args(argv)
-    rows = []
+    variants = args.executors.split(",")
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        parser.error(f"--executors: {unknown[0]!r} is not one of {', '.join(VARIANTS)}")
+    sizes = [int(n) for n in args.jobs.split(",")]
+    _compile()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    common = {"benchmark": "snakemake_slurm", "date": stamp, **_machine(args.cpus)}
+    out = open(args.json, "a") if args.json else None  # noqa: SIM115
+
+    def emit(line: dict[str, Any]) -> None:
+        text = json.dumps({**common, **line})
+        print(text, flush=True)
+        if out is not None:
+            out.write(text + "\n")
+
+    rows: list[dict[str, Any]] = []
     with _cluster(args.cpus) as cluster, tempfile.TemporaryDirectory() as base:
         env = {**os.environ, **cluster}
-        for executor in args.executors.split(","):
-            with _default_conf(env.get("SLURM_CONF")):
-                rows.append(_run(executor, args.jobs, Path(base), env))
-            print(rows[-1], flush=True)
+        for jobs in sizes:
+            # interleaved, so a burst of load from elsewhere hits every executor alike
+            slow: set[str] = set()
+            for n in range(args.repeat):
+                for variant in variants:
+                    if variant in slow:
+                        continue
+                    workdir = Path(base) / f"{variant}-{jobs}-{n}"
+                    with _default_conf(env.get("SLURM_CONF")):
+                        row = _run(variant, jobs, args.cpus, workdir, env)
+                    shutil.rmtree(workdir, ignore_errors=True)
+                    rows.append(row)
+                    emit({"figure": "run", "run": n, **row})
+                    if row["wall_s"] > args.slow:
+                        slow.add(variant)
+    medians = _medians(rows)
+    for line in medians:
+        emit({"figure": "median", **line})
     print()
-    header = list(rows[0])
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for row in rows:
-        print("| " + " | ".join(str(row[k]) for k in header) + " |")
+    print("| executor | jobs | runs | median wall s | x floor | sbatch | squeue | all ok |")
+    print("|---|---|---|---|---|---|---|---|")
+    for m in medians:
+        ratio = "-" if m["x_floor"] is None else f"{m['x_floor']:.2f}"
+        print(
+            f"| {m['executor']} | {m['jobs']} | {m['runs']} | {m['median_wall_s']:.1f} | "
+            f"{ratio} | {m['sbatch']} | {m['squeue']} | {m['ok']} |"
+        )
+    if out is not None:
+        out.close()
     return 0 if all(row["ok"] for row in rows) else 1
+
+
+def _medians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["executor"], row["jobs"]), []).append(row)
+    floors = {j: statistics.median(r["wall_s"] for r in g) for (e, j), g in groups.items()
+              if e == "floor"}  # fmt: skip
+    result = []
+    for (executor, jobs), group in groups.items():
+        median = statistics.median(r["wall_s"] for r in group)
+        floor = floors.get(jobs)
+        result.append(
+            {
+                "executor": executor,
+                "jobs": jobs,
+                "runs": len(group),
+                "median_wall_s": round(median, 2),
+                "x_floor": round(median / floor, 2) if floor else None,
+                "sbatch": statistics.median(r["sbatch"] for r in group),
+                "squeue": statistics.median(r["squeue"] for r in group),
+                "ok": all(r["ok"] for r in group),
+            }
+        )
+    return result
 
 
 if __name__ == "__main__":
