@@ -5,6 +5,7 @@ The same launcher and bookkeeping run on Slurm in tests/integration/test_squash_
 
 from __future__ import annotations
 
+import stat
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -12,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from seqera_core.backends import JobHandle, JobSpec, JobState, JobStatus, LocalBackend
+from seqera_core.backends import JobHandle, JobSpec, JobState, JobStatus, LocalBackend, _launcher
+from seqera_core.backends._batch import EXIT_FILE
 from seqera_core.backends._squash import SquashBackend
+from seqera_core.backends._squash_plan import explain, history_runtime
+from seqera_core.history import TaskRecord, open_history
 from seqera_core.models import ResourceRequest
 from seqera_core.squash import SquashPolicy
 from seqera_core.units import MIB
@@ -210,3 +214,121 @@ def test_preloaded_python_jobs_start_as_forks(
     forked = "True" if preload else "False"
     assert backend.logs(statuses[0].handle) == f"{forked} {workdir} hi ['0']\n"
     assert all(s.peak_memory_bytes and s.wall_seconds is not None for s in statuses)
+
+
+# -- faults, restarts, secrets ------------------------------------------------------------
+
+# Runs the copied launcher, but the first allocation of a group kills itself (SIGKILL, no
+# clean-up) right after its first claim, before anything else is written: the moment at
+# which, with a claim made of a rename and a record written after it, a job was lost.
+CRASHING = """
+import importlib.util, os, signal, sys
+from pathlib import Path
+
+spec = importlib.util.spec_from_file_location("launcher", sys.argv[1])
+launcher = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(launcher)
+marker = Path(sys.argv[2]) / "crashed"
+
+def crash(self, entry):
+    if marker.exists():
+        return start(self, entry)
+    marker.touch()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+start = launcher.Launcher._start
+launcher.Launcher._start = crash
+sys.exit(launcher.main(sys.argv[2:]))
+"""
+
+
+def test_a_launcher_killed_between_claim_and_record_loses_nothing(
+    local: LocalBackend, tmp_path: Path
+) -> None:
+    script = tmp_path / "crashing.py"
+    script.write_text(CRASHING)
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {script} "$@"\n')
+    wrapper.chmod(0o755)
+    policy = SquashPolicy("squash", max_jobs=10, max_time=3600)
+    backend = SquashBackend(
+        local, policy, work_dir=tmp_path, idle=2, python=str(wrapper), scheduler_every=0
+    )
+    handles = backend.submit([counting(tmp_path, "only")])
+    [status] = wait(backend, handles)
+    assert status.state is JobState.SUCCEEDED, status
+    [group] = backend._groups.values()
+    assert (group.directory / "crashed").exists()
+    assert runs(tmp_path) == ["only"]  # claimed by the dead one, run once by the next
+    assert local.calls["spawn"] == 2
+
+
+def test_a_new_backend_polls_and_recovers_what_an_earlier_one_accepted(
+    local: LocalBackend, tmp_path: Path
+) -> None:
+    first = squash(local, tmp_path, max_jobs=6)
+    specs = [counting(tmp_path, f"j{i}", nap=0.0 if i < 2 else 1.5) for i in range(4)]
+    handles = first.submit(specs)
+    deadline = time.monotonic() + 20
+    while len(runs(tmp_path)) < 3:  # two quick ones done, a slow one running
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    allocations = [a.handle for g in first._groups.values() for a in g.live() if a.handle]
+    del first  # the process that submitted is gone; its allocation is killed too
+    local.cancel(allocations)
+    second = squash(local, tmp_path)
+    statuses = wait(second, handles, limit=60)
+    assert all(s.state is JobState.SUCCEEDED for s in statuses), statuses
+    ran = runs(tmp_path)
+    assert ran.count("j0") == ran.count("j1") == 1, ran  # finished: never again
+    assert sorted(set(ran)) == ["j0", "j1", "j2", "j3"]
+    assert all(s.wall_seconds is not None for s in statuses)
+
+
+def test_queue_entries_hold_the_environment_and_only_their_owner_reads_them(
+    local: LocalBackend, tmp_path: Path
+) -> None:
+    # a job the launcher forks carries its environment in its entry (a script job: in
+    # its job.sh, 0700)
+    policy = SquashPolicy("squash", max_jobs=10, max_time=3600)
+    backend = SquashBackend(local, policy, work_dir=tmp_path, idle=2, preload=("json",))
+    command = [sys.executable, "-m", "json.tool", "--help"]
+    spec = JobSpec("secret", command, SMALL, env={"STORAGE_TOKEN": "s3cr3t"})
+    [status] = wait(backend, backend.submit([spec]))
+    assert status.state is JobState.SUCCEEDED, status
+    root = backend.root
+    [record] = (root / "jobs").iterdir()
+    assert "s3cr3t" in record.read_text()  # what the launcher needs, hence the mode
+    for directory in [root, *(p for p in root.rglob("*") if p.is_dir())]:
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+    for path in root.rglob("*.json"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    result = Path(status.handle.stdout or "").parent / "result.json"
+    assert stat.S_IMODE(result.stat().st_mode) == 0o600
+
+
+def test_the_launcher_and_the_batch_script_name_one_exit_file() -> None:
+    assert _launcher.EXIT_CODE == EXIT_FILE
+
+
+def test_claimed_names_carry_their_allocation() -> None:
+    name = _launcher.claimed_name("0000007", "alloc12")
+    assert _launcher.parse_claimed(name) == ("0000007", "alloc12")
+    assert _launcher.parse_claimed("0000007.json") is None
+
+
+def test_jobs_are_packed_by_the_run_time_the_history_saw(tmp_path: Path) -> None:
+    history = open_history(tmp_path / "history.db")
+    records = [
+        TaskRecord(run_id="r", task_id=str(n), process="trivial", succeeded=True, realtime=2.0)
+        for n in range(3)
+    ]
+    history.record(records)
+    policy = SquashPolicy("squash", max_jobs=100, max_time=3600)
+    request = ResourceRequest(cpus=1, memory=300 * MIB, time=300, process="trivial")
+    specs = [JobSpec(f"t{n}", ["true"], request) for n in range(200)]
+    declared = {d.allocation for d in explain(specs, policy)}
+    predicted = {d.allocation for d in explain(specs, policy, history_runtime(history))}
+    assert len(declared) == 19  # 300 s each: 11 to an hour's allocation
+    assert len(predicted) == 2  # 2 s each: max_jobs is the limit
+    history.close()

@@ -98,6 +98,7 @@ class Group:
         return next((a for a in self.allocations if a.name == name), None)
 
     def create(self) -> None:
+        private_dir(self.directory)
         for sub in proto.GROUP_DIRS:
             private_dir(self.directory / sub)
         self.save()
