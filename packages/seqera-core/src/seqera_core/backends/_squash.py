@@ -154,7 +154,11 @@ class SquashBackend(Backend):
             job = self._new_job(spec)
             queued.append(job)
             handles[n] = job.handle
+        # Allocations first: their launchers start (and load what jobs import) while
+        # the entries are written; a launcher finding the queue empty waits for them.
         self._cover(queued)
+        for job in queued:
+            self._enqueue(job)
         return [handles[n] for n in range(len(jobs))]
 
     def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
@@ -305,13 +309,15 @@ class SquashBackend(Backend):
             "fork": self._fork(spec),
         }
         job = Job(key, handle, group, files, entry, size.expected)
+        self._jobs[handle.native_id] = job
+        return job
+
+    def _enqueue(self, job: Job) -> None:
         # The record first, then the same file linked into the queue (one write: the
         # launcher reads the entry's keys and ignores the record's): a job in the queue
         # is always known to a backend that restarts.
         record = job.save(self.root)
-        os.link(record, group.directory / proto.QUEUE / f"{key}.json")
-        self._jobs[handle.native_id] = job
-        return job
+        os.link(record, job.group.directory / proto.QUEUE / f"{job.key}.json")
 
     def _fork(self, spec: JobSpec) -> dict[str, Any] | None:
         # python -m MODULE ARGS with this interpreter and a preloaded MODULE: what the
