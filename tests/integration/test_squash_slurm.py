@@ -94,3 +94,23 @@ def test_cancelling_one_job_leaves_its_neighbours(backend: SquashBackend, tmp_pa
     assert statuses[0].state is JobState.CANCELLED
     assert statuses[1].state is JobState.SUCCEEDED
     assert backend.calls["scancel"] == 0  # the launcher killed it; the allocation lives on
+
+
+def test_a_new_backend_polls_what_an_earlier_one_submitted(
+    slurm: SlurmCluster, tmp_path: Path
+) -> None:
+    # The process that submitted is gone (a crash, a restart of the sidecar): its state
+    # is on disk, and the allocation it submitted runs on.
+    policy = SquashPolicy("squash", max_jobs=20, max_time=3600)
+
+    def fresh() -> SquashBackend:
+        slurm_backend = SlurmBackend(work_dir=tmp_path / "jobs", retry=RetryPolicy(attempts=10))
+        return SquashBackend(slurm_backend, policy, idle=3)
+
+    handles = fresh().submit([counting(tmp_path, f"j{i}", nap=1) for i in range(3)])
+    again = fresh()
+    statuses = wait(again, handles)
+    assert all(s.state is JobState.SUCCEEDED for s in statuses), statuses
+    assert sorted(runs(tmp_path)) == ["j0", "j1", "j2"]
+    assert again.calls["sbatch"] == 0  # the earlier allocation ran them
+    assert again.logs(handles[1]) == "out-j1\nerr-j1\n"

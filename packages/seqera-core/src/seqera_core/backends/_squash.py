@@ -391,6 +391,7 @@ class SquashBackend(Backend):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(job.files.directory / proto.CLAIM)
         _release(mine, directory / proto.QUEUE / f"{job.key}.json")
+        queued.add(job.key)  # covered with the rest of this poll's waiting jobs
         job.planned = None
         return JobStatus(job.handle, JobState.PENDING, reason=f"requeued: allocation {why}")
 
