@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
 import shutil
 import sys
@@ -58,6 +57,7 @@ from ._squash_state import (
     parse_native_id,
     private_dir,
 )
+from ._squash_status import look
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = ["SquashBackend"]
@@ -338,62 +338,11 @@ class SquashBackend(Backend):
 
     def _job_status(self, job: Job, queued: set[str], claimed: Mapping[str, str]) -> JobStatus:
         if job.final is None:
-            status = self._look(job, queued, claimed)
+            status = look(job, queued, claimed, self.max_losses)
             if status.state.finished:
                 job.final = status
             job.last = status
         return job.final or job.last or JobStatus(job.handle, JobState.PENDING)
-
-    def _look(self, job: Job, queued: set[str], claimed: Mapping[str, str]) -> JobStatus:
-        directory = job.group.directory
-        owner = claimed.get(job.key)
-        if job.key in queued:
-            if job.cancelled:
-                with contextlib.suppress(FileNotFoundError):
-                    os.rename(
-                        directory / proto.QUEUE / f"{job.key}.json",
-                        directory / proto.CANCELLED / f"{job.key}.json",
-                    )
-                    return JobStatus(job.handle, JobState.CANCELLED, reason="cancelled")
-            return JobStatus(job.handle, JobState.PENDING)
-        result = _read_json(job.files.directory / proto.RESULT)
-        if isinstance(result, dict):  # written before the claim goes: trust it first
-            return _finished(job.handle, result)
-        if owner is None:
-            if job.cancelled and (directory / proto.CANCELLED / f"{job.key}.json").exists():
-                return JobStatus(job.handle, JobState.CANCELLED, reason="cancelled")
-            # between the two listings a launcher claimed it: as last seen
-            return job.last or JobStatus(job.handle, JobState.PENDING)
-        allocation = job.group.allocation(owner)
-        if allocation is not None and not allocation.ended:
-            job.planned = allocation  # whoever took it
-            if job.cancelled:
-                return JobStatus(job.handle, JobState.RUNNING, reason="being cancelled")
-            return JobStatus(job.handle, JobState.RUNNING)
-        # its allocation is gone: the launcher will never write more for this job
-        mine = directory / proto.CLAIMED / proto.claimed_name(job.key, owner)
-        code = _exit_code(job.files.directory)
-        if code is not None:  # the job ended; its launcher did not live to say so
-            _release(mine, directory / proto.CANCELLED / f"{job.key}.json")
-            return _finished(job.handle, {"exit_code": code})
-        if job.cancelled:
-            _release(mine, directory / proto.CANCELLED / f"{job.key}.json")
-            return JobStatus(job.handle, JobState.CANCELLED, reason="cancelled")
-        why = (allocation.reason if allocation else None) or "ended"
-        if job.losses + 1 >= self.max_losses:
-            _release(mine, directory / proto.CANCELLED / f"{job.key}.json")
-            return JobStatus(
-                job.handle,
-                JobState.FAILED,
-                reason=f"its allocation ended before it did, {job.losses + 1} times (last: {why})",
-            )
-        job.lost()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(job.files.directory / proto.CLAIM)
-        _release(mine, directory / proto.QUEUE / f"{job.key}.json")
-        queued.add(job.key)  # covered with the rest of this poll's waiting jobs
-        job.planned = None
-        return JobStatus(job.handle, JobState.PENDING, reason=f"requeued: allocation {why}")
 
     def _uncovered(self, job: Job, queued: set[str]) -> bool:
         # queued, and the allocation planned for it has ended without claiming it
@@ -520,53 +469,8 @@ def _shape(job: Job) -> Shape:
     return Shape(job.cpus, job.memory, job.time, job.expected)
 
 
-def _release(claimed: Path, to: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.replace(claimed, to)
-
-
 def _text(path: Path) -> str:
     try:
         return path.read_text(errors="replace")
     except OSError:
         return ""
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _exit_code(directory: Path) -> int | None:
-    try:
-        return int((directory / proto.EXIT_CODE).read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _finished(handle: JobHandle, result: Mapping[str, Any]) -> JobStatus:
-    code = result.get("exit_code")
-    cancelled = bool(result.get("cancelled"))
-    time_limit = bool(result.get("time_limit"))
-    if cancelled:
-        state, reason = JobState.CANCELLED, "cancelled"
-    elif code == 0:
-        state, reason = JobState.SUCCEEDED, None
-    else:
-        state = JobState.FAILED
-        reason = "time limit reached" if time_limit else result.get("reason")
-        if reason is None and result.get("signal"):
-            reason = f"killed by signal {result['signal']}"
-    peak = result.get("peak_memory_bytes")
-    wall = result.get("wall_seconds")
-    return JobStatus(
-        handle,
-        state,
-        exit_code=code if isinstance(code, int) else None,
-        reason=reason,
-        time_limit=time_limit,
-        wall_seconds=float(wall) if isinstance(wall, int | float) else None,
-        peak_memory_bytes=int(peak) if isinstance(peak, int) else None,
-    )
