@@ -33,7 +33,8 @@ records its exit code in ``exitcode`` itself, so a job that finished is never ru
 even if the launcher dies before writing its result.
 
 Recovery (the backend's side): a ``claimed/`` entry whose allocation the scheduler
-reports ended, with neither ``result.json`` nor ``exitcode``, goes back to ``queue/``;
+reports ended, with neither ``result.json`` nor ``exitcode`` (or an exit code that says
+the signals ending the allocation killed it, ``INTERRUPTED``), goes back to ``queue/``;
 the job had started, may have done part of its work, and runs again from the start.
 
 Every job runs under a small guard process (a fork of the launcher, its own session):
@@ -81,10 +82,17 @@ CLAIM = "claim"  # job: which allocation runs it, since when (informational)
 RESULT = "result.json"  # job: how it ended
 EXIT_CODE = "exitcode"  # job: written by its script (the batch backend's EXIT_FILE)
 MARGIN = 15.0  # a job starts only if it can end this long before the allocation does
+# Exit codes a job's script records when the signals that end an allocation killed its
+# command (scancel signals every process of the job, in no set order): with no result
+# from a launcher, such a job did not finish and runs again.
+INTERRUPTED = frozenset(
+    128 + s for s in (signal.SIGHUP, signal.SIGINT, signal.SIGKILL, signal.SIGTERM)
+)
 _OWNER = "@"  # between a job's key and its allocation's name in claimed/
 
 _TICK = 0.2  # seconds between looks at the queue when nothing ends sooner
 _GRACE = 10.0  # SIGTERM to SIGKILL, for a job past its time limit or cancelled
+_SETTLE = 1.0  # how long a job killed from outside waits for the launcher's own signal
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
@@ -356,7 +364,10 @@ class Launcher:
     def _start(self, entry: dict[str, Any]) -> None:
         directory = Path(entry["dir"])
         code = _exit_code(directory)
-        if code is not None:  # it ended in an allocation that died before saying so
+        if code in INTERRUPTED:  # killed with an allocation that could not say so
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(directory / EXIT_CODE)
+        elif code is not None:  # it ended in an allocation that died before saying so
             write_private(directory / RESULT, {"exit_code": code, "allocation": self.name})
             self._unclaim(entry)
             return  # a job that finished is never run again
@@ -386,6 +397,13 @@ class Launcher:
             wall = time.time() - job.started
             sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
             code = 128 + sig if sig else os.WEXITSTATUS(status)
+            if code in INTERRUPTED and not (job.time_limit or job.cancelled):
+                # Killed, not by this launcher: scancel signals every process of the
+                # allocation, the launcher too, in no set order. Give its own signal a
+                # moment; if it comes, the job was interrupted, not finished.
+                time.sleep(_SETTLE)
+                if self.stopping:
+                    continue
             result = {
                 "exit_code": code,
                 "signal": sig,

@@ -51,6 +51,10 @@ def look(job: Job, queued: set[str], claimed: Mapping[str, str], max_losses: int
     # its allocation is gone: the launcher will never write more for this job
     mine = directory / proto.CLAIMED / proto.claimed_name(job.key, owner)
     code = exit_code(job.files.directory)
+    if code in proto.INTERRUPTED:  # killed with its allocation: it did not finish
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(job.files.directory / proto.EXIT_CODE)
+        code = None
     if code is not None:  # the job ended; its launcher did not live to say so
         _release(mine, directory / proto.CANCELLED / f"{job.key}.json")
         return finished(job.handle, {"exit_code": code})
