@@ -166,6 +166,7 @@ def test_allocations_killed_at_random_run_every_job_exactly_once(
     done = collections.Counter(p.name.split(".")[0] for p in (tmp_path / "done").iterdir())
     starts = collections.Counter(p.name.split(".")[0] for p in (tmp_path / "starts").iterdir())
     names = [s.name for s in specs]
+    twice = sum(1 for n in names if done[n] > 1)
     row = {
         "fault": "squashed allocation killed at random (scancel, kill -9 launcher, "
         "crash right after a claim)",
@@ -174,7 +175,7 @@ def test_allocations_killed_at_random_run_every_job_exactly_once(
         "submitted": JOBS,
         "run": sum(1 for n in names if done[n] >= 1),
         "lost": sum(1 for n in names if done[n] == 0),
-        "run_twice": sum(1 for n in names if done[n] > 1),
+        "run_twice": twice,
         "run_after_its_exit_code": len(list((tmp_path / "after-exit").iterdir())),
         "interrupted_and_rerun": sum(starts[n] - done[n] for n in names),
         "allocations": backend.calls["sbatch"],
@@ -189,5 +190,5 @@ def test_allocations_killed_at_random_run_every_job_exactly_once(
     # `status=$?; printf ... && mv`) did not finish, by that definition, and runs again:
     # the only way to a second `done`, bounded by the faults that can land there.
     assert row["run_after_its_exit_code"] == 0, row
-    assert row["run_twice"] <= injected["scancel"] + injected["kill -9 launcher"], row
+    assert twice <= injected["scancel"] + injected["kill -9 launcher"], row
     assert sum(injected.values()) >= 3, row  # the faults did happen
