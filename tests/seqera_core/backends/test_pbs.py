@@ -98,10 +98,11 @@ def test_pro_submission_argv(tmp_path: Path) -> None:
     joined = " ".join(argv)
     assert "-l select=1:ncpus=2:mem=3072mb:ngpus=1 -l walltime=01:30:00" in joined
     assert "-q workq -A proj -P p1" in joined
-    variables = argv[argv.index("-v") + 1]
-    assert variables.startswith("SEQERA_LABELS=")
-    assert not set(variables) & set(",'\"\\")  # nothing qsub -v would parse
-    assert decode_labels(variables.removeprefix("SEQERA_LABELS=")) == {
+    key, labels = argv[argv.index("-v") + 1].split(",")
+    assert key == "SEQERA_SUBMISSION=seqera-" + Path(argv[-1]).parent.name.rpartition(".")[2]
+    assert labels.startswith("SEQERA_LABELS=")
+    assert not set(labels) & set(",'\"\\")  # nothing qsub -v would parse
+    assert decode_labels(labels.removeprefix("SEQERA_LABELS=")) == {
         "run": "r,1",
         "team": "a'b\"c",
     }

@@ -1,0 +1,57 @@
+"""How a batch job ended: exit statuses decoded the shell's way, and a scheduler's view.
+
+Exit codes follow the shell: a normal exit N is N, death by signal S is 128 + S and the
+reason names the signal (``man 1p sh``, "Exit Status"; ``waitpid(2)`` for the raw form
+Slurm's ``exit_code`` field holds).
+"""
+
+from __future__ import annotations
+
+import signal
+
+from attrs import frozen
+
+from .base import JobState, job_cause
+
+__all__ = ["Observed", "from_wait_status", "shell_exit"]
+
+
+@frozen
+class Observed:
+    """A scheduler's view of one job, before the base class settles its final status.
+
+    ``cause`` is one of ``base.CAUSES`` when the scheduler says more than the flags
+    (a node failure, a preemption); None lets the flags decide. ``node`` is where the job
+    ran (a node list for a multi-node job), when the scheduler says.
+    """
+
+    state: JobState
+    exit_code: int | None = None
+    reason: str | None = None
+    out_of_memory: bool = False
+    time_limit: bool = False
+    cause: str | None = None
+    node: str | None = None
+
+    @property
+    def final_cause(self) -> str | None:
+        """The cause to report: the scheduler's own, else what the flags say."""
+        if self.cause is not None and self.state.finished:
+            return self.cause
+        return job_cause(self.state, self.out_of_memory, self.time_limit)
+
+
+def shell_exit(code: int | None, sig: int | None) -> tuple[int | None, str | None]:
+    """The shell's exit code for an exit status or a signal, and a reason for a signal."""
+    if sig:
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        return 128 + sig, f"killed by {name}"
+    return code, None
+
+
+def from_wait_status(raw: int) -> tuple[int | None, str | None]:
+    """Shell exit code and reason from a ``waitpid`` status (Slurm's ``exit_code`` field)."""
+    return shell_exit((raw >> 8) & 0xFF, raw & 0x7F)
