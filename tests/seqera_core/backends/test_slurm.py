@@ -173,7 +173,7 @@ def test_a_job_that_cannot_be_written_fails_the_batch_before_any_submission(
 ) -> None:
     runner = FakeSlurm({"sbatch": [ok("1")]})
     slurm = backend(tmp_path, runner)
-    with pytest.raises(UsageError, match="'j' cannot be submitted.*not valid in a shell"):
+    with pytest.raises(UsageError, match=r"'j' cannot be submitted.*not valid in a shell"):
         slurm.submit([JobSpec("ok", ["true"]), JobSpec("j", ["true"], env={"A B": "x"})])
     with pytest.raises(UsageError, match="empty command"):
         slurm.submit([JobSpec("j", [])])

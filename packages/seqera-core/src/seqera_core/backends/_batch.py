@@ -468,7 +468,9 @@ class BatchBackend(Backend):
         """Send a job that failed for its node's or a preemption's sake again, if allowed."""
         job = self._jobs.get(original)
         cause = status.cause
-        if job is None or cause not in RESUBMIT_LIMITS or original in self._cancelled:
+        if job is None or cause is None or cause not in RESUBMIT_LIMITS:
+            return status
+        if original in self._cancelled:
             return status
         if job.resubmissions[cause] >= RESUBMIT_LIMITS[cause]:
             return status

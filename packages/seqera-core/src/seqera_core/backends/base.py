@@ -66,9 +66,7 @@ class JobState(enum.Enum):
         return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
 
 
-def job_cause(
-    state: JobState, out_of_memory: bool = False, time_limit: bool = False
-) -> str | None:
+def job_cause(state: JobState, out_of_memory: bool = False, time_limit: bool = False) -> str | None:
     """The cause a backend that knows no more than its flags reports; None unless failed."""
     if state is JobState.CANCELLED:
         return CANCELLED

@@ -292,7 +292,9 @@ class PbsBackend(BatchBackend):
 
     def _find_key(self, key: str) -> tuple[bool, str | None]:
         # Every job the server lists (an array once, as 1234[]), finished ones too on Pro.
-        argv = ["qstat", "-x", "-f", "-F", "json"] if self.dialect == "pro" else ["qstat", "-f", "-1"]
+        argv = (
+            ["qstat", "-x", "-f", "-F", "json"] if self.dialect == "pro" else ["qstat", "-f", "-1"]
+        )
         result = self._run(argv)
         if not result.ok and not result.stdout.strip():
             return False, None
