@@ -37,17 +37,17 @@ import contextlib
 import os
 import shutil
 import time
-from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
 from attrs import frozen
 
-from ..errors import SeqeraError, UsageError
+from ..errors import UsageError
 from ..squash import SquashPolicy, array_key
 from ._commands import CommandResult, RetryPolicy, Runner, run_command
-from ._exits import Observed, from_wait_status, shell_exit
+from ._errors import SchedulerError, SubmitError, Unsent
+from ._exits import Observed, from_wait_status, reconcile, shell_exit
 from ._jobdir import (
     EXIT_FILE,
     JobFiles,
@@ -59,7 +59,8 @@ from ._jobdir import (
     submission_key,
     write_array,
 )
-from .base import NODE_FAILURE, PREEMPTED, Backend, JobHandle, JobSpec, JobState, JobStatus
+from ._recovery import RESUBMIT_LIMITS, Sent, next_submission, resubmitted
+from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = [
     "EXIT_FILE",
@@ -80,54 +81,6 @@ __all__ = [
     "shell_exit",
 ]
 
-# How often poll() sends a job again by itself, per cause.
-RESUBMIT_LIMITS: Mapping[str, int] = {NODE_FAILURE: 1, PREEMPTED: 3}
-
-
-class SchedulerError(SeqeraError):
-    """A scheduler command failed for good (after any retries)."""
-
-    def __init__(self, message: str, result: CommandResult | None = None) -> None:
-        self.result = result
-        detail = f": {result.describe()}" if result is not None else ""
-        super().__init__(message + detail)
-
-
-class SubmitError(SchedulerError):
-    """A batch submission that failed part-way. Keep what it carries: those jobs run.
-
-    Attributes:
-        submitted: the handles of the jobs the scheduler accepted before the failure;
-            they run, so poll or cancel them like any other.
-        positions: for each handle in ``submitted``, its job's index in the list given to
-            ``submit`` (same length; ``range(len(submitted))`` when not known).
-        unknown: indices of jobs whose outcome could not be learnt: the scheduler may
-            have them, and could not be asked (it stayed unreachable). Every other index
-            not in ``positions`` was not submitted.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        result: CommandResult | None,
-        submitted: Sequence[JobHandle],
-        *,
-        positions: Sequence[int] | None = None,
-        unknown: Sequence[int] = (),
-    ) -> None:
-        self.submitted = tuple(submitted)
-        self.positions = tuple(range(len(self.submitted)) if positions is None else positions)
-        self.unknown = tuple(unknown)
-        super().__init__(message, result)
-
-
-class _Unsent(SchedulerError):
-    """A submission given up on; ``unknown`` when the scheduler could not be asked."""
-
-    def __init__(self, message: str, result: CommandResult | None, unknown: bool) -> None:
-        self.unknown = unknown
-        super().__init__(message, result)
-
 
 @frozen
 class _Send:
@@ -138,16 +91,6 @@ class _Send:
     key: str
     directory: Path
     array: bool
-
-
-@frozen
-class _Job:
-    """What poll() needs to send a job again: its spec, files and history of sends."""
-
-    spec: JobSpec
-    files: JobFiles
-    resubmissions: Counter[str] = attrs.field(factory=Counter, eq=False)
-    excluded: tuple[str, ...] = ()
 
 
 class BatchBackend(Backend):
@@ -192,7 +135,7 @@ class BatchBackend(Backend):
         self._runner: Runner = runner or run_command
         self._sleep = sleep
         self._index = JobIndex(self.work_dir)
-        self._jobs: dict[str, _Job] = {}  # by the id submit() returned
+        self._jobs: dict[str, Sent] = {}  # by the id submit() returned
         self._current: dict[str, str] = {}  # id submit() returned -> id of its latest run
         self._finished: dict[str, JobStatus] = {}
         self._cancelled: set[str] = set()
@@ -316,7 +259,7 @@ class BatchBackend(Backend):
         for send in sends:
             try:
                 base = self._send(send.argv, send.key, send.directory)
-            except _Unsent as exc:
+            except Unsent as exc:
                 done = sorted(handles)
                 names = ", ".join(repr(prepared[n][0].name) for n in send.positions[:3])
                 raise SubmitError(
@@ -334,7 +277,7 @@ class BatchBackend(Backend):
             for n, native_id in zip(send.positions, ids, strict=True):
                 spec, files = prepared[n]
                 self._index.remember(native_id, files.directory)
-                self._jobs[native_id] = _Job(spec, files)
+                self._jobs[native_id] = Sent(spec, files)
                 handles[n] = JobHandle(
                     self.name, native_id, spec.name, str(files.stdout), str(files.stderr)
                 )
@@ -378,7 +321,7 @@ class BatchBackend(Backend):
         """Submit once, whatever fails: after an unknown outcome, ask for ``key`` first.
 
         Raises:
-            _Unsent: refused, or retries exhausted (``unknown`` if never answered).
+            Unsent: refused, or retries exhausted (``unknown`` if never answered).
         """
         delays = self.retry.delays()
         while True:
@@ -386,7 +329,7 @@ class BatchBackend(Backend):
             if result.ok:
                 return self._parse_submit(result.stdout)
             if not self._transient(result):
-                raise _Unsent("submission refused", result, unknown=False)
+                raise Unsent("submission refused", result, unknown=False)
             # Timed out, or the scheduler was busy or unreachable: it may have the job.
             while True:
                 answered, found = self._find_key(key)
@@ -394,7 +337,7 @@ class BatchBackend(Backend):
                     return found
                 delay = next(delays, None)
                 if delay is None:
-                    raise _Unsent("submission failed", result, unknown=not answered)
+                    raise Unsent("submission failed", result, unknown=not answered)
                 self._sleep(delay)
                 if answered:
                     break  # the scheduler says it has no such job: send it again
@@ -467,58 +410,31 @@ class BatchBackend(Backend):
     def _resubmit(self, original: str, status: JobStatus) -> JobStatus:
         """Send a job that failed for its node's or a preemption's sake again, if allowed."""
         job = self._jobs.get(original)
-        cause = status.cause
-        if job is None or cause is None or cause not in RESUBMIT_LIMITS:
+        if job is None or original in self._cancelled:
             return status
-        if original in self._cancelled:
+        plan = next_submission(job, status)
+        if plan is None:
             return status
-        if job.resubmissions[cause] >= RESUBMIT_LIMITS[cause]:
-            return status
-        job.resubmissions[cause] += 1
-        count = sum(job.resubmissions.values())
-        excluded = job.excluded
-        if cause == NODE_FAILURE and status.node:
-            excluded = tuple(dict.fromkeys((*excluded, *status.node.split(","))))
-        key = submission_key(job.files.directory, count)
         job.files.exit_file.unlink(missing_ok=True)  # the new run writes its own
         try:
-            argv = self._submit_argv(job.spec, job.files, key, excluded)
-            new_id = self._send(argv, key, job.files.directory)
+            argv = self._submit_argv(job.spec, job.files, plan.key, plan.excluded)
+            new_id = self._send(argv, plan.key, job.files.directory)
         except SchedulerError as exc:
             return attrs.evolve(status, reason=f"{status.reason}; not sent again: {exc}")
-        self._jobs[original] = attrs.evolve(job, excluded=excluded)
+        self._jobs[original] = attrs.evolve(job, excluded=plan.excluded)
         self._current[original] = new_id
         self._index.remember(new_id, job.files.directory)
-        where = f" on {status.node}" if status.node else ""
-        return JobStatus(
-            status.handle,
-            JobState.PENDING,
-            reason=f"{cause.replace('_', ' ')}{where}: sent again as job {new_id}",
-            node=status.node,
-            resubmissions=count,
-        )
+        return resubmitted(status, new_id, plan.count)
 
     def _status(
         self, handle: JobHandle, seen: Observed | None, unreachable: str | None
     ) -> JobStatus:
         native_id = handle.native_id
+        recorded = self._index.exit_code(native_id)
+        seen = reconcile(seen, recorded, native_id in self._cancelled)
         if seen is None:
-            code = self._index.exit_code(native_id)
-            if code is not None:  # forgotten by the scheduler, but the script recorded its end
-                seen = Observed(JobState.SUCCEEDED if code == 0 else JobState.FAILED, code)
-            elif native_id in self._cancelled:
-                seen = Observed(JobState.CANCELLED, reason="cancelled")
-            else:
-                why = unreachable or f"{self.name} does not know job {native_id} (yet)"
-                return JobStatus(handle, JobState.UNKNOWN, reason=why)
-        elif seen.state.finished and seen.exit_code is None:
-            # The scheduler says it ended but not how (Torque through Slurm's wrappers).
-            code = self._index.exit_code(native_id)
-            if code is not None and seen.state in (JobState.SUCCEEDED, JobState.FAILED):
-                state = JobState.SUCCEEDED if code == 0 else JobState.FAILED
-                seen = attrs.evolve(seen, state=state, exit_code=code)
-            elif native_id in self._cancelled and seen.state is JobState.FAILED:
-                seen = attrs.evolve(seen, state=JobState.CANCELLED, reason="cancelled")
+            why = unreachable or f"{self.name} does not know job {native_id} (yet)"
+            return JobStatus(handle, JobState.UNKNOWN, reason=why)
         if seen.state.finished:
             seen = self._settle(handle, seen)
         return JobStatus(

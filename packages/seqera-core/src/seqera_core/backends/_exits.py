@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import signal
 
+import attrs
 from attrs import frozen
 
 from .base import JobState, job_cause
 
-__all__ = ["Observed", "from_wait_status", "shell_exit"]
+__all__ = ["Observed", "from_wait_status", "reconcile", "shell_exit"]
 
 
 @frozen
@@ -55,3 +56,25 @@ def shell_exit(code: int | None, sig: int | None) -> tuple[int | None, str | Non
 def from_wait_status(raw: int) -> tuple[int | None, str | None]:
     """Shell exit code and reason from a ``waitpid`` status (Slurm's ``exit_code`` field)."""
     return shell_exit((raw >> 8) & 0xFF, raw & 0x7F)
+
+
+def reconcile(seen: Observed | None, recorded: int | None, cancelled: bool) -> Observed | None:
+    """What the scheduler said, completed by what the job's script recorded.
+
+    ``recorded`` is the exit code the script wrote into its directory (None if it has
+    not), ``cancelled`` whether this process cancelled the job. A job the scheduler has
+    forgotten is known by its recorded code, or as cancelled; otherwise None (unknown).
+    A job it says ended without saying how (Torque through Slurm's wrappers) takes the
+    recorded code.
+    """
+    if seen is None:
+        if recorded is not None:
+            return Observed(JobState.SUCCEEDED if recorded == 0 else JobState.FAILED, recorded)
+        return Observed(JobState.CANCELLED, reason="cancelled") if cancelled else None
+    if seen.state.finished and seen.exit_code is None:
+        if recorded is not None and seen.state in (JobState.SUCCEEDED, JobState.FAILED):
+            state = JobState.SUCCEEDED if recorded == 0 else JobState.FAILED
+            return attrs.evolve(seen, state=state, exit_code=recorded)
+        if cancelled and seen.state is JobState.FAILED:
+            return attrs.evolve(seen, state=JobState.CANCELLED, reason="cancelled")
+    return seen
