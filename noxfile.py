@@ -39,6 +39,12 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
         "tests/integration",
         (SNAKEMAKE, "snakemake-storage-plugin-s3", "moto[server]>=5.0"),
     ),
+    # faults injected into the real components of the integration suite (its fixtures)
+    "faults": (
+        (CORE, "packages/snakemake-executor-plugin-seqera", "packages/cwltool-seqera"),
+        "tests/faults",
+        (SNAKEMAKE, "snakemake-storage-plugin-s3", "moto[server]>=5.0"),
+    ),
 }
 
 

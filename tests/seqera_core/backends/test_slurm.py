@@ -539,3 +539,20 @@ def test_array_elements_are_named_as_squeue_takes_them() -> None:
     assert set(jobs) == {"14", "15_0", "15_3"}
     assert jobs["15_3"].state is JobState.FAILED and jobs["15_3"].exit_code == 3
     assert jobs["15_0"].state is JobState.SUCCEEDED
+
+
+def test_a_job_that_went_through_and_left_squeue_is_found_by_its_start_mark(
+    tmp_path: Path,
+) -> None:
+    # Found by the fault suite: sbatch hung past the timeout, the job ran, ended and was
+    # purged (MinJobAge) before squeue was asked; its script's start mark still names it.
+    def purged(argv: Sequence[str]) -> CommandResult:
+        directory = next(iter(tmp_path.glob("jobs/*/job.sh"))).parent
+        env = {"SLURM_JOB_ID": "31", "PATH": "/usr/bin:/bin"}
+        subprocess.run(["sh", str(directory / "job.sh")], env=env, cwd=directory, check=True)
+        return ok("")
+
+    runner = FakeSlurm({"sbatch": [CommandResult(["sbatch"], None)], "squeue": [purged]})
+    slurm = backend(tmp_path, runner)
+    [handle] = slurm.submit([JobSpec("a", ["true"])])
+    assert handle.native_id == "31" and slurm.calls == {"sbatch": 1, "squeue": 1}

@@ -56,6 +56,7 @@ from ._jobdir import (
     job_labels,
     job_script,
     prepare_job,
+    started_id,
     submission_key,
     write_array,
 )
@@ -333,6 +334,9 @@ class BatchBackend(Backend):
             # Timed out, or the scheduler was busy or unreachable: it may have the job.
             while True:
                 answered, found = self._find_key(key)
+                # Not listed (any more)? A job that ran marked its directory on starting:
+                # looked at after the listing, a job cannot slip between the two.
+                found = found or started_id(directory)
                 if found:
                     return found
                 delay = next(delays, None)
@@ -415,7 +419,7 @@ class BatchBackend(Backend):
         plan = next_submission(job, status)
         if plan is None:
             return status
-        job.files.exit_file.unlink(missing_ok=True)  # the new run writes its own
+        job.files.forget_run()  # the new run writes its own
         try:
             argv = self._submit_argv(job.spec, job.files, plan.key, plan.excluded)
             new_id = self._send(argv, plan.key, job.files.directory)

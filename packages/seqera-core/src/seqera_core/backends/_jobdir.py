@@ -28,6 +28,7 @@ from .base import JobSpec
 
 __all__ = [
     "EXIT_FILE",
+    "STARTED_FILE",
     "JobFiles",
     "JobIndex",
     "job_environment",
@@ -35,11 +36,17 @@ __all__ = [
     "job_script",
     "prepare_job",
     "shell_word",
+    "started_id",
     "submission_key",
     "write_array",
 ]
 
 EXIT_FILE = "exitcode"
+# The script's first act: append the scheduler's id for this run (an array's own id for an
+# element), so a job that ran and left the scheduler's listing is still found by its
+# directory after an ambiguous submission error (see _batch).
+STARTED_FILE = "started"
+_RUN_ID = "${SLURM_ARRAY_JOB_ID:-${PBS_ARRAY_ID:-${SLURM_JOB_ID:-${PBS_JOBID:-unknown}}}}"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 _NOT_FILE_NAME = re.compile(r"[^A-Za-z0-9._+-]", re.ASCII)
 _KEY_PREFIX = "seqera-"
@@ -58,6 +65,22 @@ class JobFiles:
     def exit_file(self) -> Path:
         """The file the script writes the command's exit code to."""
         return self.directory / EXIT_FILE
+
+    def forget_run(self) -> None:
+        """Remove what a run left (exit code, start mark) before the job is sent again."""
+        for name in (EXIT_FILE, STARTED_FILE):
+            (self.directory / name).unlink(missing_ok=True)
+
+
+def started_id(directory: Path) -> str | None:
+    """The scheduler id the job (or any element of the array) in ``directory`` started
+    under, or None if it has not started."""
+    for mark in (directory / STARTED_FILE, *sorted(directory.glob(f"*.dir/{STARTED_FILE}"))):
+        with contextlib.suppress(OSError):
+            ids = mark.read_text().split()
+            if ids and ids[-1] != "unknown":
+                return ids[-1]
+    return None
 
 
 def submission_key(directory: Path, resubmission: int = 0) -> str:
@@ -190,6 +213,7 @@ def job_script(spec: JobSpec, files: JobFiles) -> str:
         "# Written by seqera-core. Scheduler options are given on the command line, not here.",
         # Some submitters start jobs with an empty environment (Debian's Torque qsub -v).
         'export PATH="${PATH:-/usr/local/bin:/usr/bin:/bin}"',
+        f"printf '%s\\n' \"{_RUN_ID}\" >> {shell_word(str(files.directory / STARTED_FILE))}",
         "__seqera_nl='",
         "'",
     ]
