@@ -16,7 +16,7 @@ import pytest
 
 from seqera_core.backends._batch import RetryPolicy
 from seqera_core.backends.base import JobHandle, JobSpec, JobState, JobStatus
-from seqera_core.backends.slurm import SlurmBackend
+from seqera_core.backends.slurm import SlurmBackend, submission_key_of
 from seqera_core.labels import decode_labels
 from seqera_core.models import ResourceRequest
 from seqera_core.units import MIB
@@ -96,7 +96,10 @@ def test_success_with_output_and_labels(backend: SlurmBackend, tmp_path: Path) -
     )
     [handle] = backend.submit([spec])
     comment = scontrol(handle.native_id)["Comment"]
-    assert decode_labels(comment) == {"team": "core; x=1"}
+    # the labels, after the submission key Slurm keeps for the backend's look-ups
+    key = "seqera-" + Path(handle.stdout or "").parent.name.rpartition(".")[2]
+    assert decode_labels(comment) == {"seqera-submission": key, "team": "core; x=1"}
+    assert submission_key_of(comment) == key
     [status] = wait(backend, [handle])
     assert (status.state, status.exit_code) == (JobState.SUCCEEDED, 0)
     assert backend.logs(handle) == "hello world from core; x=1\noops\n"

@@ -373,6 +373,9 @@ def test_torque_carries_its_key_in_the_job_name(tmp_path: Path) -> None:
 def test_a_mother_superior_failure_is_a_node_failure_with_its_host() -> None:
     seen = pbs_exit(-20)
     assert seen.final_cause == NODE_FAILURE and seen.state is JobState.FAILED
+    # what baw-server's users met in production (see shared/fixtures/pbs/README.md)
+    assert pbs_exit(-32).final_cause == NODE_FAILURE
+    assert pbs_exit(-31).final_cause == OUT_OF_MEMORY
     assert pbs_exit(-27).final_cause == OUT_OF_MEMORY
     assert pbs_exit(-29).final_cause == TIME_LIMIT
     assert pbs_exit(3).final_cause == OTHER and pbs_exit(0).final_cause is None

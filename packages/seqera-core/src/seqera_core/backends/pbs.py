@@ -97,9 +97,13 @@ _EXEC_CODES = {
     -27: "JOB_EXEC_KILL_MEM: exceeded mem",
     -28: "JOB_EXEC_KILL_CPUT: exceeded cput",
     -29: "JOB_EXEC_KILL_WALLTIME: exceeded walltime",
+    -31: "JOB_EXEC_KILL_HPMEM: exceeded high-priority memory",
+    -32: "JOB_EXEC_RERUN_ZOMBIE_JOB: job lost by its MoM (re-imaged node)",
 }
-# The node, not the job, failed: mother superior lost, MoM restarted under the job.
-_NODE_FAILURES = (-20, -4)
+# The node, not the job, failed: mother superior lost, MoM restarted under the job, or
+# the MoM lost the job (re-imaged node). QutEcoacoustics/baw-server met -20 and -32 in
+# production (its spec/lib/gems/pbs/lib/pbs/exit_status_spec.rb, issues #879, #880).
+_NODE_FAILURES = (-20, -4, -32)
 _SUBSTATE_TERMINATED = 91  # finished because of qdel (job.h JOB_SUBSTATE_TERMINATED)
 _TRANSIENT = (
     "cannot connect to server",
@@ -144,7 +148,9 @@ def pbs_exit(exit_status: object, substate: object = None, comment: str | None =
     text = (comment or "").lower()
     time_limit = status == -29 or "exceeded resource walltime" in text
     oom = (
-        status in (-26, -27) or "exceeded resource mem" in text or "exceeded resource vmem" in text
+        status in (-26, -27, -31)
+        or "exceeded resource mem" in text
+        or "exceeded resource vmem" in text
     )
     code: int | None
     reason: str | None
