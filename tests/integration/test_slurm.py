@@ -15,7 +15,15 @@ from pathlib import Path
 import pytest
 
 from seqera_core.backends._batch import RetryPolicy
-from seqera_core.backends.base import JobHandle, JobSpec, JobState, JobStatus
+from seqera_core.backends.base import (
+    OTHER,
+    OUT_OF_MEMORY,
+    TIME_LIMIT,
+    JobHandle,
+    JobSpec,
+    JobState,
+    JobStatus,
+)
 from seqera_core.backends.slurm import SlurmBackend, submission_key_of
 from seqera_core.labels import decode_labels
 from seqera_core.models import ResourceRequest
@@ -102,13 +110,14 @@ def test_success_with_output_and_labels(backend: SlurmBackend, tmp_path: Path) -
     assert submission_key_of(comment) == key
     [status] = wait(backend, [handle])
     assert (status.state, status.exit_code) == (JobState.SUCCEEDED, 0)
+    assert status.cause is None and status.node  # NodeList, while squeue still lists it
     assert backend.logs(handle) == "hello world from core; x=1\noops\n"
 
 
 def test_non_zero_exit(backend: SlurmBackend) -> None:
     [handle] = backend.submit([JobSpec("exit-3", ["sh", "-c", "exit 3"])])
     [status] = wait(backend, [handle])
-    assert (status.state, status.exit_code) == (JobState.FAILED, 3)
+    assert (status.state, status.exit_code, status.cause) == (JobState.FAILED, 3, OTHER)
 
 
 def test_out_of_memory_kill(backend: SlurmBackend) -> None:
@@ -118,6 +127,7 @@ def test_out_of_memory_kill(backend: SlurmBackend) -> None:
     [handle] = backend.submit([JobSpec("hog", hog, ResourceRequest(memory=32 * MIB))])
     [status] = wait(backend, [handle])
     assert status.state is JobState.FAILED and status.out_of_memory, status
+    assert status.cause == OUT_OF_MEMORY and status.resubmissions == 0  # the engine's to retry
 
 
 def test_cancel_many_with_one_scancel(backend: SlurmBackend) -> None:
@@ -238,3 +248,4 @@ def test_time_limit_kill(time_limited: tuple[SlurmBackend, JobHandle]) -> None:
     backend, handle = time_limited
     [status] = wait(backend, [handle], limit=150, every=2)
     assert status.state is JobState.FAILED and status.time_limit, status
+    assert status.cause == TIME_LIMIT and status.resubmissions == 0  # the engine's to retry

@@ -23,7 +23,7 @@ from seqera_core.backends.slurm import parse_sacct, parse_squeue
 from seqera_core.models import ResourceRequest
 from seqera_core.units import MIB
 
-from .test_slurm import FakeSlurm, backend, ok
+from .test_slurm import FakeSlurm, backend, fail, ok
 
 
 def line(job: str, state: str, raw: int = 0, node: str = "n1") -> str:
@@ -190,3 +190,24 @@ def test_an_array_element_on_a_failed_node_is_sent_again_alone(tmp_path: Path) -
     assert "--exclude=n2" in again and not any(a.startswith("--array") for a in again)
     assert again[-1] == str(Path(handles[1].stdout or "").parent / "job.sh")
     assert [s.state for s in slurm.poll(handles)] == [JobState.SUCCEEDED] * 2
+
+
+def test_refused_with_the_node_excluded_it_is_sent_without_exclusion(tmp_path: Path) -> None:
+    # a one-node partition: sbatch refuses --exclude of its only node
+    refused = fail(
+        "sbatch: error: Batch job submission failed: Requested node configuration is not available"
+    )
+    runner = FakeSlurm(
+        {
+            "sbatch": [ok("10"), refused, ok("11")],
+            "squeue": [ok(line("10", "NODE_FAIL", node="only")), ok(line("11", "COMPLETED"))],
+            "sacct": [ok("")],
+        }
+    )
+    slurm = backend(tmp_path, runner)
+    [handle] = slurm.submit([JobSpec("j", ["true"])])
+    [status] = slurm.poll([handle])
+    sent = [argv for argv in runner.argvs if argv[0] == "sbatch"]
+    assert "--exclude=only" in sent[1] and not any(a.startswith("--exclude") for a in sent[2])
+    assert status.state is JobState.PENDING and "job 11" in (status.reason or "")
+    assert slurm.poll([handle])[0].state is JobState.SUCCEEDED

@@ -420,12 +420,22 @@ class BatchBackend(Backend):
         if plan is None:
             return status
         job.files.forget_run()  # the new run writes its own
+        excluded = plan.excluded
         try:
-            argv = self._submit_argv(job.spec, job.files, plan.key, plan.excluded)
-            new_id = self._send(argv, plan.key, job.files.directory)
+            try:
+                argv = self._submit_argv(job.spec, job.files, plan.key, excluded)
+                new_id = self._send(argv, plan.key, job.files.directory)
+            except Unsent as exc:
+                if exc.unknown or not excluded:
+                    raise
+                # Refused with those nodes excluded (a one-node partition): the failed
+                # node may be back, and a job sent again beats a job lost.
+                excluded = ()
+                argv = self._submit_argv(job.spec, job.files, plan.key, excluded)
+                new_id = self._send(argv, plan.key, job.files.directory)
         except SchedulerError as exc:
             return attrs.evolve(status, reason=f"{status.reason}; not sent again: {exc}")
-        self._jobs[original] = attrs.evolve(job, excluded=plan.excluded)
+        self._jobs[original] = attrs.evolve(job, excluded=excluded)
         self._current[original] = new_id
         self._index.remember(new_id, job.files.directory)
         return resubmitted(status, new_id, plan.count)
