@@ -109,7 +109,7 @@ def test_sbatch_losing_its_answer_runs_every_job_once(
     runs = [lines(out / f"runs.{i}") for i in range(count)]
     fault_table.rows.append(
         FaultRow(
-            fault=f"sbatch {mode} after Slurm accepted (every {every}th call)",
+            fault=f"sbatch {mode} after Slurm accepted (1 call in {every})",
             injected=injected,
             jobs=count,
             submitted=len(accepted),
