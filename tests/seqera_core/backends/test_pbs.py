@@ -381,6 +381,7 @@ def test_a_mother_superior_failure_is_a_node_failure_with_its_host() -> None:
     assert pbs_exit(3).final_cause == OTHER and pbs_exit(0).final_cause is None
     jobs = parse_pro_json(fixture("finished.json"))
     assert jobs["1004.pbs"].node == "pbs"  # exec_host "pbs/0"
+    assert parse_pro_json(fixture("running.json"))["1.pbs"].node == "pbs"  # while it runs
 
 
 def test_a_node_failure_on_pbs_is_sent_again_once(tmp_path: Path) -> None:

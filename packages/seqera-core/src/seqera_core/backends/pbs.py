@@ -193,7 +193,8 @@ def _observed(
     comment = job.get("comment")
     if not state.finished:
         # The scheduler's comment says why a job waits ("Not Running: Insufficient ...").
-        return Observed(state, None, comment if comment and state is JobState.PENDING else why)
+        why = comment if comment and state is JobState.PENDING else why
+        return Observed(state, None, why, node=_exec_host(job.get("exec_host")))
     exit_status = job.get("Exit_status", job.get("exit_status"))
     seen = pbs_exit(exit_status, job.get("substate"), comment)
     return attrs.evolve(seen, node=_exec_host(job.get("exec_host")))

@@ -368,7 +368,7 @@ class SlurmBackend(BatchBackend):
         if seen.state is JobState.FAILED and not seen.out_of_memory and seen.exit_code == 137:
             tail = _tail(handle.stderr) + _tail(handle.stdout)
             if any(marker in tail for marker in _OOM_MARKERS):
-                return Observed(seen.state, seen.exit_code, "out of memory", True, seen.time_limit)
+                return attrs.evolve(seen, reason="out of memory", out_of_memory=True)
         return seen
 
     def _cancel_argv(self, ids: Sequence[str]) -> list[str]:
