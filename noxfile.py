@@ -35,7 +35,12 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
         ("schemathesis>=4",),
     ),
     "integration": (
-        (CORE, "packages/snakemake-executor-plugin-seqera", "packages/cwltool-seqera"),
+        (
+            CORE,
+            "packages/snakemake-executor-plugin-seqera",
+            "packages/cwltool-seqera",
+            "packages/seqera-nextflow-sidecar",
+        ),
         "tests/integration",
         (SNAKEMAKE, "snakemake-storage-plugin-s3", "moto[server]>=5.0"),
     ),
