@@ -34,7 +34,7 @@ from ..errors import UsageError
 from ..history import TaskRecord
 from ..units import GIB, format_bytes, format_seconds
 from ._figures import ProcessFigures, busy, label
-from ._report import Report, document, failures_text
+from ._report import Report, amount, document, failures_text
 
 __all__ = ["EXTRA_MISSING", "plotly_js", "render"]
 
@@ -158,8 +158,8 @@ def _plot(index: int, figure: Figure) -> str:
     return f'<div class="plot" id="plot-{index}"></div>\n<script>Plotly.newPlot({arguments});</script>'
 
 
-def _cell(value: float, digits: int = 2) -> str:
-    return f"{value:,.{digits}f}"
+def _cell(value: float) -> str:
+    return amount(value)
 
 
 def _summary_rows(report: Report) -> list[tuple[str, str]]:

@@ -21,7 +21,7 @@ from ._figures import Summary, summary
 from ._records import select
 from ._snippets import nextflow_config, nextflow_directives, snakemake_profile
 
-__all__ = ["Report", "build", "document", "failures_text", "headline"]
+__all__ = ["Report", "build", "document", "amount", "failures_text", "headline"]
 
 _CAUSE_WORDS = {
     "out_of_memory": "out of memory",
@@ -122,6 +122,15 @@ def document(report: Report) -> dict[str, Any]:
     }
 
 
+def amount(value: float) -> str:
+    """A figure for people: whole above 100, two decimals above 1, two digits below."""
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 1 or value == 0:
+        return f"{value:.2f}"
+    return f"{value:.2g}"
+
+
 def failures_text(failures: dict[str, int]) -> str:
     """``3 failed (2 out of memory, 1 other)`` or ``no failure``."""
     total = sum(failures.values())
@@ -136,17 +145,17 @@ def headline(report: Report, limit: int = 3) -> list[str]:
     figures = report.summary
     memory, cpus = figures.memory, figures.cpus
     lines = [
-        f"{figures.tasks} tasks, {failures_text(figures.failures)}; memory {memory.used:.2f} "
-        f"of {memory.requested:.2f} GB-h used, {memory.wasted:.2f} wasted; cpus "
-        f"{cpus.used:.2f} of {cpus.requested:.2f} core-h busy"
-        + (f"; cost {figures.costs.total:.2f}, {figures.costs.wasted:.2f} wasted"
+        f"{figures.tasks} tasks, {failures_text(figures.failures)}; memory {amount(memory.used)} "
+        f"of {amount(memory.requested)} GB-h used, {amount(memory.wasted)} wasted; cpus "
+        f"{amount(cpus.used)} of {amount(cpus.requested)} core-h busy"
+        + (f"; cost {amount(figures.costs.total)}, {amount(figures.costs.wasted)} wasted"
            if figures.costs else "")  # fmt: skip
     ]
     for process in figures.processes[:limit]:
         if process.memory.wasted <= 0 and process.cpus.wasted <= 0:
             break
-        text = f"  {process.process}: {process.memory.wasted:.2f} GB-h memory and " \
-               f"{process.cpus.wasted:.2f} core-h wasted"  # fmt: skip
+        text = f"  {process.process}: {amount(process.memory.wasted)} GB-h memory and " \
+               f"{amount(process.cpus.wasted)} core-h wasted"  # fmt: skip
         peak = process.distributions.get("peak_memory")
         asked = process.distributions.get("memory")
         if peak is not None and asked is not None:
@@ -160,7 +169,7 @@ def headline(report: Report, limit: int = 3) -> list[str]:
         lines.append(text)
     if report.advice:
         lines.append(
-            f"the right-sizer would have saved {report.saved_memory:.2f} GB-h of memory and "
-            f"{report.saved_cpus:.2f} core-h on this run"
+            f"the right-sizer would have saved {amount(report.saved_memory)} GB-h of memory and "
+            f"{amount(report.saved_cpus)} core-h on this run"
         )
     return lines
