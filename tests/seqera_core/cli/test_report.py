@@ -41,7 +41,9 @@ def history(tmp_path: Path) -> Path:
     return path
 
 
-def test_the_page_and_its_path(history: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_page_and_its_path(
+    history: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["report", "--history", str(history), "-o", "out/r.html"]) == 0
     out = capsys.readouterr().out
     page = tmp_path / "out" / "r.html"
@@ -97,7 +99,9 @@ def test_bad_input_exits_2(
     assert err.startswith("seqera report: error: ") and message in err
 
 
-def test_an_empty_or_missing_history_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_empty_or_missing_history_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     open_history(tmp_path / "empty.db").close()
     assert main(["report", "--history", str(tmp_path / "empty.db")]) == 2
     assert "holds no task yet" in capsys.readouterr().err

@@ -23,7 +23,10 @@ def _python(code: str) -> list[str]:
 
 # bytes b"x" * n are written, so resident: bytes(n) would be calloc'ed and never touched
 HOLD = "import time; x = b'x' * ({mb} * 2**20); time.sleep({nap})"
-SPIN = "import time; x = b'x' * ({mb} * 2**20); end = time.time() + {nap}\nwhile time.time() < end: pass"
+SPIN = (
+    "import time; x = b'x' * ({mb} * 2**20)\n"
+    "end = time.time() + {nap}\nwhile time.time() < end: pass"
+)
 
 # (process, command, cpus, memory, time limit): what each task of the run declares
 JOBS = [

@@ -58,9 +58,11 @@ def recomputed(path: Path, runs: list[str]) -> dict[str, dict[str, Any]]:
             "cpus": [(cpu_req or 0) / 3600, (cpu_used or 0) / 3600],
             "run_hours": (run or 0) / 3600,
             "limit_hours": (limit or 0) / 3600,
-            "failures": {k: v for k, v in
-                         (("out_of_memory", oom), ("time_limit", time_limit), ("other", other))
-                         if v},  # fmt: skip
+            "failures": {
+                k: v
+                for k, v in (("out_of_memory", oom), ("time_limit", time_limit), ("other", other))
+                if v
+            },
         }
     return figures
 
@@ -106,8 +108,8 @@ def test_distributions_are_the_rows_quartiles(local_history: Path) -> None:
     report = build(history, [RUN_ID])
     history.close()
     with sqlite3.connect(local_history) as db:
-        peaks = [p for (p,) in db.execute(
-            "SELECT peak_memory FROM task_history WHERE process = 'align' AND succeeded")]  # fmt: skip
+        query = "SELECT peak_memory FROM task_history WHERE process = 'align' AND succeeded"
+        peaks = [p for (p,) in db.execute(query)]
     align = next(p for p in report.summary.processes if p.process == "align")
     spread = align.distributions["peak_memory"]
     assert spread.count == len(peaks) == 4

@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
     location = os.path.expanduser(str(config.get("history") or DEFAULT_HISTORY))
     path = _local_path(location)
     if path is not None and not path.is_file():  # opening it would create an empty one
-        raise ResourceError("--history", location, "an existing history (SQLite file) or a "
-                            "postgresql:// URL; set it with --history or $SEQERA_HISTORY")  # fmt: skip
+        expected = "an existing history (SQLite file) or a postgresql:// URL"
+        raise ResourceError("--history", location, f"{expected} (--history or $SEQERA_HISTORY)")
     since = None if args.since is None else parse_since(args.since)
     platform_file = config.get("platform")
     platform = platforms.load(platform_file) if platform_file else None

@@ -19,7 +19,9 @@ __all__ = ["CAUSES", "cause", "parse_since", "select"]
 
 # The failure causes a report counts, in the order it shows them.
 CAUSES = ("out_of_memory", "time_limit", "node_failure", "preempted", "cancelled", "other")
-_SINCE_FORMS = "an ISO date or time, e.g. 2026-11-24, 2026-11-24T13:00 (local time) or 2026-11-24T13:00Z"
+_SINCE_FORMS = (
+    "an ISO date or time, e.g. 2026-11-24, 2026-11-24T13:00 (local time) or 2026-11-24T13:00Z"
+)
 _SHOWN_RUNS = 5
 
 

@@ -54,7 +54,7 @@ Getter = Callable[[TaskRecord], float | None]
 def plotly_js() -> str:
     """plotly.js as the ``plotly`` package ships it, or a UsageError naming the extra."""
     try:
-        from plotly.offline import get_plotlyjs
+        from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
     except ImportError:
         raise UsageError(EXTRA_MISSING) from None
     return str(get_plotlyjs())
@@ -144,8 +144,8 @@ def _figures(report: Report) -> list[Figure]:
                [("requested", lambda r: _gib(r.memory)),
                 ("peak", lambda r: _gib(r.peak_memory))], runs),
         _boxes("Time: limit and run time, per successful task", "minutes", order, done,
-               [("limit", lambda r: _minutes(r.time)), ("run time", lambda r: _minutes(r.realtime))],
-               runs),
+               [("limit", lambda r: _minutes(r.time)),
+                ("run time", lambda r: _minutes(r.realtime))], runs),
         _boxes("Cpus: reserved and kept busy (%cpu / 100), per successful task", "cores",
                order, done, [("reserved", lambda r: r.cpus), ("busy", busy)], runs),
     ]  # fmt: skip
@@ -155,7 +155,8 @@ def _figures(report: Report) -> list[Figure]:
 def _plot(index: int, figure: Figure) -> str:
     data, layout = figure
     arguments = ", ".join(_json_script(v) for v in (f"plot-{index}", data, layout, _CONFIG))
-    return f'<div class="plot" id="plot-{index}"></div>\n<script>Plotly.newPlot({arguments});</script>'
+    script = f"<script>Plotly.newPlot({arguments});</script>"
+    return f'<div class="plot" id="plot-{index}"></div>\n{script}'
 
 
 def _cell(value: float) -> str:
@@ -290,4 +291,3 @@ its input.</p>
 <script type="application/json" id="figures">{_json_script(document(report))}</script>
 </body></html>
 """
-

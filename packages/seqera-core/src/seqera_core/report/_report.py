@@ -21,7 +21,7 @@ from ._figures import Summary, summary
 from ._records import select
 from ._snippets import nextflow_config, nextflow_directives, snakemake_profile
 
-__all__ = ["Report", "build", "document", "amount", "failures_text", "headline"]
+__all__ = ["Report", "amount", "build", "document", "failures_text", "headline"]
 
 _CAUSE_WORDS = {
     "out_of_memory": "out of memory",
@@ -30,6 +30,15 @@ _CAUSE_WORDS = {
     "preempted": "preempted",
     "cancelled": "cancelled",
     "other": "other",
+}
+
+
+_UNITS = {
+    "memory": "GB-hours (10^9 bytes x hours)",
+    "cpus": "core-hours",
+    "time": "hours",
+    "advice.memory": "bytes",
+    "advice.time": "seconds",
 }
 
 
@@ -113,11 +122,13 @@ def document(report: Report) -> dict[str, Any]:
     return {
         "source": report.source,
         "generated": report.generated,
-        "units": {"memory": "GB-hours (10^9 bytes x hours)", "cpus": "core-hours",
-                  "time": "hours", "advice.memory": "bytes", "advice.time": "seconds"},  # fmt: skip
+        "units": _UNITS,
         **figures,
-        "saving": {"memory": report.saved_memory, "cpus": report.saved_cpus,
-                   "cost": report.saved_cost},  # fmt: skip
+        "saving": {
+            "memory": report.saved_memory,
+            "cpus": report.saved_cpus,
+            "cost": report.saved_cost,
+        },
         "snippets": {"nextflow": report.nextflow, "snakemake": report.snakemake},
     }
 
@@ -148,9 +159,9 @@ def headline(report: Report, limit: int = 3) -> list[str]:
         f"{figures.tasks} tasks, {failures_text(figures.failures)}; memory {amount(memory.used)} "
         f"of {amount(memory.requested)} GB-h used, {amount(memory.wasted)} wasted; cpus "
         f"{amount(cpus.used)} of {amount(cpus.requested)} core-h busy"
-        + (f"; cost {amount(figures.costs.total)}, {amount(figures.costs.wasted)} wasted"
-           if figures.costs else "")  # fmt: skip
     ]
+    if figures.costs is not None:
+        lines[0] += f"; cost {amount(figures.costs.total)}, {amount(figures.costs.wasted)} wasted"
     for process in figures.processes[:limit]:
         if process.memory.wasted <= 0 and process.cpus.wasted <= 0:
             break
