@@ -168,7 +168,7 @@ _RECORDS = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(records=_RECORDS, runs=st.sets(st.sampled_from(["r1", "r2", "r3"]), min_size=1))
 def test_any_history_agrees_with_its_rows(
     tmp_path_factory: pytest.TempPathFactory, records: list[TaskRecord], runs: set[str]
