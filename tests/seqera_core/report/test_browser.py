@@ -78,11 +78,14 @@ def test_every_plot_is_drawn_offline_without_a_console_error(
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(url, wait_until="load")
-            page.wait_for_function(
-                "() => [...document.querySelectorAll('div.plot')]"
-                ".every(d => d.querySelector('svg.main-svg') !== null)",
-                timeout=30_000,
-            )
+            try:
+                page.wait_for_function(
+                    "() => [...document.querySelectorAll('div.plot')]"
+                    ".every(d => d.querySelector('svg.main-svg') !== null)",
+                    timeout=30_000,
+                )
+            except sync_api.TimeoutError:
+                pytest.fail(f"the plots were not drawn in 30 s; console errors: {errors}")
             plots = page.evaluate(DRAWN)
             page.screenshot(path=str(_artifacts() / "report-local-run.png"), full_page=True)
         finally:
