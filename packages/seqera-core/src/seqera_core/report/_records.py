@@ -1,0 +1,96 @@
+"""Which history rows a report covers, and why each failed attempt failed.
+
+A report covers the attempts of the runs asked for (every run when none is named), and
+of those only the ones that finished at or after ``since`` when it is given (a row with
+no finish time, such as a replayed trace's, is then left out). A run id the history does
+not hold, or a selection with no attempt at all, is a :class:`UsageError` that says what
+the history does hold: the CLI turns it into exit 2.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+from ..errors import ResourceError, UsageError
+from ..history import History, TaskRecord
+
+__all__ = ["CAUSES", "cause", "parse_since", "select"]
+
+# The failure causes a report counts, in the order it shows them.
+CAUSES = ("out_of_memory", "time_limit", "node_failure", "preempted", "cancelled", "other")
+_SINCE_FORMS = (
+    "an ISO date or time, e.g. 2026-11-24, 2026-11-24T13:00 (local time) or 2026-11-24T13:00Z"
+)
+_SHOWN_RUNS = 5
+
+
+def cause(record: TaskRecord) -> str | None:
+    """Why an attempt failed (one of :data:`CAUSES`), or ``None`` when it succeeded.
+
+    A history that records the cause has the last word; an older row's cause is read
+    from its out-of-memory and time-limit flags, and anything else is ``other``.
+    """
+    if record.succeeded:
+        return None
+    recorded = getattr(record, "cause", None)  # the history's own column, where it has one
+    if isinstance(recorded, str) and recorded in CAUSES:
+        return recorded
+    if record.out_of_memory:
+        return "out_of_memory"
+    if record.time_limit:
+        return "time_limit"
+    return "other"
+
+
+def parse_since(text: str) -> float:
+    """Epoch seconds of ``--since``: a date (midnight) or a date and time, local unless zoned."""
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ResourceError("--since", text, _SINCE_FORMS) from None
+    return when.timestamp()  # a naive time is read as local time, as a user types it
+
+
+def _all(history: History) -> list[TaskRecord]:
+    records: list[TaskRecord] = []
+    cursor = 0
+    while True:
+        cursor, batch = history.attempts(cursor)
+        if not batch:
+            return records
+        records += batch
+
+
+def select(
+    history: History,
+    run_ids: Sequence[str] = (),
+    since: float | None = None,
+    *,
+    where: str = "the history",
+) -> list[TaskRecord]:
+    """The attempts of ``run_ids`` (all runs when empty) finished at or after ``since``.
+
+    The latest version of a replayed attempt wins, as in the table itself.
+    """
+    latest: dict[tuple[str, str, int], TaskRecord] = {}
+    for record in _all(history):
+        latest[(record.run_id, record.task_id, record.attempt)] = record
+    records = list(latest.values())
+    if not records:
+        raise UsageError(f"{where} holds no task yet: nothing to report")
+    known = dict.fromkeys(r.run_id for r in records)
+    missing = [run for run in run_ids if run not in known]
+    if missing:
+        recent = list(known)[-_SHOWN_RUNS:]
+        raise ResourceError(
+            "--run", missing[0], f"a run id in {where}; its latest runs are {', '.join(recent)}"
+        )
+    if run_ids:
+        wanted = set(run_ids)
+        records = [r for r in records if r.run_id in wanted]
+    if since is not None:
+        records = [r for r in records if r.finished is not None and r.finished >= since]
+        if not records:
+            raise UsageError(f"no task in {where} finished since the --since time")
+    return records
