@@ -10,8 +10,9 @@ import pytest
 
 from seqera_core.backends import LocalBackend
 from seqera_core.backends.base import JobSpec, JobStatus
-from seqera_core.history import finished_record, open_history
+from seqera_core.history import open_history
 from seqera_core.models import ResourceRequest
+from seqera_core.outcomes import finished_record
 from seqera_core.units import GIB, MIB
 
 RUN_ID = "local-run"
@@ -43,7 +44,7 @@ JOBS = [
 def local_history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite history holding one real run (``RUN_ID``) of the jobs above."""
     root = tmp_path_factory.mktemp("local-run")
-    backend = LocalBackend(cpus=8, workdir=root / "logs", kill_grace=0.3, sample_interval=0.05)
+    backend = LocalBackend(cpus=8, work_dir=root / "logs", kill_grace=0.3, sample_interval=0.05)
     requests = [
         ResourceRequest(cpus=cpus, memory=memory, time=limit, process=process)
         for process, _, cpus, memory, limit in JOBS

@@ -13,12 +13,10 @@ import datetime as dt
 from collections.abc import Sequence
 
 from ..errors import ResourceError, UsageError
-from ..history import History, TaskRecord
+from ..history import CAUSES, History, TaskRecord, cause_of
 
 __all__ = ["CAUSES", "cause", "parse_since", "select"]
 
-# The failure causes a report counts, in the order it shows them.
-CAUSES = ("out_of_memory", "time_limit", "node_failure", "preempted", "cancelled", "other")
 _SINCE_FORMS = (
     "an ISO date or time, e.g. 2026-11-24, 2026-11-24T13:00 (local time) or 2026-11-24T13:00Z"
 )
@@ -26,21 +24,9 @@ _SHOWN_RUNS = 5
 
 
 def cause(record: TaskRecord) -> str | None:
-    """Why an attempt failed (one of :data:`CAUSES`), or ``None`` when it succeeded.
-
-    A history that records the cause has the last word; an older row's cause is read
-    from its out-of-memory and time-limit flags, and anything else is ``other``.
-    """
-    if record.succeeded:
-        return None
-    recorded = getattr(record, "cause", None)  # the history's own column, where it has one
-    if isinstance(recorded, str) and recorded in CAUSES:
-        return recorded
-    if record.out_of_memory:
-        return "out_of_memory"
-    if record.time_limit:
-        return "time_limit"
-    return "other"
+    """Why an attempt failed (one of :data:`CAUSES`), or ``None`` when it succeeded; an older
+    row's cause is read from its out-of-memory and time-limit flags."""
+    return cause_of(record)
 
 
 def parse_since(text: str) -> float:
@@ -50,16 +36,6 @@ def parse_since(text: str) -> float:
     except ValueError:
         raise ResourceError("--since", text, _SINCE_FORMS) from None
     return when.timestamp()  # a naive time is read as local time, as a user types it
-
-
-def _all(history: History) -> list[TaskRecord]:
-    records: list[TaskRecord] = []
-    cursor = 0
-    while True:
-        cursor, batch = history.attempts(cursor)
-        if not batch:
-            return records
-        records += batch
 
 
 def select(
@@ -74,7 +50,7 @@ def select(
     The latest version of a replayed attempt wins, as in the table itself.
     """
     latest: dict[tuple[str, str, int], TaskRecord] = {}
-    for record in _all(history):
+    for record in history.records():
         latest[(record.run_id, record.task_id, record.attempt)] = record
     records = list(latest.values())
     if not records:
