@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Self
 
 from .. import wire
 from ..errors import SeqeraError, UsageError, WireError
-from ..redaction import redacted
 from ..models import ResourceRequest, ResourceResponse
+from ..redaction import redacted
 from .base import Resolver
 
 if TYPE_CHECKING:
