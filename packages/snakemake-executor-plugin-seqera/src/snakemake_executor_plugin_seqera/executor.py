@@ -233,7 +233,9 @@ class Executor(RemoteExecutor):
             # a resolver sized the rule's command alone; the job also runs Snakemake
             request = attrs.evolve(request, memory=RUNNER_MEMORY)
         if not shared:
-            request = attrs.evolve(request, container=request.container or self._image)
+            # The job runs Snakemake itself: the task's image is Snakemake's, whatever
+            # image the rule's own command uses.
+            request = attrs.evolve(request, container=self._image)
         return JobSpec(
             name=f"smk-{name}",
             command=_command(self.format_job_exec(job), squashed=self._squashed),
