@@ -211,3 +211,10 @@ def test_refused_with_the_node_excluded_it_is_sent_without_exclusion(tmp_path: P
     assert "--exclude=only" in sent[1] and not any(a.startswith("--exclude") for a in sent[2])
     assert status.state is JobState.PENDING and "job 11" in (status.reason or "")
     assert slurm.poll([handle])[0].state is JobState.SUCCEEDED
+
+
+def test_the_causes_are_the_historys() -> None:
+    from seqera_core.backends.base import CAUSES
+    from seqera_core.history import CAUSES as STORED
+
+    assert CAUSES == STORED  # the strings the history's cause column and the report count
