@@ -21,13 +21,8 @@ sent twice"):
    sent again only once the scheduler has answered that it does not have it.
 4. If the batch fails part-way, :class:`SubmitError` carries what went out.
 
-Retries that act on the cause (the same for every engine, because they happen here): a
-job that ended in a node failure is resubmitted once, with the same resources and that
-node excluded where the scheduler can exclude one; a preempted job is resubmitted (up to
-three times). Both happen inside :meth:`BatchBackend.poll`: the engine's handle stays
-valid and its status is the latest run's, with ``resubmissions`` counting them, so no
-engine attempt is used. Out-of-memory and time-limit kills are returned as failures
-(``cause``, ``out_of_memory``, ``time_limit``) for the engine's own retry.
+Retries that act on the cause happen in :meth:`BatchBackend.poll`, the same for every
+engine; ``_recovery`` decides them (node failure, preemption; never OOM or time limit).
 """
 
 from __future__ import annotations
@@ -37,14 +32,15 @@ import contextlib
 import os
 import shutil
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
 from attrs import frozen
 
 from ..errors import UsageError
-from ..squash import SquashPolicy, array_key
+from ..squash import SquashPolicy
+from ._arrays import array_shape, batches, write_array
 from ._commands import CommandResult, RetryPolicy, Runner, run_command
 from ._errors import SchedulerError, SubmitError, Unsent
 from ._exits import Observed, from_wait_status, reconcile, shell_exit
@@ -58,7 +54,6 @@ from ._jobdir import (
     prepare_job,
     started_id,
     submission_key,
-    write_array,
 )
 from ._recovery import RESUBMIT_LIMITS, Sent, next_submission, resubmitted
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
@@ -248,7 +243,10 @@ class BatchBackend(Backend):
         try:
             for spec in jobs:
                 prepared.append((spec, self._prepare(spec)))
-            sends = [self._plan(prepared, batch) for batch in self._batches(prepared)]
+            sends = [
+                self._plan(prepared, batch)
+                for batch in batches(prepared, self.squash, self._ARRAYS)
+            ]
         except (ValueError, UsageError) as exc:
             for _, files in prepared:  # nothing was sent: leave nothing behind
                 shutil.rmtree(files.directory, ignore_errors=True)
@@ -284,22 +282,6 @@ class BatchBackend(Backend):
                 )
         return [handles[n] for n in range(len(prepared))]
 
-    def _batches(self, prepared: Sequence[tuple[JobSpec, JobFiles]]) -> list[list[int]]:
-        """Which jobs go out together: lists of indices, in the order of their first job."""
-        if not (self._ARRAYS and self.squash.arrays):
-            return [[n] for n in range(len(prepared))]
-        groups: dict[Hashable, list[int]] = {}
-        for n, (spec, files) in enumerate(prepared):
-            key = (array_key(spec.request, job_labels(spec), self.squash),
-                   files.stdout == files.stderr)  # fmt: skip
-            groups.setdefault(key, []).append(n)
-        size = self.squash.max_jobs
-        return [
-            members[i : i + size]
-            for members in groups.values()
-            for i in range(0, len(members), size)
-        ]
-
     def _plan(self, prepared: Sequence[tuple[JobSpec, JobFiles]], batch: Sequence[int]) -> _Send:
         """The submission of one batch, argv built and checked; nothing is sent."""
         if len(batch) == 1:
@@ -309,11 +291,7 @@ class BatchBackend(Backend):
             return _Send(tuple(batch), tuple(argv), key, files.directory, array=False)
         members = [prepared[n] for n in batch]
         array = write_array(self.work_dir, [files for _, files in members], self._ARRAY_INDEX)
-        shared = dict(members[0][0].labels)
-        for spec, _ in members[1:]:
-            shared = {k: v for k, v in shared.items() if spec.labels.get(k) == v}
-        first = attrs.evolve(members[0][0], labels=shared, workdir=None)
-        apart = members[0][1].stdout != members[0][1].stderr
+        first, apart = array_shape(members)
         key = submission_key(array.directory)
         argv = self._array_argv(first, array, len(members), apart, key)
         return _Send(tuple(batch), tuple(argv), key, array.directory, array=True)

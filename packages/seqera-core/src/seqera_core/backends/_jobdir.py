@@ -18,7 +18,6 @@ import contextlib
 import re
 import shlex
 import uuid
-from collections.abc import Sequence
 from pathlib import Path
 
 from attrs import frozen
@@ -38,7 +37,6 @@ __all__ = [
     "shell_word",
     "started_id",
     "submission_key",
-    "write_array",
 ]
 
 EXIT_FILE = "exitcode"
@@ -111,34 +109,6 @@ def prepare_job(work_dir: Path, spec: JobSpec) -> JobFiles:
     files.script.write_text(text)
     files.script.chmod(0o700)
     return files
-
-
-def write_array(work_dir: Path, members: Sequence[JobFiles], index_variable: str) -> JobFiles:
-    """A directory and script for one array whose element N runs ``members[N]``'s script.
-
-    The directory holds links named after each element's index (``N.dir``, ``N.out`` and,
-    when stdout and stderr are apart, ``N.err``) so the scheduler's per-index output
-    pattern lands in each job's own files.
-    """
-    directory = work_dir / f"array.{uuid.uuid4().hex[:12]}"
-    directory.mkdir(parents=True)
-    apart = members[0].stdout != members[0].stderr
-    for index, files in enumerate(members):
-        (directory / f"{index}.dir").symlink_to(files.directory)
-        (directory / f"{index}.out").symlink_to(files.stdout)
-        if apart:
-            (directory / f"{index}.err").symlink_to(files.stderr)
-    script = directory / "array.sh"
-    here = shell_word(str(directory))
-    element = f'"${{{index_variable}}}"'
-    script.write_text(
-        "#!/bin/sh\n"
-        "# Written by seqera-core: element N of the array runs job N's own script.\n"
-        f"cd {here}/{element}.dir || exit 1\n"
-        f"exec {here}/{element}.dir/job.sh\n"
-    )
-    script.chmod(0o700)
-    return JobFiles(directory, script, directory / "array.out", directory / "array.err")
 
 
 class JobIndex:
