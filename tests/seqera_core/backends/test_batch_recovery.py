@@ -218,3 +218,25 @@ def test_the_causes_are_the_historys() -> None:
     from seqera_core.history import CAUSES as STORED
 
     assert CAUSES == STORED  # the strings the history's cause column and the report count
+
+
+def test_an_array_that_went_through_and_left_squeue_is_found_by_an_element_mark(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+
+    from seqera_core.backends._commands import CommandResult
+    from seqera_core.squash import SquashPolicy
+
+    def purged(argv: object) -> CommandResult:
+        # element 1 ran (and ended) before squeue was asked, then left its listing
+        array = next(iter(tmp_path.glob("jobs/array.*")))
+        env = {"SLURM_ARRAY_JOB_ID": "40", "SLURM_JOB_ID": "42", "PATH": "/usr/bin:/bin"}
+        subprocess.run(["sh", str(array / "1.dir" / "job.sh")], env=env, check=True)
+        return ok("")
+
+    runner = FakeSlurm({"sbatch": [CommandResult(["sbatch"], None)], "squeue": [purged]})
+    slurm = backend(tmp_path, runner, squash=SquashPolicy.parse({"mode": "array"}))
+    handles = slurm.submit([JobSpec("a", ["true"]), JobSpec("b", ["true"])])
+    assert [h.native_id for h in handles] == ["40_0", "40_1"]
+    assert slurm.calls == {"sbatch": 1, "squeue": 1}
