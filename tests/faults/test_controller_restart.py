@@ -6,7 +6,7 @@ state) and starts it again some seconds later; submissions and polls in that win
 own, so the count of side effects says how often each ran; Slurm's own completion log
 (``sacct -c``, jobcomp/filetxt) says how many jobs it accepted under each name.
 
-Reproduce: ``uvx nox -s faults -- -k restart``
+Reproduce: ``uvx nox -s faults -- -k controller_restart``
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def test_controller_restart_mid_run_runs_every_job_once(
             ran=sum(1 for r in runs if r),
             lost=sum(1 for r in runs if not r),
             twice=sum(1 for r in runs if len(r) > 1),
-            command="uvx nox -s faults -- -k restart",
+            command="uvx nox -s faults -- -k controller_restart",
         )
     )
     assert all(len(r) == 1 for r in runs), runs

@@ -8,7 +8,7 @@ The controller goes down once a fifth of the jobs have started (counted by their
 effects), for long enough that the executor's ``sbatch`` calls time out and its status
 checks get no answer.
 
-Reproduce: ``SEQERA_FAULTS_SNAKEMAKE_JOBS=100 uvx nox -s faults -- -k snakemake``
+Reproduce: ``SEQERA_FAULTS_SNAKEMAKE_JOBS=100 uvx nox -s faults -- -k survives``
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ rule work:
 """
 
 
-def test_snakemake_run_survives_a_controller_restart(
+def test_survives_a_controller_restart(
     slurm: SlurmCluster, tmp_path: Path, fault_table: FaultTable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
@@ -88,7 +88,7 @@ def test_snakemake_run_survives_a_controller_restart(
             ran=sum(1 for r in runs if r),
             lost=sum(1 for r in runs if not r),
             twice=sum(1 for r in runs if len(r) > 1),
-            command=f"SEQERA_FAULTS_SNAKEMAKE_JOBS={JOBS} uvx nox -s faults -- -k snakemake",
+            command=f"SEQERA_FAULTS_SNAKEMAKE_JOBS={JOBS} uvx nox -s faults -- -k survives",
         )
     )
     assert outage, "the controller was never stopped"
