@@ -181,7 +181,7 @@ def create_app(
         if records:
             try:
                 await run_in_threadpool(history.record, records)
-            except Exception as exc:  # noqa: BLE001 - locked SQLite, PostgreSQL gone: retry
+            except Exception as exc:
                 _log.warning("history: weblog records not stored: %s", redact(str(exc)))
                 metrics.errors.labels("weblog", "history").inc()
                 return _problems(503, "the history store is unavailable; send the events again")

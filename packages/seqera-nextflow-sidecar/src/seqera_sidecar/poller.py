@@ -75,7 +75,7 @@ class Supervisor:
         while not self._stop.wait(delay):
             try:
                 self.cycle()
-            except Exception as exc:  # noqa: BLE001 - the point: nothing ends the loop
+            except Exception as exc:
                 self.failures += 1
                 self.consecutive += 1
                 self.last_error = f"{type(exc).__name__}: {redact(str(exc))}"

@@ -119,7 +119,8 @@ def _task_spec(index: int, document: Any) -> _Parsed:
 def _keyed(spec: JobSpec, key: str) -> JobSpec:
     keyed = attrs.evolve(spec, env={**spec.env, KEY_VARIABLE: key})
     if "key" in attrs.fields_dict(JobSpec):
-        keyed = attrs.evolve(keyed, **{"key": key})
+        changes: dict[str, Any] = {"key": key}  # a contract that carries keys in the spec
+        keyed = attrs.evolve(keyed, **changes)
     return keyed
 
 
@@ -227,8 +228,9 @@ class Dispatcher:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 self._db.executemany(
-                    "INSERT INTO tasks (run_id, id, name, process, state, resources, key, spec,"
-                    " digest, created, updated) VALUES (?, ?, ?, ?, 'submitting', ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO tasks (run_id, id, name, process, state, resources, key, "
+                    "spec, digest, created, updated) "
+                    "VALUES (?, ?, ?, ?, 'submitting', ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
             except BaseException:
@@ -427,7 +429,7 @@ class Dispatcher:
             return 0
         try:
             self.history.record([TaskRecord(**json.loads(r[2])) for r in rows])
-        except Exception as exc:  # noqa: BLE001 - a history failure never fails a task
+        except Exception as exc:
             self.history_failures += 1
             _log.warning("history: %d records kept for the next cycle: %s: %s", len(rows),
                          type(exc).__name__, redact(str(exc)))  # fmt: skip
