@@ -46,6 +46,7 @@ from seqera_core.models import ResourceRequest
 from seqera_core.pipeline import prepare
 from seqera_core.resolvers import Resolver
 
+from .crashpoints import crash_point
 from .poller import Supervisor, redact
 from .store import handle_from, handle_to, open_state, spec_from, spec_to
 
@@ -242,8 +243,10 @@ class Dispatcher:
 
     def _submit(self, run_id: str, fresh: list[tuple[str, str, JobSpec]]) -> None:
         keys = [key for _, key, _ in fresh]
+        crash_point("row-written")
         try:
             handles: list[JobHandle | None] = list(self.backend.submit([s for _, _, s in fresh]))
+            crash_point("submitted")
         except ResourceError:
             self._forget(keys)  # refused before anything was sent
             raise
