@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,7 +80,7 @@ def test_a_body_past_the_limit_is_a_413_declared_or_streamed(client: TestClient)
     big = json.dumps([recorded_events()[0]] * 7000).encode()
     assert len(big) > 2**20
     assert client.post("/v1/weblog", content=big, headers=AUTH).status_code == 413
-    streamed = client.post("/v1/weblog", content=iter([big[:2**19]] * 3), headers=AUTH)
+    streamed = client.post("/v1/weblog", content=iter([big[: 2**19]] * 3), headers=AUTH)
     assert streamed.status_code == 413  # chunked: no Content-Length to trust
     metrics = client.get("/metrics", headers=AUTH).text
     assert 'seqera_sidecar_errors_total{endpoint="weblog",kind="too_large"} 2.0' in metrics
@@ -119,4 +122,32 @@ def test_tokens_are_compared_as_bytes(tmp_path: Path) -> None:
     for given in ("Bearer ñ".encode(), "Bearer pässwörd!".encode(), b"Bearer t0ken"):
         assert client.get("/metrics", headers={"Authorization": given}).status_code == 401
     ascii_token = TestClient(create_app(history, token="t0ken"), base_url=URL)
-    assert ascii_token.get("/metrics", headers={"Authorization": "Bearer ñ".encode()}).status_code == 401
+    assert (
+        ascii_token.get("/metrics", headers={"Authorization": "Bearer ñ".encode()}).status_code
+        == 401
+    )
+
+
+def test_a_blocked_store_never_blocks_health(tmp_path: Path) -> None:
+    history = open_history(tmp_path / "h.db")
+    holder = sqlite3.connect(tmp_path / "h.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the history
+    answers: list[int] = []
+    with TestClient(create_app(history, token="t0ken"), base_url=URL) as client:
+        event = json.dumps(next(e for e in recorded_events() if e["event"] == "process_completed"))
+
+        def post() -> None:
+            answers.append(client.post("/v1/weblog", content=event, headers=AUTH).status_code)
+
+        stuck = threading.Thread(target=post)
+        stuck.start()
+        time.sleep(0.5)  # the weblog request now waits on the lock (5 s, SQLite's default)
+        started = time.monotonic()
+        assert client.get("/health").status_code == 200
+        assert time.monotonic() - started < 1.0 and stuck.is_alive()
+        stuck.join()
+        holder.execute("ROLLBACK")
+        assert answers == [503]  # "send the events again", never a 500
+        metrics = client.get("/metrics", headers=AUTH).text
+        assert 'seqera_sidecar_errors_total{endpoint="weblog",kind="history"} 1.0' in metrics
+        assert client.post("/v1/weblog", content=event, headers=AUTH).status_code == 202

@@ -10,7 +10,6 @@ import httpx
 
 from .conftest import Served, start_sidecar, stop_sidecar
 
-
 TOKEN = "runs-t0ken"
 
 
@@ -33,7 +32,8 @@ def test_tasks_run_report_and_survive_a_restart(tmp_path: Path) -> None:
         run = httpx.post(f"{served.url}/v1/runs", headers=served.headers,
                          json={"name": "demo", "labels": {"project": "rnaseq"}}).json()  # fmt: skip
         tasks = [
-            {"name": "hello", "command": ["sh", "-c", "echo hello $SEQERA_LABEL_PROJECT"],
+            {"name": "hello", "command": ["sh", "-c", "echo hello $SEQERA_LABEL_PROJECT "
+                                          "${SEQERA_SIDECAR_TOKEN:-no-token}"],
              "resources": {"cpus": 1, "memory_bytes": 64 * 2**20, "process": "HELLO"},
              "labels": {"sample": "a"}},
             {"name": "fails", "command": ["sh", "-c", "exit 3"]},
@@ -47,7 +47,8 @@ def test_tasks_run_report_and_survive_a_restart(tmp_path: Path) -> None:
         assert done["resources"]["memory_bytes"] == 64 * 2**20 and done["backend"] == "local"
         logs = httpx.get(f"{served.url}/v1/runs/{run['id']}/tasks/{hello}/logs",
                          headers=served.headers).text  # fmt: skip
-        assert logs == "hello rnaseq\n"  # the run's labels reach the task's environment
+        # The run's labels reach the task's environment; the sidecar's token does not.
+        assert logs == "hello rnaseq no-token\n"
         failed = _wait(served, run["id"], fails, {"failed"})
         assert failed["exit_code"] == 3
         running = _wait(served, run["id"], sleeps, {"running"})
