@@ -18,6 +18,7 @@ from seqera_core.backends import JobHandle, JobSpec, LocalBackend, SubmitError
 from seqera_core.history import open_history
 from seqera_sidecar import create_app
 from seqera_sidecar.runs import Dispatcher
+from seqera_sidecar.submission import task_spec
 
 AUTH = {"Authorization": "Bearer t0ken"}
 
@@ -131,7 +132,7 @@ def _crashed_after_rows(tmp_path: Path, effects: Path) -> str:
     backend = LocalBackend(workdir=tmp_path / "jobs", state=tmp_path / "records")
     dying = Dispatcher(backend, tmp_path / "runs.db")
     run = dying.create_run("r", {})
-    parsed = [__import__("seqera_sidecar.runs").runs._task_spec(0, _task(effects, "x"))]
+    parsed = [task_spec(0, _task(effects, "x"))]
     dying._claim(run["id"], {}, parsed)
     dying._db.close()
     os.close(dying._lockfd)  # as the kernel does for a killed process

@@ -14,7 +14,7 @@ from seqera_core.errors import WireError
 from seqera_core.history import open_history
 from seqera_sidecar import create_app
 from seqera_sidecar.edge import hosts
-from seqera_sidecar.runs import _task_spec
+from seqera_sidecar.submission import task_spec
 from seqera_sidecar.weblog import parse_event
 
 SETTINGS = settings(max_examples=150, deadline=None,
@@ -81,7 +81,7 @@ def test_an_event_is_parsed_or_refused_by_field(document: Any) -> None:
 def test_a_task_is_parsed_or_refused_by_field(document: Any) -> None:
     # The parser alone: a task that parses is never run here.
     try:
-        _task_spec(0, document)
+        task_spec(0, document)
     except WireError as exc:
         assert all(problem.startswith("$.tasks[0]") for problem in exc.problems)
 

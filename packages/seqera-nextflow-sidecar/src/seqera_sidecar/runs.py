@@ -23,11 +23,9 @@ connection delays the record, never the task.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
-import re
 import threading
 import time
 import uuid
@@ -42,21 +40,18 @@ from seqera_core.backends import Backend, JobHandle, JobSpec, JobState, JobStatu
 from seqera_core.errors import ResourceError, SeqeraError, WireError
 from seqera_core.history import History, TaskRecord
 from seqera_core.labels import string_labels
-from seqera_core.models import ResourceRequest
 from seqera_core.pipeline import prepare
 from seqera_core.resolvers import Resolver
 
 from .crashpoints import crash_point
 from .poller import Supervisor, redact
 from .store import handle_from, handle_to, open_state, spec_from, spec_to
+from .submission import KEY_VARIABLE, Parsed, keyed, task_spec
 
 __all__ = ["KEY_VARIABLE", "Dispatcher", "NotFound", "SubmitFailed"]
 
 _log = logging.getLogger("seqera_sidecar")
 _ACTIVE = ("pending", "running", "unknown")
-_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
-_FIELDS = {"id", "name", "image", "command", "environment", "resources", "labels"}
-KEY_VARIABLE = "SEQERA_SUBMISSION_KEY"
 MAX_TASKS = 100
 _COLUMNS = "id, name, state, exit_code, reason, attempts, resources, handle"
 
@@ -71,58 +66,6 @@ class SubmitFailed(SeqeraError):
     def __init__(self, message: str, tasks: list[dict[str, Any]]) -> None:
         self.tasks = tasks
         super().__init__(message)
-
-
-@attrs.frozen
-class _Parsed:
-    id: str | None
-    spec: JobSpec
-    digest: str
-
-
-def _task_spec(index: int, document: Any) -> _Parsed:
-    where = f"$.tasks[{index}]"
-    if not isinstance(document, Mapping):
-        raise WireError([f"{where}: expected an object"])
-    if unknown := set(document) - _FIELDS:
-        raise WireError([f"{where}.{sorted(unknown)[0]}: unexpected key"])
-    task_id = document.get("id")
-    if task_id is not None and not (isinstance(task_id, str) and _TASK_ID.fullmatch(task_id)):
-        raise WireError([f"{where}.id: {str(task_id)[:80]!r} is not 1 to 128 letters, digits "
-                         "or ._:- starting with a letter or digit"])  # fmt: skip
-    command = document.get("command")
-    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
-        raise WireError([f"{where}.command: expected a non-empty list of strings (an argv)"])
-    name = document.get("name") or f"task-{index}"
-    environment = document.get("environment") or {}
-    labels = document.get("labels") or {}
-    for key, value in (("name", name), ("image", document.get("image") or "")):
-        if not isinstance(value, str):
-            raise WireError([f"{where}.{key}: expected a string"])
-    for key, mapping in (("environment", environment), ("labels", labels)):
-        if not isinstance(mapping, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()
-        ):
-            raise WireError([f"{where}.{key}: expected an object of strings"])
-    try:
-        request = wire.structure(document.get("resources") or {}, ResourceRequest)
-    except WireError as exc:
-        raise WireError([p.replace("$", f"{where}.resources", 1) for p in exc.problems]) from None
-    if document.get("image"):
-        request = attrs.evolve(request, container=document["image"])
-    request = attrs.evolve(request, labels={**request.labels, **labels},
-                           process=request.process or name)  # fmt: skip
-    spec = JobSpec(name=name, command=tuple(command), request=request, env=environment)
-    digest = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
-    return _Parsed(task_id, spec, digest)
-
-
-def _keyed(spec: JobSpec, key: str) -> JobSpec:
-    keyed = attrs.evolve(spec, env={**spec.env, KEY_VARIABLE: key})
-    if "key" in attrs.fields_dict(JobSpec):
-        changes: dict[str, Any] = {"key": key}  # a contract that carries keys in the spec
-        keyed = attrs.evolve(keyed, **changes)
-    return keyed
 
 
 class Dispatcher:
@@ -189,7 +132,7 @@ class Dispatcher:
             raise ResourceError("run", run_id, "a run that has not been terminated")
         if not isinstance(documents, list) or not 1 <= len(documents) <= MAX_TASKS:
             raise WireError([f"$.tasks: expected a list of 1 to {MAX_TASKS} tasks"])
-        parsed = [_task_spec(i, d) for i, d in enumerate(documents)]
+        parsed = [task_spec(i, d) for i, d in enumerate(documents)]
         given = [p.id for p in parsed if p.id is not None]
         if len(set(given)) < len(given):
             raise WireError(["$.tasks: two tasks have the same id"])
@@ -199,7 +142,7 @@ class Dispatcher:
         return [self.task(run_id, task_id) for task_id in ids]
 
     def _claim(
-        self, run_id: str, baseline: Mapping[str, str], parsed: list[_Parsed]
+        self, run_id: str, baseline: Mapping[str, str], parsed: list[Parsed]
     ) -> tuple[list[str], list[tuple[str, str, JobSpec]]]:
         """Rows for tasks not seen before (state ``submitting``); ids of every task."""
         # Resolvers may call out (HTTP): asked before the lock, even for retries.
@@ -221,7 +164,7 @@ class Dispatcher:
                                             "run for a different task")  # fmt: skip
                     continue  # a retry: answered from its row, never submitted again
                 key = f"seqera-{uuid.uuid4().hex}"
-                spec = _keyed(prepared_spec, key)
+                spec = keyed(prepared_spec, key)
                 fresh.append((task_id, key, spec))
                 rows.append((run_id, task_id, spec.name, spec.request.process,
                              json.dumps(wire.unstructure(spec.request)), key, spec_to(spec),
