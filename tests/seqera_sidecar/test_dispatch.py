@@ -15,6 +15,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from seqera_core.backends import JobHandle, JobSpec, LocalBackend, SubmitError
+from seqera_core.errors import UsageError
 from seqera_core.history import open_history
 from seqera_sidecar import create_app
 from seqera_sidecar.runs import Dispatcher
@@ -223,3 +224,35 @@ def test_a_failing_poll_loop_is_degraded_then_recovers(tmp_path: Path, effects: 
         assert client.get("/health").json()["poller"]["failures"] >= 1
         assert "seqera_sidecar_poll_failures_total" in client.get("/metrics", headers=AUTH).text
         client.post(f"/v1/runs/{run}/tasks/s/cancel", headers=AUTH)
+
+
+def test_a_state_file_of_the_first_version_is_migrated(tmp_path: Path) -> None:
+    # The schema before submission keys (task ids unique alone), as main's runs.py wrote it.
+    old = sqlite3.connect(tmp_path / "runs.db", isolation_level=None)
+    old.executescript("""
+        CREATE TABLE runs (id TEXT PRIMARY KEY, name TEXT NOT NULL, labels TEXT NOT NULL,
+                           created REAL NOT NULL, terminated REAL);
+        CREATE TABLE tasks (id TEXT PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs(id),
+            name TEXT NOT NULL, process TEXT, state TEXT NOT NULL, exit_code INTEGER,
+            reason TEXT, attempts INTEGER NOT NULL DEFAULT 1, resources TEXT NOT NULL,
+            handle TEXT, created REAL NOT NULL, updated REAL NOT NULL);
+        CREATE INDEX tasks_active ON tasks (state);
+        INSERT INTO runs VALUES ('r1', 'old', '{}', 0, NULL);
+        INSERT INTO tasks VALUES ('t1', 'r1', 'done', 'P', 'succeeded', 0, NULL, 1, '{}',
+            '{"backend": "local", "native_id": "x.1"}', 0, 0);
+    """)
+    old.close()
+    (tmp_path / "runs.db").chmod(0o644)
+    dispatcher = Dispatcher(LocalBackend(state=tmp_path / "records"), tmp_path / "runs.db")
+    try:
+        task = dispatcher.task("r1", "t1")
+        assert task["state"] == "succeeded" and task["native_id"] == "x.1"
+        assert oct((tmp_path / "runs.db").stat().st_mode & 0o777) == "0o600"
+    finally:
+        dispatcher.stop()
+    with pytest.raises(UsageError, match="in use by another sidecar"):
+        first = Dispatcher(LocalBackend(), tmp_path / "runs.db")
+        try:
+            Dispatcher(LocalBackend(), tmp_path / "runs.db")
+        finally:
+            first.stop()

@@ -325,6 +325,14 @@ class Dispatcher:
             found: Mapping[str, JobHandle] = find(keys)
             self._store(keys, [found.get(k) for k in keys])
             missing = [r for r in rows if r[0] not in found]
+            dropped = [r[0] for r in missing if r[2] == "cancelled"]
+            if dropped:  # cancelled before it was ever sent: it never will be
+                with self._lock:
+                    self._db.executemany(
+                        "UPDATE tasks SET state = 'cancelled', updated = ? WHERE key = ?",
+                        [(time.time(), k) for k in dropped],
+                    )
+            missing = [r for r in missing if r[2] != "cancelled"]
             if missing:
                 # Proven absent: the job never reached the backend. Sent now, once.
                 handles = self.backend.submit([spec_from(r[1]) for r in missing])

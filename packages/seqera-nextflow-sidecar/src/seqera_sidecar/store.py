@@ -85,7 +85,10 @@ def open_state(path: Path) -> tuple[sqlite3.Connection, int]:
     with _umask(0o077):
         os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
         db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA journal_mode=WAL")
+    for suffix in ("", "-wal", "-shm"):  # a state file from an older version may be 0644
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(f"{path}{suffix}", 0o600)
     version = db.execute("PRAGMA user_version").fetchone()[0]
     columns = {row[1] for row in db.execute("PRAGMA table_info(tasks)")}
     db.execute("BEGIN IMMEDIATE")
