@@ -186,6 +186,8 @@ def create_app(
                 metrics.errors.labels("weblog", "history").inc()
                 return _problems(503, "the history store is unavailable; send the events again")
         status = 400 if problems and not accepted else 202
+        if problems:  # each refused event is in seqera_sidecar_weblog_rejected_total too
+            metrics.errors.labels("weblog", "invalid").inc()
         body: dict[str, Any] = {"accepted": accepted, "recorded": len(records)}
         if problems:
             body["problems"] = problems
