@@ -10,6 +10,7 @@ run, same task ids).
 
 from __future__ import annotations
 
+import importlib
 import os
 import random
 import signal
@@ -121,14 +122,32 @@ def _tally(effects: Path, states: dict[str, str]) -> dict[str, int]:
             "twice": sum(c > 1 for c in counts.values())}  # fmt: skip
 
 
+def _record(
+    request: pytest.FixtureRequest, fault: str, injected: int, tally: dict[str, int], k: str
+) -> None:
+    """A row of the suite's fault table (``fault_table`` in tests/faults/conftest.py)."""
+    print(f"\n| {fault} | {injected} | {tally['submitted']} | {tally['run']} | "
+          f"{tally['lost']} | {tally['twice']} |")  # fmt: skip
+    try:
+        table = request.getfixturevalue("fault_table")
+    except pytest.FixtureLookupError:
+        return  # run outside the suite's conftest: the printed row is all there is
+    row = importlib.import_module(type(table).__module__).FaultRow
+    command = f"uvx nox -s faults -- tests/faults/test_sidecar_crash.py -k '{k}'"
+    table.rows.append(row(fault, injected, TASKS, tally["submitted"], tally["run"],
+                          tally["lost"], tally["twice"], command))  # fmt: skip
+
+
 @pytest.mark.parametrize("point", ["row-written", "submitted"])
-def test_sigkill_mid_submit_runs_every_task_exactly_once(tmp_path: Path, point: str) -> None:
+def test_sigkill_mid_submit_runs_every_task_exactly_once(
+    tmp_path: Path, point: str, request: pytest.FixtureRequest
+) -> None:
     effects = tmp_path / "effects"
     effects.mkdir()
     sidecar = Sidecar(tmp_path)
     # Each sidecar life dies the second time it passes the point.
     sidecar.start(f"{point}:2")
-    plan = {"point": f"{point}:2", "injected": 0}
+    plan: dict[str, Any] = {"point": f"{point}:2", "injected": 0}
     try:
         run = sidecar.call("POST", "/v1/runs", json={"name": "faults"}).json()["id"]
         for start in range(0, TASKS, BATCH):
@@ -137,15 +156,16 @@ def test_sigkill_mid_submit_runs_every_task_exactly_once(tmp_path: Path, point: 
         tally = _tally(effects, _settle(sidecar, run))
     finally:
         sidecar.stop()
-    print(
-        f"\n| sidecar SIGKILL at {point} | {plan['injected']} | {tally['submitted']} | "
-        f"{tally['run']} | {tally['lost']} | {tally['twice']} |"
-    )
+    where = {"row-written": "after its rows, before submit",
+             "submitted": "after submit, before storing handles"}[point]  # fmt: skip
+    _record(request, f"sidecar kill -9 {where}", plan["injected"], tally, point)
     assert plan["injected"] == CRASHES
     assert tally == {"submitted": TASKS, "run": TASKS, "lost": 0, "twice": 0}
 
 
-def test_sigkill_at_random_moments_while_tasks_run(tmp_path: Path) -> None:
+def test_sigkill_at_random_moments_while_tasks_run(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     effects = tmp_path / "effects"
     effects.mkdir()
     sidecar = Sidecar(tmp_path)
@@ -154,7 +174,7 @@ def test_sigkill_at_random_moments_while_tasks_run(tmp_path: Path) -> None:
     killed = 0
     try:
         run = sidecar.call("POST", "/v1/runs", json={"name": "faults"}).json()["id"]
-        plan = {"point": None, "injected": CRASHES}  # restarts without crash points
+        plan: dict[str, Any] = {"point": None, "injected": CRASHES}  # no crash points
         for start in range(0, TASKS, BATCH):
             tasks = [_task(effects, n) for n in range(start, start + BATCH)]
             _submit_until_accepted(sidecar, run, tasks, plan)
@@ -166,8 +186,6 @@ def test_sigkill_at_random_moments_while_tasks_run(tmp_path: Path) -> None:
         tally = _tally(effects, _settle(sidecar, run))
     finally:
         sidecar.stop()
-    print(
-        f"\n| sidecar SIGKILL while tasks run | {killed} | {tally['submitted']} | "
-        f"{tally['run']} | {tally['lost']} | {tally['twice']} |"
-    )
+    _record(request, "sidecar kill -9 at random moments while its tasks run", killed, tally,
+            "random")  # fmt: skip
     assert tally == {"submitted": TASKS, "run": TASKS, "lost": 0, "twice": 0}
