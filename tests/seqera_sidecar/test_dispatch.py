@@ -128,12 +128,12 @@ def test_a_submit_error_keeps_what_went_out(
     assert _runs(effects, "a") == _runs(effects, "b") == 1
 
 
-def _crashed_after_rows(tmp_path: Path, effects: Path) -> str:
+def _crashed_after_rows(tmp_path: Path, effects: Path, **extra: Any) -> str:
     """Rows written, the backend never called, the process gone (its files left as is)."""
     backend = LocalBackend(workdir=tmp_path / "jobs", state=tmp_path / "records")
     dying = Dispatcher(backend, tmp_path / "runs.db")
     run = dying.create_run("r", {})
-    parsed = [task_spec(0, _task(effects, "x"))]
+    parsed = [task_spec(0, _task(effects, "x", **extra))]
     dying._claim(run["id"], {}, parsed)
     dying._db.close()
     os.close(dying._lockfd)  # as the kernel does for a killed process
@@ -256,3 +256,16 @@ def test_a_state_file_of_the_first_version_is_migrated(tmp_path: Path) -> None:
             Dispatcher(LocalBackend(), tmp_path / "runs.db")
         finally:
             first.stop()
+
+
+def test_a_row_left_by_a_crash_that_can_no_longer_fit_fails_with_the_reason(
+    tmp_path: Path, effects: Path
+) -> None:
+    run = _crashed_after_rows(tmp_path, effects, resources={"cpus": 2})
+    backend = LocalBackend(cpus=1, workdir=tmp_path / "jobs", state=tmp_path / "records")
+    dispatcher = Dispatcher(backend, tmp_path / "runs.db", interval=0.1)
+    with _serve(dispatcher, tmp_path) as client:
+        task = _wait(client, run, ["x"], {"failed"})[0]
+        assert task["reason"].startswith("cannot be submitted") and "cpus" in task["reason"]
+        assert client.get("/health").status_code == 200  # not a poll loop failing for ever
+    assert _runs(effects, "x") == 0

@@ -335,7 +335,16 @@ class Dispatcher:
             missing = [r for r in missing if r[2] != "cancelled"]
             if missing:
                 # Proven absent: the job never reached the backend. Sent now, once.
-                handles = self.backend.submit([spec_from(r[1]) for r in missing])
+                try:
+                    handles = self.backend.submit([spec_from(r[1]) for r in missing])
+                except ResourceError as exc:  # refused before anything went out: for good
+                    with self._lock:
+                        self._db.executemany(
+                            "UPDATE tasks SET state = 'failed', reason = ?, updated = ? "
+                            "WHERE key = ?",
+                            [(f"cannot be submitted: {exc}", time.time(), r[0]) for r in missing],
+                        )
+                    return len(rows)
                 self.resubmitted += len(missing)
                 self._store([r[0] for r in missing], handles)
             return len(rows)
