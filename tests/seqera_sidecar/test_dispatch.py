@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from seqera_core.backends import JobHandle, JobSpec, LocalBackend, SubmitError
+from seqera_core.backends import Backend, JobHandle, JobSpec, LocalBackend, SubmitError
+from seqera_core.config import Config
 from seqera_core.errors import UsageError
 from seqera_core.history import open_history
+from seqera_core.session import Session
 from seqera_sidecar import create_app
 from seqera_sidecar.runs import Dispatcher
 from seqera_sidecar.submission import task_spec
@@ -64,6 +66,23 @@ class _NoLookup(LocalBackend):
     find = None  # type: ignore[assignment]
 
 
+class _Given(Session):
+    """A session over a backend built by the test (a fault injector around a real one)."""
+
+    def __init__(self, backend: Backend, history: Path | None = None) -> None:
+        values = {"backend": "local"} | ({"history": str(history)} if history else {})
+        super().__init__(Config(values), "seqera-sidecar")
+        self.given = backend
+
+    @property
+    def backend(self) -> Backend:
+        return self.given
+
+
+def _dispatcher(backend: Backend, path: Path, history: Path | None = None) -> Dispatcher:
+    return Dispatcher(_Given(backend, history), path, interval=0.1)
+
+
 @pytest.fixture
 def effects(tmp_path: Path) -> Path:
     directory = tmp_path / "effects"
@@ -72,14 +91,14 @@ def effects(tmp_path: Path) -> Path:
 
 
 def _serve(dispatcher: Dispatcher, tmp_path: Path) -> TestClient:
-    history = dispatcher.history or open_history(tmp_path / "h.db")
+    history = dispatcher.session.history or open_history(tmp_path / "h.db")
     return TestClient(create_app(history, token="t0ken", dispatcher=dispatcher))
 
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    backend = LocalBackend(workdir=tmp_path / "jobs", state=tmp_path / "records")
-    dispatcher = Dispatcher(backend, tmp_path / "runs.db", interval=0.1)
+    backend = LocalBackend(work_dir=tmp_path / "jobs", state=tmp_path / "records")
+    dispatcher = _dispatcher(backend, tmp_path / "runs.db")
     with _serve(dispatcher, tmp_path) as client:
         yield client
 
@@ -111,8 +130,8 @@ def test_a_retried_task_runs_once(client: TestClient, effects: Path) -> None:
 def test_a_submit_error_keeps_what_went_out(
     tmp_path: Path, effects: Path, backend_class: type[LocalBackend]
 ) -> None:
-    backend = backend_class(workdir=tmp_path / "jobs", state=tmp_path / "records")
-    dispatcher = Dispatcher(backend, tmp_path / "runs.db", interval=0.1)
+    backend = backend_class(work_dir=tmp_path / "jobs", state=tmp_path / "records")
+    dispatcher = _dispatcher(backend, tmp_path / "runs.db")
     with _serve(dispatcher, tmp_path) as client:
         run = client.post("/v1/runs", json={"name": "r"}, headers=AUTH).json()["id"]
         tasks = {"tasks": [_task(effects, "a"), _task(effects, "b")]}
@@ -130,8 +149,8 @@ def test_a_submit_error_keeps_what_went_out(
 
 def _crashed_after_rows(tmp_path: Path, effects: Path, **extra: Any) -> str:
     """Rows written, the backend never called, the process gone (its files left as is)."""
-    backend = LocalBackend(workdir=tmp_path / "jobs", state=tmp_path / "records")
-    dying = Dispatcher(backend, tmp_path / "runs.db")
+    backend = LocalBackend(work_dir=tmp_path / "jobs", state=tmp_path / "records")
+    dying = Dispatcher(_Given(backend), tmp_path / "runs.db")
     run = dying.create_run("r", {})
     parsed = [task_spec(0, _task(effects, "x", **extra))]
     dying._claim(run["id"], {}, parsed)
@@ -142,8 +161,8 @@ def _crashed_after_rows(tmp_path: Path, effects: Path, **extra: Any) -> str:
 
 def test_a_row_left_by_a_crash_is_found_or_sent_once(tmp_path: Path, effects: Path) -> None:
     run = _crashed_after_rows(tmp_path, effects)
-    backend = LocalBackend(workdir=tmp_path / "jobs", state=tmp_path / "records")
-    dispatcher = Dispatcher(backend, tmp_path / "runs.db", interval=0.1)
+    backend = LocalBackend(work_dir=tmp_path / "jobs", state=tmp_path / "records")
+    dispatcher = _dispatcher(backend, tmp_path / "runs.db")
     with _serve(dispatcher, tmp_path) as client:
         assert client.get(f"/v1/runs/{run}/tasks/x", headers=AUTH).json()["state"] in {
             "submitting", "pending", "running", "succeeded"}  # fmt: skip
@@ -156,8 +175,8 @@ def test_without_lookup_a_row_left_by_a_crash_is_never_sent_twice(
     tmp_path: Path, effects: Path
 ) -> None:
     run = _crashed_after_rows(tmp_path, effects)
-    backend = _NoLookup(workdir=tmp_path / "jobs", state=tmp_path / "records")
-    dispatcher = Dispatcher(backend, tmp_path / "runs.db", interval=0.1)
+    backend = _NoLookup(work_dir=tmp_path / "jobs", state=tmp_path / "records")
+    dispatcher = _dispatcher(backend, tmp_path / "runs.db")
     with _serve(dispatcher, tmp_path) as client:
         task = _wait(client, run, ["x"], {"unknown"})[0]
         assert "cannot look jobs up" in task["reason"]
@@ -182,9 +201,10 @@ def _hold_lock(path: Path, seconds: float) -> threading.Thread:
 
 
 def test_a_locked_history_delays_records_never_tasks(tmp_path: Path, effects: Path) -> None:
-    history = open_history(tmp_path / "h.db")
-    backend = LocalBackend(workdir=tmp_path / "jobs", state=tmp_path / "records")
-    dispatcher = Dispatcher(backend, tmp_path / "runs.db", history=history, interval=0.1)
+    backend = LocalBackend(work_dir=tmp_path / "jobs", state=tmp_path / "records")
+    dispatcher = _dispatcher(backend, tmp_path / "runs.db", tmp_path / "h.db")
+    history = dispatcher.session.history
+    assert history is not None
     with _serve(dispatcher, tmp_path) as client:
         run = client.post("/v1/runs", json={"name": "r"}, headers=AUTH).json()["id"]
         holder = _hold_lock(tmp_path / "h.db", 7)
@@ -204,8 +224,8 @@ def test_a_locked_history_delays_records_never_tasks(tmp_path: Path, effects: Pa
 
 
 def test_a_failing_poll_loop_is_degraded_then_recovers(tmp_path: Path, effects: Path) -> None:
-    backend = LocalBackend(workdir=tmp_path / "jobs", state=tmp_path / "records")
-    dispatcher = Dispatcher(backend, tmp_path / "runs.db", interval=0.1)
+    backend = LocalBackend(work_dir=tmp_path / "jobs", state=tmp_path / "records")
+    dispatcher = _dispatcher(backend, tmp_path / "runs.db")
     with _serve(dispatcher, tmp_path) as client:
         run = client.post("/v1/runs", json={"name": "r"}, headers=AUTH).json()["id"]
         slow = {"id": "s", "command": ["sleep", "30"]}
@@ -243,7 +263,7 @@ def test_a_state_file_of_the_first_version_is_migrated(tmp_path: Path) -> None:
     """)
     old.close()
     (tmp_path / "runs.db").chmod(0o644)
-    dispatcher = Dispatcher(LocalBackend(state=tmp_path / "records"), tmp_path / "runs.db")
+    dispatcher = Dispatcher(_Given(LocalBackend(state=tmp_path / "records")), tmp_path / "runs.db")
     try:
         task = dispatcher.task("r1", "t1")
         assert task["state"] == "succeeded" and task["native_id"] == "x.1"
@@ -251,9 +271,9 @@ def test_a_state_file_of_the_first_version_is_migrated(tmp_path: Path) -> None:
     finally:
         dispatcher.stop()
     with pytest.raises(UsageError, match="in use by another sidecar"):
-        first = Dispatcher(LocalBackend(), tmp_path / "runs.db")
+        first = Dispatcher(_Given(LocalBackend()), tmp_path / "runs.db")
         try:
-            Dispatcher(LocalBackend(), tmp_path / "runs.db")
+            Dispatcher(_Given(LocalBackend()), tmp_path / "runs.db")
         finally:
             first.stop()
 
@@ -262,8 +282,8 @@ def test_a_row_left_by_a_crash_that_can_no_longer_fit_fails_with_the_reason(
     tmp_path: Path, effects: Path
 ) -> None:
     run = _crashed_after_rows(tmp_path, effects, resources={"cpus": 2})
-    backend = LocalBackend(cpus=1, workdir=tmp_path / "jobs", state=tmp_path / "records")
-    dispatcher = Dispatcher(backend, tmp_path / "runs.db", interval=0.1)
+    backend = LocalBackend(cpus=1, work_dir=tmp_path / "jobs", state=tmp_path / "records")
+    dispatcher = _dispatcher(backend, tmp_path / "runs.db")
     with _serve(dispatcher, tmp_path) as client:
         task = _wait(client, run, ["x"], {"failed"})[0]
         assert task["reason"].startswith("cannot be submitted") and "cpus" in task["reason"]

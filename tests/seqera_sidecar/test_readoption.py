@@ -18,7 +18,7 @@ import json, os, signal, sys, time
 from seqera_core.backends import JobSpec, LocalBackend
 from seqera_core.models import ResourceRequest
 state, effects = sys.argv[1], sys.argv[2]
-backend = LocalBackend(cpus=3, workdir=state + "/logs", state=state + "/records")
+backend = LocalBackend(cpus=3, work_dir=state + "/logs", state=state + "/records")
 one, two = ResourceRequest(cpus=1), ResourceRequest(cpus=2)
 specs = [
     JobSpec("long", ["sleep", "30"], one, env={"SEQERA_SUBMISSION_KEY": "k-long"}),
@@ -54,7 +54,7 @@ def test_a_killed_backends_jobs_are_adopted_not_lost(tmp_path: Path) -> None:
     records = tmp_path / "records"
     os.killpg(_pid(records, victim), signal.SIGKILL)  # dies while nobody watches
     time.sleep(1.5)  # "short" ends while nobody watches
-    backend = LocalBackend(cpus=3, workdir=tmp_path / "logs", state=records)
+    backend = LocalBackend(cpus=3, work_dir=tmp_path / "logs", state=records)
     try:
         assert set(backend.find(["k-long", "k-queued", "k-other"])) == {"k-long", "k-queued"}
         deadline = time.monotonic() + 10

@@ -44,6 +44,7 @@ from . import __version__
 from .edge import DEFAULT_BODY_LIMIT, Refused, allowed_host, authorized, read_json, token_bytes
 from .openapi import bundled_spec
 from .poller import redact
+from .report import report_endpoint
 from .runs import Dispatcher, NotFound, SubmitFailed
 from .weblog import parse_event
 
@@ -305,6 +306,7 @@ def create_app(
         Route("/health", endpoint("health", health), methods=["GET"]),
         Route("/metrics", endpoint("metrics", prometheus), methods=["GET"]),
         Route("/openapi.json", endpoint("openapi", openapi), methods=["GET"]),
+        Route("/report", endpoint("report", report_endpoint(history)), methods=["GET"]),
     ]
 
     @contextlib.asynccontextmanager

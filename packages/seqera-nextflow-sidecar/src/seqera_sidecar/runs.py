@@ -16,9 +16,9 @@ the stored spec is submitted again. A backend that cannot look up is never asked
 the task becomes ``unknown`` with the reason. A :class:`SubmitError`'s submitted
 handles are stored, so a partial failure loses no job.
 
-History: a finished task's record is stored in its row and handed to the history store
-by every poll cycle until the store takes it, so a locked SQLite or a dropped PostgreSQL
-connection delays the record, never the task.
+History: every finished task goes to the session's history (``Session.record``, which
+never raises and keeps what a locked SQLite or a dropped PostgreSQL connection refused for
+the next cycle), so a failing store delays the record, never the task.
 """
 
 from __future__ import annotations
@@ -36,12 +36,13 @@ from typing import Any
 import attrs
 
 from seqera_core import wire
-from seqera_core.backends import Backend, JobHandle, JobSpec, JobState, JobStatus, SubmitError
+from seqera_core.backends import JobHandle, JobSpec, JobState, JobStatus, SubmitError
 from seqera_core.errors import ResourceError, SeqeraError, WireError
-from seqera_core.history import History, TaskRecord
 from seqera_core.labels import string_labels
+from seqera_core.models import ResourceRequest
+from seqera_core.outcomes import cause, failure_message
 from seqera_core.pipeline import prepare
-from seqera_core.resolvers import Resolver
+from seqera_core.session import Finished, Session
 
 from .crashpoints import crash_point
 from .poller import Supervisor, redact
@@ -71,18 +72,9 @@ class SubmitFailed(SeqeraError):
 class Dispatcher:
     """Runs and tasks over one backend and one SQLite file; a supervised thread polls."""
 
-    def __init__(
-        self,
-        backend: Backend,
-        path: str | Path,
-        *,
-        resolvers: Sequence[Resolver] = (),
-        history: History | None = None,
-        interval: float = 1.0,
-    ) -> None:
-        self.backend = backend
-        self.resolvers = list(resolvers)
-        self.history = history
+    def __init__(self, session: Session, path: str | Path, *, interval: float = 1.0) -> None:
+        self.session = session
+        self.backend = session.backend
         self._db, self._lockfd = open_state(Path(path))
         self._lock = threading.RLock()
         self._inflight: set[str] = set()  # keys being submitted by a request right now
@@ -93,9 +85,10 @@ class Dispatcher:
     # -- runs ------------------------------------------------------------------------
 
     def create_run(self, name: str, labels: Mapping[str, Any]) -> dict[str, Any]:
-        """A new run; its labels are the baseline of every task."""
+        """A new run; its labels, over the session's (seqera config, ``$SEQERA_LABELS``), are
+        the baseline of every task."""
         run_id = uuid.uuid4().hex
-        baseline = string_labels(labels)
+        baseline = {**self.session.labels, **string_labels(labels)}
         with self._lock:
             self._db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, NULL)",
                              (run_id, name, json.dumps(baseline), time.time()))  # fmt: skip
@@ -148,7 +141,8 @@ class Dispatcher:
         # Resolvers may call out (HTTP): asked before the lock, even for retries.
         specs = []
         for item in parsed:
-            prepared = prepare(item.spec.request, resolvers=self.resolvers, run_labels=baseline)
+            prepared = prepare(item.spec.request, platform=self.session.platform,
+                               resolvers=self.session.resolvers, run_labels=baseline)  # fmt: skip
             specs.append(attrs.evolve(item.spec, request=prepared.request, labels=prepared.labels))
         ids, rows, fresh = [], [], []
         now = time.time()
@@ -305,7 +299,8 @@ class Dispatcher:
         """One supervised cycle: reconcile rows without handles, poll, hand records over."""
         self.reconcile()
         self.poll_once()
-        self.flush_history()
+        if self.session.unrecorded:
+            self.session.record([])  # what the history refused before: offered again
 
     def reconcile(self) -> int:
         """Rows left ``submitting`` by a crash: found by key, else resubmitted (or unknown)."""
@@ -367,57 +362,37 @@ class Dispatcher:
             self.backend.cancel(late)
         statuses = self.backend.poll([handle for _, handle, _, _, _ in active])
         now = time.time()
+        finished: list[Finished] = []
         with self._lock:
             for (task_id, _, resources, run_id, _), status in zip(active, statuses, strict=True):
                 state, reason = self._state(status)
-                record = None
-                if status.state.finished and status.state is not JobState.CANCELLED:
-                    record = json.dumps(attrs.asdict(
-                        _record(run_id, task_id, json.loads(resources), status)))  # fmt: skip
                 self._db.execute(
-                    "UPDATE tasks SET state = ?, exit_code = ?, reason = ?, record = ?, "
-                    "updated = ? WHERE run_id = ? AND id = ?",
-                    (state, status.exit_code, reason, record, now, run_id, task_id),
+                    "UPDATE tasks SET state = ?, exit_code = ?, reason = ?, updated = ? "
+                    "WHERE run_id = ? AND id = ?",
+                    (state, status.exit_code, reason, now, run_id, task_id),
                 )
+                if status.state.finished:
+                    request = wire.structure(json.loads(resources), ResourceRequest)
+                    finished.append(Finished(request, status, task_id=task_id, run_id=run_id))
+        if finished:
+            # What dispatched tasks used feeds the resolver; a failing store never fails a
+            # task: the session keeps the rows and says so.
+            self.session.record(finished)
+            if self.session.unrecorded:
+                self.history_failures += 1
         return sum(not s.state.finished for s in statuses)
 
-    def flush_history(self, limit: int = 1000) -> int:
-        """Hand finished tasks' records to the history; a failure keeps them for next time."""
-        if self.history is None:
-            return 0
-        with self._lock:
-            rows = self._db.execute("SELECT run_id, id, record FROM tasks WHERE record IS NOT "
-                                    "NULL LIMIT ?", (limit,)).fetchall()  # fmt: skip
-        if not rows:
-            return 0
-        try:
-            self.history.record([TaskRecord(**json.loads(r[2])) for r in rows])
-        except Exception as exc:
-            self.history_failures += 1
-            _log.warning("history: %d records kept for the next cycle: %s: %s", len(rows),
-                         type(exc).__name__, redact(str(exc)))  # fmt: skip
-            return 0
-        with self._lock:
-            self._db.executemany("UPDATE tasks SET record = NULL WHERE run_id = ? AND id = ?",
-                                 [(r[0], r[1]) for r in rows])  # fmt: skip
-        return len(rows)
-
     def unrecorded(self) -> int:
-        """Finished tasks whose record the history has not taken yet."""
-        with self._lock:
-            row = self._db.execute("SELECT count(*) FROM tasks WHERE record IS NOT NULL")
-            return int(row.fetchone()[0])
+        """Finished tasks the history has not taken yet."""
+        return self.session.unrecorded
 
     def _state(self, status: JobStatus) -> tuple[str, str | None]:
         if status.state is JobState.UNKNOWN and status.handle.backend == "local":
             # Re-adoption (the local backend's state directory) knows every job it ran;
             # one it does not know is gone with its record.
             return "failed", "lost: the local backend has no record of this job"
-        reason = status.reason
-        if status.out_of_memory:
-            reason = "out of memory" + (f": {reason}" if reason else "")
-        elif status.time_limit:
-            reason = "time limit" + (f": {reason}" if reason else "")
+        # Why it failed in the words every engine uses.
+        reason = failure_message(status) if cause(status) else status.reason
         return status.state.value, reason
 
     def start(self) -> None:
@@ -425,26 +400,13 @@ class Dispatcher:
         self.poller.start()
 
     def stop(self) -> None:
-        """Stop polling (submitted jobs keep running) and close the database."""
+        """Stop polling and close the database; the session, which owns the backend, is
+        closed by whoever opened it. Submitted jobs keep running: a backend that can
+        re-adopt its jobs (``detach()``) leaves them for the next sidecar."""
         self.poller.stop()
-        # A backend that can re-adopt its jobs lets them run on for the next sidecar.
-        close = getattr(self.backend, "detach", None) or getattr(self.backend, "close", None)
-        if callable(close):
-            close()
+        detach = getattr(self.backend, "detach", None)
+        if callable(detach):
+            detach()
         with self._lock:
             self._db.close()
         os.close(self._lockfd)  # the next sidecar may take the state now
-
-
-def _record(
-    run_id: str, task_id: str, resources: Mapping[str, Any], status: JobStatus
-) -> TaskRecord:
-    return TaskRecord(
-        run_id=run_id, task_id=task_id, process=str(resources.get("process") or "task"),
-        succeeded=status.state is JobState.SUCCEEDED, engine="seqera-sidecar",
-        exit_code=status.exit_code, out_of_memory=status.out_of_memory,
-        time_limit=status.time_limit, cpus=resources.get("cpus"),
-        memory=resources.get("memory_bytes"), time=resources.get("time_seconds"),
-        peak_memory=status.peak_memory_bytes, realtime=status.wall_seconds,
-        finished=time.time(),
-    )  # fmt: skip

@@ -1,9 +1,8 @@
 """The dispatcher's SQLite state: runs, tasks, and what each task needs to survive a crash.
 
 A task row is written, with a unique submission ``key`` and the job spec, *before* the
-backend sees the job (state ``submitting``), then gets the backend's handle; a finished
-task keeps its history ``record`` until the history store took it. So after a ``kill
--9`` at any moment a restarted sidecar finds every task: with a handle (polled again),
+backend sees the job (state ``submitting``), then gets the backend's handle. So after a
+``kill -9`` at any moment a restarted sidecar finds every task: with a handle (polled again),
 or without one (looked up by its key, or resubmitted when the backend proves it never
 got it). The file is created 0600 (specs hold the tasks' environments) and locked, so
 two sidecars never drive the same tasks.
@@ -39,14 +38,13 @@ CREATE TABLE IF NOT EXISTS tasks (
     run_id TEXT NOT NULL REFERENCES runs(id), id TEXT NOT NULL, name TEXT NOT NULL,
     process TEXT, state TEXT NOT NULL, exit_code INTEGER, reason TEXT,
     attempts INTEGER NOT NULL DEFAULT 1, resources TEXT NOT NULL, handle TEXT,
-    key TEXT NOT NULL UNIQUE, spec TEXT, digest TEXT, record TEXT,
+    key TEXT NOT NULL UNIQUE, spec TEXT, digest TEXT,
     created REAL NOT NULL, updated REAL NOT NULL,
     PRIMARY KEY (run_id, id)
 );
 CREATE INDEX IF NOT EXISTS tasks_active ON tasks (state);
-CREATE INDEX IF NOT EXISTS tasks_unrecorded ON tasks (run_id) WHERE record IS NOT NULL;
 """
-# Version 1 (before submission keys): task ids unique on their own, no key, spec, record.
+# Version 1 (before submission keys): task ids unique on their own, no key, spec, digest.
 _FROM_V1 = """
 ALTER TABLE tasks RENAME TO tasks_v1;
 DROP INDEX IF EXISTS tasks_active;

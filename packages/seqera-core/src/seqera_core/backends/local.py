@@ -122,7 +122,7 @@ class LocalBackend(Backend):
     Args:
         cpus: cores to share between jobs; defaults to the cores this process may use.
         memory: bytes to share between jobs; defaults to the machine's physical memory.
-        workdir: directory for log files of jobs that name none; defaults to a new
+        work_dir: directory for log files of jobs that name none; defaults to a new
             temporary directory, created on first use and left for the caller.
         kill_grace: seconds between SIGTERM and SIGKILL on a time limit or a cancel.
         sample_interval: seconds between samples of the jobs' memory use.
@@ -138,7 +138,7 @@ class LocalBackend(Backend):
         self,
         cpus: float | None = None,
         memory: int | None = None,
-        workdir: str | os.PathLike[str] | None = None,
+        work_dir: str | os.PathLike[str] | None = None,
         *,
         kill_grace: float = 5.0,
         sample_interval: float = 0.2,
@@ -155,7 +155,7 @@ class LocalBackend(Backend):
         self.kill_grace = kill_grace
         self.sample_interval = sample_interval
         self.enforce_memory = enforce_memory
-        self._workdir = None if workdir is None else Path(workdir)
+        self._work_dir = None if work_dir is None else Path(work_dir)
         self._instance = uuid.uuid4().hex[:8]
         self._count = 0
         self._lock = threading.Lock()
@@ -220,7 +220,12 @@ class LocalBackend(Backend):
         return "".join(text)
 
     def close(self, timeout: float | None = None) -> None:
-        """Cancel every unfinished job and wait for them to end (``kill_grace`` + 5 s default)."""
+        """Cancel every unfinished job and wait for them to end (``kill_grace`` + 5 s default).
+
+        After :meth:`detach`, nothing: the jobs are left to the next backend on ``state``.
+        """
+        if self._detached:
+            return
         with self._lock:
             unfinished = [job.handle for job in self._jobs.values() if not job.state.finished]
         self.cancel(unfinished)
@@ -311,10 +316,10 @@ class LocalBackend(Backend):
                 self._wake()
 
     def _logdir(self) -> Path:
-        if self._workdir is None:
-            self._workdir = Path(tempfile.mkdtemp(prefix="seqera-local-"))
-        self._workdir.mkdir(parents=True, exist_ok=True)
-        return self._workdir
+        if self._work_dir is None:
+            self._work_dir = Path(tempfile.mkdtemp(prefix="seqera-local-"))
+        self._work_dir.mkdir(parents=True, exist_ok=True)
+        return self._work_dir
 
     def _environment(self, job: _Job) -> dict[str, str]:
         env = dict(os.environ)

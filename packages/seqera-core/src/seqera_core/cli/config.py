@@ -6,7 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from ..config import BACKENDS, KEYS, Config
+from ..backends.registry import BACKENDS
+from ..config import KEYS, Config
 from ._args import key_value, settings
 
 __all__ = ["add_parser", "run"]

@@ -9,10 +9,9 @@ and answers ``{"responses": [... | null]}`` in the same order. Needs the ``http`
 from __future__ import annotations
 
 import collections
-import os
 import threading
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from .. import wire
@@ -96,24 +95,6 @@ class HttpResolver(Resolver):
         self._lock = threading.Lock()
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> HttpResolver | None:
-        """A resolver from ``SEQERA_RESOLVER_URL``, ``_TOKEN`` and ``_TIMEOUT``; None if unset.
-
-        ``environ`` defaults to ``os.environ``.
-        """
-        env = os.environ if environ is None else environ
-        url = env.get("SEQERA_RESOLVER_URL")
-        if not url:
-            return None
-        raw = env.get("SEQERA_RESOLVER_TIMEOUT") or "5"
-        try:
-            timeout = float(raw)
-        except ValueError:
-            message = f"SEQERA_RESOLVER_TIMEOUT={raw!r} is not a number of seconds"
-            raise UsageError(message) from None
-        return cls(url, token=env.get("SEQERA_RESOLVER_TOKEN") or None, timeout=timeout)
 
     def __repr__(self) -> str:
         return f"HttpResolver({self.endpoint!r}, name={self.name!r}, priority={self.priority})"
