@@ -19,12 +19,12 @@ from seqera_core.backends import JobSpec, LocalBackend
 from seqera_core.models import ResourceRequest
 state, effects = sys.argv[1], sys.argv[2]
 backend = LocalBackend(cpus=3, work_dir=state + "/logs", state=state + "/records")
-one, two = ResourceRequest(cpus=1), ResourceRequest(cpus=2)
+one, three = ResourceRequest(cpus=1), ResourceRequest(cpus=3)
 specs = [
     JobSpec("long", ["sleep", "30"], one, env={"SEQERA_SUBMISSION_KEY": "k-long"}),
     JobSpec("short", ["sh", "-c", "sleep 1; exit 3"], one),
     JobSpec("victim", ["sleep", "30"], one),
-    JobSpec("queued", ["sh", "-c", f"echo ran >> {effects}/queued"], two,
+    JobSpec("queued", ["sh", "-c", f"echo ran >> {effects}/queued"], three,
             env={"SEQERA_SUBMISSION_KEY": "k-queued"}),
 ]
 handles = backend.submit(specs)
@@ -65,7 +65,7 @@ def test_a_killed_backends_jobs_are_adopted_not_lost(tmp_path: Path) -> None:
         assert status["l"].state is JobState.RUNNING  # never "failed: lost" while it runs
         assert status["s"].exit_code == 3  # written by the wrapper, read after adoption
         assert status["v"].state is JobState.FAILED and "no exit status" in str(status["v"].reason)
-        assert status["q"].state is JobState.PENDING  # queued again: needs the long job's core
+        assert status["q"].state is JobState.PENDING  # queued again: needs every core
         backend.cancel([long])  # an adopted job can be cancelled
         while not backend.poll([queued])[0].state.finished:
             assert time.monotonic() < deadline + 20
