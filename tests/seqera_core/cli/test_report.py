@@ -112,14 +112,6 @@ def test_an_empty_or_missing_history_exits_2(
     assert ".seqera/history.db" in capsys.readouterr().err
 
 
-def test_a_password_never_reaches_the_output() -> None:
-    from seqera_core.cli.report import _redacted
-
-    shown = _redacted("postgresql://me:s3cret@db.example:5432/seqera")
-    assert shown == "postgresql://me:***@db.example:5432/seqera"
-    assert _redacted("/tmp/h.db") == "/tmp/h.db"
-
-
 def test_the_console_script(history: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "seqera_core.cli", "report", "--history", str(history), "--json"],

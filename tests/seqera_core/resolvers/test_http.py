@@ -297,3 +297,16 @@ def test_an_error_answer_is_a_seqera_error(serve: Serve) -> None:
 def test_bad_settings_are_usage_errors(url: str, timeout: float, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         HttpResolver(url, timeout=timeout)
+
+
+def test_a_password_in_the_endpoint_never_shows(serve: Serve) -> None:
+    server = serve(lambda server, path, body: (400, {"detail": "no"}))
+    host = server.url.removeprefix("http://")
+    resolver = HttpResolver(f"http://bot:s3cret@{host}", retries=0)
+    with pytest.raises(SeqeraError) as caught:
+        resolver.resolve(_request())
+    assert "s3cret" not in str(caught.value) and "bot:***@" in str(caught.value)
+    assert "s3cret" not in repr(resolver)
+    with pytest.raises(UsageError) as refused:
+        HttpResolver("ftp://bot:s3cret@x")
+    assert "s3cret" not in str(refused.value)

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
 import cwltool.main
 from cwltool.context import LoadingContext
 
@@ -61,6 +62,10 @@ def make_session(
     ``ecs.*`` settings with ``--seqera-ecs`` on top.
     """
     config = config or _config(options)
+    if options.report is not None and not config.get("history"):
+        # A report needs what the jobs used: keep it beside the run's job files.
+        with_history = attrs.evolve(options, history=str(workdir / "history.db"))
+        config = _config(with_history)
     backend = entry(str(config.get("backend")))
     if options.backend_options and not backend.batch:
         hint = " (use --seqera-ecs KEY=VALUE)" if backend.section == "ecs" else ""
@@ -157,10 +162,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         loading = LoadingContext()
         loading.construct_tool_object = make_tool_factory(settings)
         try:
-            return cwltool.main.main(
+            code: int = cwltool.main.main(
                 argsl=staging_arguments(session.backend_name, rest, workdir) + rest,
                 executor=DispatchingExecutor(dispatcher),
                 loadingContext=loading,
             )
         finally:
             dispatcher.close()
+        _report(session, options.report)
+        return code
+
+
+def _report(session: Session, path: Path | None) -> None:
+    """The run's efficiency in a few lines, and its page where --seqera-report asks."""
+    for line in session.summary():
+        _log.info("seqera: %s", line)
+    if path is None:
+        return
+    try:
+        written = session.write_report(path)
+    except SeqeraError as err:
+        _log.warning("seqera: no report: %s", err)
+        return
+    _log.info("seqera: report of this run: %s", written.absolute())

@@ -33,6 +33,7 @@ class SeqeraOptions:
     image: str | None = None  # ECS: the image of a tool without a DockerRequirement
     unknown_timeout: float = 300.0  # seconds of continuous UNKNOWN status before giving up
     history: str | None = None  # task history (path or URL): sizes jobs, records each one
+    report: Path | None = None  # the run's HTML report, written when the run ends
 
 
 def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
@@ -55,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seqera-image")
     parser.add_argument("--seqera-unknown-timeout")
     parser.add_argument("--seqera-history")
+    parser.add_argument("--seqera-report", type=Path)
     return parser
 
 
@@ -103,5 +105,6 @@ def parse_options(argv: Sequence[str]) -> tuple[SeqeraOptions, list[str]]:
         image=ours.seqera_image,
         unknown_timeout=300.0 if unknown is None else unknown,
         history=ours.seqera_history,
+        report=ours.seqera_report,
     )
     return options, rest + args[cut:]

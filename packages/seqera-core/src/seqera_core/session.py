@@ -244,6 +244,34 @@ class Session:
             )
             return 0
 
+    def summary(self, limit: int = 3) -> list[str]:
+        """A few lines on what this run used and wasted (the ``limit`` worst processes, the
+        right-sizer's saving); none without a history or before any task finished."""
+        if self.history is None:
+            return []
+        from .report import summary_lines  # the figures need no plotting library
+
+        try:
+            return summary_lines(self.history, self.run_id, limit)
+        except UsageError:
+            return []  # no finished task of this run (yet)
+        except HistoryError as exc:
+            self._warn(f"no efficiency summary: {exc}")
+            return []
+
+    def write_report(self, path: str | Path) -> Path:
+        """Write this run's HTML report (``seqera report``'s page) to ``path``; returns it.
+
+        Raises:
+            UsageError: no history, no finished task of this run, or no Plotly
+                (``pip install 'seqera-core[report]'``).
+        """
+        if self.history is None:
+            raise UsageError("a report needs a history: set history in seqera config")
+        from .report import write_report
+
+        return write_report(self.history, [self.run_id], path, platform=self.platform)
+
     @property
     def unrecorded(self) -> int:
         """Finished attempts still waiting for the history."""

@@ -17,7 +17,7 @@ from seqera_core.dialects.nextflow import request_from_directives
 from seqera_core.errors import SeqeraError, UsageError
 from seqera_core.history import History
 from seqera_core.pipeline import DEFAULTS
-from seqera_core.resolvers import HistoryResolver, PredictiveResolver, Resolver, resolve
+from seqera_core.resolvers import MaximumResolver, PredictiveResolver, Resolver, resolve
 from seqera_core.session import Session
 
 from .nextflow_config import directives, process_config
@@ -41,7 +41,7 @@ def _settings(args: argparse.Namespace) -> Config:
 def _sizing(args: argparse.Namespace) -> Callable[[History], Resolver]:
     """The history's resolver ``--resolver`` asks for."""
     if getattr(args, "resolver", "predictive") == "max":
-        return lambda history: HistoryResolver(history, margin=args.margin)
+        return lambda history: MaximumResolver(history, margin=args.margin)
     apply_cpus = getattr(args, "apply_cpus", False)
     return lambda history: PredictiveResolver(history, apply_cpus=apply_cpus)
 
@@ -154,7 +154,7 @@ def _resolve(args: argparse.Namespace) -> int:
 def _config(args: argparse.Namespace) -> int:
     with _session(args) as session:
         assert session.history is not None
-        text = process_config(session.history, HistoryResolver(session.history, margin=args.margin))
+        text = process_config(session.history, MaximumResolver(session.history, margin=args.margin))
     if args.output in (None, "-"):
         sys.stdout.write(text)
     else:

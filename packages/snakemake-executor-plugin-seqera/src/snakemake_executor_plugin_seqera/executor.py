@@ -47,13 +47,21 @@ def _labels(pairs: Sequence[str] | str | None) -> dict[str, str] | None:
     return dict(key_value("--seqera-labels", pair.strip()) for pair in pairs)
 
 
-def _config(settings: ExecutorSettings) -> Config:
+def _config(settings: ExecutorSettings, jobdir: Path) -> Config:
+    config = _layered(settings, None)
+    if settings.report is not None and not config.get("history"):
+        # A report needs what the jobs used: keep it beside the job files.
+        config = _layered(settings, str(jobdir / "history.db"))
+    return config
+
+
+def _layered(settings: ExecutorSettings, default_history: str | None) -> Config:
     flags = {
         "backend": settings.backend,
         "platform": None if settings.platform is None else str(settings.platform),
         "resolver.url": settings.resolver_url,
         "resolver.token": settings.resolver_token,
-        "history": settings.history,
+        "history": settings.history or default_history,
         "local.cpus": settings.local_cores,
         "labels": _labels(settings.labels),
         "ecs.cluster": settings.ecs_cluster,
@@ -126,7 +134,7 @@ class Executor(RemoteExecutor):
         jobdir = (settings.jobdir or workdir / ".snakemake" / "seqera").absolute()
         run_id = str(uuid.uuid4())
         self._session = Session(
-            _config(settings),
+            _config(settings, jobdir),
             "snakemake",
             run_id=run_id,
             work_dir=jobdir,
@@ -225,7 +233,9 @@ class Executor(RemoteExecutor):
             # a resolver sized the rule's command alone; the job also runs Snakemake
             request = attrs.evolve(request, memory=RUNNER_MEMORY)
         if not shared:
-            request = attrs.evolve(request, container=request.container or self._image)
+            # The job runs Snakemake itself: the task's image is Snakemake's, whatever
+            # image the rule's own command uses.
+            request = attrs.evolve(request, container=self._image)
         return JobSpec(
             name=f"smk-{name}",
             command=_command(self.format_job_exec(job), squashed=self._squashed),
@@ -294,4 +304,21 @@ class Executor(RemoteExecutor):
 
     def shutdown(self) -> None:
         super().shutdown()
-        self._session.close()
+        try:
+            self._report()
+        finally:
+            self._session.close()
+
+    def _report(self) -> None:
+        """The run's efficiency in a few lines, and its page where --seqera-report asks."""
+        lines = self._session.summary()
+        if lines:
+            self.logger.info("seqera: " + "\nseqera: ".join(lines))
+        if self._settings.report is None:
+            return
+        try:
+            path = self._session.write_report(self._settings.report)
+        except SeqeraError as exc:
+            self.logger.warning(f"seqera: no report: {exc}")
+            return
+        self.logger.info(f"seqera: report of this run: {path.absolute()}")

@@ -7,13 +7,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from .. import platforms
 from ..errors import ResourceError
 from ..history import open_history
-from ..report import build, document, parse_since, render
-from ..report._report import headline
+from ..redaction import redacted
+from ..report import build, document, headline, parse_since, render
 from ._args import settings
 
 __all__ = ["DEFAULT_HISTORY", "add_parser", "run"]
@@ -62,16 +61,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--json", action="store_true", help="the figures as JSON, no page")
 
 
-def _redacted(location: str) -> str:
-    """The location without a password, fit for a page someone may share."""
-    parts = urlsplit(location)
-    if "://" not in location or parts.password is None:
-        return location
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def _local_path(location: str) -> Path | None:
     if location.startswith(("postgresql://", "postgres://")) or location == ":memory:":
         return None
@@ -92,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     history = open_history(location)
     try:
         report = build(history, args.runs, since=since, platform=platform,
-                       source=_redacted(location))  # fmt: skip
+                       source=redacted(location))  # fmt: skip
     finally:
         history.close()
     text = (json.dumps(document(report), indent=2) + "\n") if args.json else render(report)

@@ -35,6 +35,7 @@ __all__ = [
     "build",
     "cause",
     "document",
+    "headline",
     "parse_since",
     "render",
     "summary_lines",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Self
 from .. import wire
 from ..errors import SeqeraError, UsageError, WireError
 from ..models import ResourceRequest, ResourceResponse
+from ..redaction import redacted
 from .base import Resolver
 
 if TYPE_CHECKING:
@@ -78,7 +79,8 @@ class HttpResolver(Resolver):
         except ImportError:
             raise UsageError("the HTTP resolver needs httpx: install seqera-core[http]") from None
         if not endpoint.startswith(("http://", "https://")):
-            raise UsageError(f"resolver endpoint {endpoint!r} is not an http(s) URL")
+            shown = redacted(endpoint)
+            raise UsageError(f"resolver endpoint {shown!r} is not an http(s) URL")
         if not timeout > 0 or retries < 0 or backoff < 0 or cache_size < 0:
             raise UsageError("resolver timeout must be > 0; retries, backoff, cache_size >= 0")
         self.endpoint = endpoint.rstrip("/")
@@ -97,7 +99,8 @@ class HttpResolver(Resolver):
         self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
 
     def __repr__(self) -> str:
-        return f"HttpResolver({self.endpoint!r}, name={self.name!r}, priority={self.priority})"
+        shown = redacted(self.endpoint)
+        return f"HttpResolver({shown!r}, name={self.name!r}, priority={self.priority})"
 
     def __enter__(self) -> Self:
         return self
@@ -144,7 +147,7 @@ class HttpResolver(Resolver):
     def _error(self, response: httpx.Response) -> SeqeraError:
         detail = response.text[:200].strip()
         return SeqeraError(
-            f"{response.request.url} answered HTTP {response.status_code}"
+            f"{redacted(str(response.request.url))} answered HTTP {response.status_code}"
             + (f": {detail}" if detail else "")
         )
 
