@@ -46,7 +46,8 @@ from typing import Any
 
 from attrs import field, frozen
 
-from ._mintree import Group, MinTree, pack
+from ._lpbound import dual_prices, lp_bound
+from ._mintree import Group, MinTree, Packer
 from .catalogue import Catalogue, InstanceType, parse_memory
 from .errors import ResourceError, UsageError
 from .units import format_bytes
@@ -265,6 +266,9 @@ class _Types:
         )
         self.by_name = {t.name: (t, _capacity(t)) for t in reversed(catalogue.types)}
         self.known: dict[tuple[int, int, int], InstanceType] = {}
+        self.tried: dict[
+            tuple[int, int, int], list[tuple[InstanceType, tuple[int, int, int]]]
+        ] = {}
 
     def required(self, job: Job) -> InstanceType:
         demand = _demand(job)
@@ -284,6 +288,28 @@ class _Types:
             f"vCPUs, {format_bytes(job.memory)} memory and {job.gpus} GPUs "
             f"(the largest, {largest.name}, lacks {_missing(largest, job)})"
         )
+
+    def candidates(
+        self, demand: tuple[int, int, int], hint: str | None
+    ) -> list[tuple[InstanceType, tuple[int, int, int]]]:
+        """The types the lookahead tries for a new instance whose first job has this
+        demand: per shape (memory and GPUs per vCPU, a family of sizes), the cheapest that
+        holds it; types with GPUs only for a job that needs one (or when nothing else holds
+        it). A hinted job has its one type."""
+        if hint is not None:
+            entry = self.by_name[hint]
+            return [entry]
+        found = self.tried.get(demand)
+        if found is None:
+            shapes: dict[tuple[float, float], tuple[InstanceType, tuple[int, int, int]]] = {}
+            for gpus_too in (False, True):
+                for t, room in self.by_price:
+                    if _covers(room, demand) and (gpus_too or demand[2] or not room[2]):
+                        shapes.setdefault((t.memory / t.vcpus, t.gpus / t.vcpus), (t, room))
+                if shapes:
+                    break
+            found = self.tried[demand] = list(shapes.values())
+        return found
 
     def _hinted(self, job: Job, demand: tuple[int, int, int]) -> InstanceType:
         entry = self.by_name.get(job.instance_type or "")
@@ -542,6 +568,7 @@ def _fill_new_instances(
             home[position] = (local, tree)
     worth = _worth(types.catalogue, demands) if lookahead else []
     placed = [False] * len(waiting)
+    packer = Packer(groups, demands, placed)
     head = 0
     while True:
         while head < len(waiting) and placed[head]:
@@ -550,15 +577,13 @@ def _fill_new_instances(
             return
         first = waiting[head]
         chosen = types.required(first)
-        taken = pack(groups, demands, placed, head, chosen.name, _capacity(chosen), home[head])
+        taken = packer.pack(head, chosen.name, _capacity(chosen), home[head])
         if lookahead:
             best = (sum(worth[p] for p, _, _ in taken) / max(chosen.price, 1e-12), -chosen.price)
-            for t, room in types.by_price:
-                if t is chosen or first.instance_type not in (None, t.name):
+            for t, room in types.candidates(demands[head], first.instance_type):
+                if t is chosen:
                     continue
-                if not _covers(room, demands[head]):
-                    continue
-                trial = pack(groups, demands, placed, head, t.name, room, home[head])
+                trial = packer.pack(head, t.name, room, home[head])
                 score = (sum(worth[p] for p, _, _ in trial) / max(t.price, 1e-12), -t.price)
                 if score > best:
                     best, chosen, taken = score, t, trial
@@ -573,9 +598,15 @@ def _fill_new_instances(
 
 
 def _worth(catalogue: Catalogue, demands: Sequence[tuple[int, int, int]]) -> list[float]:
-    # each job's own lower bound: its largest demand at the cheapest price per unit
-    unit = []
-    for n in range(3):
-        prices = [t.price / _capacity(t)[n] for t in catalogue.types if _capacity(t)[n] > 0]
-        unit.append(min(prices) if prices else 0.0)
-    return [max(d[0] * unit[0], d[1] * unit[1], d[2] * unit[2]) for d in demands]
+    # Each job's worth at the LP dual prices of the whole queue (see _lpbound): no type's
+    # capacity is worth more than its price, and the types of the LP's optimal mix are
+    # worth exactly their price, so worth per dollar of a fill measures how close that
+    # instance comes to the mix no plan can beat.
+    total = (
+        float(sum(d[0] for d in demands)),
+        float(sum(d[1] for d in demands)),
+        float(sum(d[2] for d in demands)),
+    )
+    capacities = [_capacity(t) for t in catalogue.types]
+    _, y = dual_prices(capacities, [t.price for t in catalogue.types], total)
+    return [d[0] * y[0] + d[1] * y[1] + d[2] * y[2] for d in demands]
