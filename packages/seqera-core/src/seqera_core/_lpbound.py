@@ -114,8 +114,9 @@ def lp_bound(
     prices: Sequence[float],
     demand: Vector,
     hinted: Sequence[Vector],
-) -> float:
-    """The LP bound with the instances hinted jobs force counted first.
+) -> tuple[float, list[str]]:
+    """The LP bound with the instances hinted jobs force counted first, and the names of
+    what it charges for (the dimensions with a positive dual price, ``hints``).
 
     ``hinted[t]`` is the total demand of the jobs whose hint names type ``t``. Every
     plan has at least ``L_t = max_d ceil(hinted[t][d] / a_t[d])`` instances of ``t``;
@@ -123,7 +124,7 @@ def lp_bound(
     instances do not: ``max(0, D - sum_t a_t L_t)``.
     """
     forced = [
-        max((-(-int(h[d]) // int(c[d])) for d in range(3) if h[d] > 0), default=0)
+        max((-(-int(h[d]) // int(c[d])) for d in range(3) if h[d] > 0 and c[d] > 0), default=0)
         for c, h in zip(capacities, hinted, strict=True)
     ]
     cost = sum(p * n for p, n in zip(prices, forced, strict=True))
@@ -131,5 +132,8 @@ def lp_bound(
         max(0.0, demand[d] - sum(c[d] * n for c, n in zip(capacities, forced, strict=True)))
         for d in range(3)
     )
-    value, _ = dual_prices(capacities, prices, (rest[0], rest[1], rest[2]))
-    return cost + value
+    value, y = dual_prices(capacities, prices, (rest[0], rest[1], rest[2]))
+    names = [name for name, price in zip(("cpus", "memory", "gpus"), y, strict=True) if price > 0]
+    if any(forced):
+        names.append("hints")
+    return cost + value, names

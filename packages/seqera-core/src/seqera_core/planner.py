@@ -58,10 +58,10 @@ __all__ = [
     "LowerBound",
     "Plan",
     "allocate_new_instances",
+    "check_cpus",
     "fit_jobs",
     "lower_bound",
     "millicores",
-    "parse_jobs",
     "prioritize_jobs",
     "release_empty_instances",
     "remaining_key",
@@ -70,20 +70,30 @@ __all__ = [
 ]
 
 
-def _cpus(_: Any, attribute: Any, value: Any) -> None:
+# Larger counts are no machine's (int64, what schedulers store), and past 2**1023 a count
+# no longer converts to the floats that utilisation and prices are computed in.
+_LARGEST = 2**63 - 1
+
+
+def check_cpus(value: Any) -> None:
+    """Raise ResourceError unless ``value`` is a number of cores > 0 that floats can hold."""
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
+        or not 0 < value <= _LARGEST
         or not math.isfinite(value)
-        or value <= 0
     ):
-        raise ResourceError("cpus", value, "a number of cores greater than 0")
+        raise ResourceError("cpus", value, f"a number of cores greater than 0, at most {_LARGEST}")
+
+
+def _cpus(_: Any, attribute: Any, value: Any) -> None:
+    check_cpus(value)
 
 
 def _whole(name: str, minimum: int) -> Any:
     def check(_: Any, attribute: Any, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ResourceError(name, value, f"a whole number >= {minimum}")
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= _LARGEST:
+            raise ResourceError(name, value, f"a whole number from {minimum} to {_LARGEST}")
 
     return check
 
@@ -159,52 +169,6 @@ class Plan:
         return schedule(self.catalogue, jobs, self.instances, lookahead=lookahead)
 
 
-# --- the jobs file ---------------------------------------------------------------
-
-_JOB_KEYS = ("name", "cpus", "memory", "gpus", "instance_type")
-
-
-def _job(where: str, value: Any) -> Job:
-    if not isinstance(value, Mapping):
-        raise ResourceError(where, value, "an object with name, cpus, memory")
-    unknown = sorted(map(str, set(value) - set(_JOB_KEYS)))
-    if unknown:
-        raise ResourceError(f"{where}.{unknown[0]}", value[unknown[0]], ", ".join(_JOB_KEYS))
-    for key in ("name", "cpus", "memory"):
-        if key not in value:
-            raise ResourceError(f"{where}.{key}", None, f"a value for {key} (it is required)")
-    name, hint = value["name"], value.get("instance_type")
-    if not isinstance(name, str) or not name:
-        raise ResourceError(f"{where}.name", name, "a non-empty string")
-    if hint is not None and not isinstance(hint, str):
-        raise ResourceError(f"{where}.instance_type", hint, "an instance type name")
-    try:
-        return Job(
-            name,
-            value["cpus"],
-            parse_memory(f"{where}.memory", value["memory"]),
-            value.get("gpus", 0),
-            hint,
-        )
-    except ResourceError as exc:
-        field = exc.field if exc.field.startswith(where) else f"{where}.{exc.field}"
-        raise ResourceError(field, exc.value, exc.expected) from None
-
-
-def parse_jobs(document: Any, source: str = "<memory>") -> tuple[Job, ...]:
-    """Jobs from a decoded JOBS.json: a list of ``{name, cpus, memory, gpus?,
-    instance_type?}``; memory is a size such as ``"4 GB"`` or a whole number of bytes."""
-    if not isinstance(document, list):
-        raise ResourceError(source, type(document).__name__, "a JSON list of jobs")
-    jobs = tuple(_job(f"{source}: jobs[{n}]", value) for n, value in enumerate(document))
-    seen: set[str] = set()
-    for n, j in enumerate(jobs):
-        if j.name in seen:
-            raise ResourceError(f"{source}: jobs[{n}].name", j.name, "a name no other job has")
-        seen.add(j.name)
-    return jobs
-
-
 # --- the steps ---------------------------------------------------------------------
 
 
@@ -213,6 +177,8 @@ def millicores(cpus: float) -> int:
     if isinstance(cpus, int):
         return cpus * 1000
     scaled = cpus * 1000
+    if scaled.is_integer() and scaled >= 1:
+        return int(scaled)  # 0.5, 0.25, 1.0: exact, no rounding to decide
     nearest = round(scaled)
     # 0.1 * 1000 is 100.00000000000001 in binary floating point: that is 100, not 101
     whole = int(nearest) if abs(scaled - nearest) < 1e-6 else math.ceil(scaled)
@@ -405,22 +371,55 @@ def schedule(
 
 
 def lower_bound(catalogue: Catalogue, jobs: Iterable[Job]) -> LowerBound:
-    """For every dimension, the jobs' total demand times the cheapest price per unit of it
-    in the catalogue; the largest of these. No plan can cost less per hour."""
-    totals = {"cpus": 0, "memory": 0, "gpus": 0}
+    """No plan for ``jobs`` costs less per hour than this.
+
+    ``per_dimension`` holds, for every dimension, the jobs' total demand times the
+    cheapest price per unit of it in the catalogue. ``hourly`` is the optimum of the
+    linear-programming relaxation that covers vCPUs, memory and GPUs *together* (and
+    counts the instances hinted jobs force), see :mod:`seqera_core._lpbound` for the
+    derivation and why it is a valid bound; it is never below any single dimension's.
+    ``dimension`` names the single dimension when that alone is as strong, else the
+    dimensions the LP's prices charge for, joined with ``+`` (``cpus+memory``).
+    """
+    totals = [0, 0, 0]
+    hinted: dict[str, list[int]] = {}
+    rounded: dict[float, int] = {}
     for job in jobs:
-        totals["cpus"] += millicores(job.cpus)
-        totals["memory"] += job.memory
-        totals["gpus"] += job.gpus
+        cpus = rounded.get(job.cpus)
+        if cpus is None:
+            cpus = rounded[job.cpus] = millicores(job.cpus)
+        totals[0] += cpus
+        totals[1] += job.memory
+        totals[2] += job.gpus
+        if job.instance_type is not None:
+            own = hinted.setdefault(job.instance_type, [0, 0, 0])
+            own[0], own[1], own[2] = own[0] + cpus, own[1] + job.memory, own[2] + job.gpus
     per: dict[str, float] = {}
-    for n, name in enumerate(("cpus", "memory", "gpus")):
-        prices = [t.price / _capacity(t)[n] for t in catalogue.types if _capacity(t)[n] > 0]
-        if totals[name] and prices:
-            per[name] = totals[name] * min(prices)
+    capacities = [_capacity(t) for t in catalogue.types]
+    for n, name in enumerate(_DIMENSIONS):
+        prices = [t.price / c[n] for t, c in zip(catalogue.types, capacities) if c[n] > 0]
+        if totals[n] and prices:
+            per[name] = totals[n] * min(prices)
     if not per:
         return LowerBound(0.0, None, per)
     dimension = max(per, key=lambda k: per[k])
+    # a hint names one type: its jobs count against the first type of that name
+    forced: list[tuple[float, float, float]] = []
+    for t in catalogue.types:
+        own = hinted.pop(t.name, None)
+        forced.append((float(own[0]), float(own[1]), float(own[2])) if own else (0.0, 0.0, 0.0))
+    lp, charged = lp_bound(
+        capacities,
+        [t.price for t in catalogue.types],
+        (float(totals[0]), float(totals[1]), float(totals[2])),
+        forced,
+    )
+    if lp > per[dimension] * (1 + 1e-9):
+        return LowerBound(lp, "+".join(charged) or dimension, per)
     return LowerBound(per[dimension], dimension, per)
+
+
+_DIMENSIONS = ("cpus", "memory", "gpus")
 
 
 # --- the machinery -----------------------------------------------------------------
