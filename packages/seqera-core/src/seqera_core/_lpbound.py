@@ -91,22 +91,27 @@ def dual_prices(
                 if value <= best_value:
                     continue
                 worst = max(
-                    sum(c[d] * y[d] for d in dims) / p if p > 0 else (
-                        float("inf") if any(c[d] * y[d] > 0 for d in dims) else 0.0
-                    )
+                    sum(c[d] * y[d] for d in dims) / p
+                    if p > 0
+                    else (float("inf") if any(c[d] * y[d] > 0 for d in dims) else 0.0)
                     for c, p in zip(caps, prices, strict=True)
                 )
                 if worst <= 1 + 1e-9:
                     best_value, best = value, y
     # exact feasibility: shrink y by the worst ratio, so rounding cannot overstate it
     worst = max(
-        (sum(c[d] * best[d] for d in range(3)) / p for c, p in zip(caps, prices, strict=True) if p > 0),
+        (
+            sum(c[d] * best[d] for d in range(3)) / p
+            for c, p in zip(caps, prices, strict=True)
+            if p > 0
+        ),
         default=0.0,
     )
     if worst > 1:
         best = [v / worst for v in best]
-    y = (best[0] / scale[0], best[1] / scale[1], best[2] / scale[2])
-    return sum(demand[d] * y[d] for d in range(3)), y
+    prices_per_unit = (best[0] / scale[0], best[1] / scale[1], best[2] / scale[2])
+    total = sum(demand[d] * prices_per_unit[d] for d in range(3))
+    return float(total), prices_per_unit
 
 
 def lp_bound(

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from heapq import heapify, heappop, heapreplace
 from collections.abc import Sequence
+from heapq import heapify, heappop, heapreplace
 
 __all__ = ["Group", "MinTree", "Packer"]
 

@@ -47,7 +47,8 @@ def read_json(path: str, what: str = "JOBS.json") -> Any:
         # int('9' * 5000): the only other ValueError json.loads raises
         limit = sys.get_int_max_str_digits()
         raise ResourceError(
-            path, f"a number too long to read ({exc.args[0].split(':')[0]})",
+            path,
+            f"a number too long to read ({exc.args[0].split(':')[0]})",
             f"numbers of at most {limit} digits",
         ) from None
 

@@ -48,7 +48,7 @@ from attrs import field, frozen
 
 from ._lpbound import dual_prices, lp_bound
 from ._mintree import Group, MinTree, Packer
-from .catalogue import Catalogue, InstanceType, parse_memory
+from .catalogue import Catalogue, InstanceType
 from .errors import ResourceError, UsageError
 from .units import format_bytes
 
@@ -92,7 +92,11 @@ def _cpus(_: Any, attribute: Any, value: Any) -> None:
 
 def _whole(name: str, minimum: int) -> Any:
     def check(_: Any, attribute: Any, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= _LARGEST:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not minimum <= value <= _LARGEST
+        ):
             raise ResourceError(name, value, f"a whole number from {minimum} to {_LARGEST}")
 
     return check
@@ -232,9 +236,7 @@ class _Types:
         )
         self.by_name = {t.name: (t, _capacity(t)) for t in reversed(catalogue.types)}
         self.known: dict[tuple[int, int, int], InstanceType] = {}
-        self.tried: dict[
-            tuple[int, int, int], list[tuple[InstanceType, tuple[int, int, int]]]
-        ] = {}
+        self.tried: dict[tuple[int, int, int], list[tuple[InstanceType, tuple[int, int, int]]]] = {}
 
     def required(self, job: Job) -> InstanceType:
         demand = _demand(job)
@@ -397,7 +399,9 @@ def lower_bound(catalogue: Catalogue, jobs: Iterable[Job]) -> LowerBound:
     per: dict[str, float] = {}
     capacities = [_capacity(t) for t in catalogue.types]
     for n, name in enumerate(_DIMENSIONS):
-        prices = [t.price / c[n] for t, c in zip(catalogue.types, capacities) if c[n] > 0]
+        prices = [
+            t.price / c[n] for t, c in zip(catalogue.types, capacities, strict=True) if c[n] > 0
+        ]
         if totals[n] and prices:
             per[name] = totals[n] * min(prices)
     if not per:
@@ -406,7 +410,7 @@ def lower_bound(catalogue: Catalogue, jobs: Iterable[Job]) -> LowerBound:
     # a hint names one type: its jobs count against the first type of that name
     forced: list[tuple[float, float, float]] = []
     for t in catalogue.types:
-        own = hinted.pop(t.name, None)
+        own = hinted.pop(t.name, [])
         forced.append((float(own[0]), float(own[1]), float(own[2])) if own else (0.0, 0.0, 0.0))
     lp, charged = lp_bound(
         capacities,

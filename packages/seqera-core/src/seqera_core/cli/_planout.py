@@ -27,9 +27,7 @@ def share(used: float, total: float) -> float:
     return used / total if total else 0.0
 
 
-def usage(
-    instance: Instance, rounded: dict[float, int] | None = None
-) -> tuple[float, int, int]:
+def usage(instance: Instance, rounded: dict[float, int] | None = None) -> tuple[float, int, int]:
     """vCPUs (each job's rounded up to a thousandth), memory and GPUs the jobs take; the
     same values as ``Instance.used_cpus``, ``used_memory`` and ``used_gpus``, in one pass.
     ``rounded`` remembers each vCPU value's thousandths between calls."""
