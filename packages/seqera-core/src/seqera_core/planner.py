@@ -569,7 +569,14 @@ def _fill_new_instances(
     for _, _, positions, tree in groups:
         for local, position in enumerate(positions):
             home[position] = (local, tree)
-    worth = _worth(types.catalogue, demands) if lookahead else []
+    worth, prices = _worth(types.catalogue, demands) if lookahead else ([], (0.0, 0.0, 0.0))
+    # A fill is worth at most its type's whole capacity at the dual prices: a type whose
+    # capacity is worth less per dollar than the best fill so far cannot beat it.
+    ceiling = {
+        name: (room[0] * prices[0] + room[1] * prices[1] + room[2] * prices[2])
+        / max(t.price, 1e-12)
+        for name, (t, room) in types.by_name.items()
+    }
     placed = [False] * len(waiting)
     packer = Packer(groups, demands, placed)
     head = 0
@@ -584,7 +591,7 @@ def _fill_new_instances(
         if lookahead:
             best = (sum(worth[p] for p, _, _ in taken) / max(chosen.price, 1e-12), -chosen.price)
             for t, room in types.candidates(demands[head], first.instance_type):
-                if t is chosen:
+                if t is chosen or ceiling[t.name] < best[0]:
                     continue
                 trial = packer.pack(head, t.name, room, home[head])
                 score = (sum(worth[p] for p, _, _ in trial) / max(t.price, 1e-12), -t.price)
@@ -600,7 +607,9 @@ def _fill_new_instances(
         # no need to index it for fit_jobs: nothing later can go to an older instance
 
 
-def _worth(catalogue: Catalogue, demands: Sequence[tuple[int, int, int]]) -> list[float]:
+def _worth(
+    catalogue: Catalogue, demands: Sequence[tuple[int, int, int]]
+) -> tuple[list[float], tuple[float, float, float]]:
     # Each job's worth at the LP dual prices of the whole queue (see _lpbound): no type's
     # capacity is worth more than its price, and the types of the LP's optimal mix are
     # worth exactly their price, so worth per dollar of a fill measures how close that
@@ -612,4 +621,4 @@ def _worth(catalogue: Catalogue, demands: Sequence[tuple[int, int, int]]) -> lis
     )
     capacities = [_capacity(t) for t in catalogue.types]
     _, y = dual_prices(capacities, [t.price for t in catalogue.types], total)
-    return [d[0] * y[0] + d[1] * y[1] + d[2] * y[2] for d in demands]
+    return [d[0] * y[0] + d[1] * y[1] + d[2] * y[2] for d in demands], y
