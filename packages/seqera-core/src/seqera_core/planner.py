@@ -28,10 +28,25 @@ The choices the published sketch leaves open, made here once:
 ``fit_jobs`` pass no waiting job fits an older instance (they only lose room), so each
 later pass can only fill the instance just allocated, taking the waiting jobs that fit
 in priority order. Those are found with segment trees of the waiting jobs' smallest
-demands (one per hint and vCPU band) instead of a scan of the whole queue; the first
-pass bisects per-type lists of instances sorted by remaining resources. 100,000 jobs
-take about a second of CPU (``benchmarks/plan.py``); the tests check the result equals
-the literal loop on random inputs.
+demands (one per hint and vCPU band) instead of a scan of the whole queue, and a heap
+of each band's next candidate (:class:`~seqera_core._mintree.Packer`); the first pass
+bisects per-type lists of instances sorted by remaining resources. The tests check the
+result equals the literal loop on random inputs; ``benchmarks/plan.py`` times it.
+
+``lookahead`` is a variant, not the published algorithm. A new instance does not get
+the first waiting job's cheapest type: for each *shape* of the catalogue (memory and
+GPUs per vCPU: a family of sizes, such as EC2's c7i, m7i, r7i) the cheapest type that
+holds the first job is filled on trial, first fit in queue order as above, and the one
+whose fill is worth the most per dollar is allocated. A job's worth is its demand at
+the dual prices of the LP bound over all waiting jobs (:mod:`seqera_core._lpbound`),
+under which no type is worth more than its price and the LP's optimal mix exactly its
+price; so worth per dollar says how close an instance comes to a plan nothing beats. On
+whole instances cut into jobs it lands within 1 % of the optimum (the published
+algorithm: 2-2.5 % above; ``tests/seqera_core/test_lpbound.py``).
+
+:func:`lower_bound` is that LP's optimum (vCPUs, memory and GPUs covered together, the
+instances hinted jobs force counted whole), never below the single-dimension bounds it
+also reports.
 
 Jobs whose requirements are known only at run time are added to an existing plan with
 :meth:`Plan.extend`, which runs the same loop with the plan's instances as the start.
@@ -358,8 +373,9 @@ def schedule(
     """The plan of the CAVATICA loop for ``jobs``, starting from ``instances``.
 
     ``lookahead`` is a variant, not the published algorithm: a new instance gets the type
-    (among those that hold the first waiting job) whose trial fill from the queue packs
-    the most lower-bound value per dollar, instead of the first job's cheapest type.
+    (the cheapest holding the first waiting job in each shape of the catalogue) whose
+    trial fill from the queue is worth the most per dollar at the LP bound's dual prices,
+    instead of the first job's cheapest type (see the module's docstring).
     """
     types = _Types(catalogue)
     priced = [(-types.required(job).price, n, job) for n, job in enumerate(jobs)]
@@ -545,9 +561,10 @@ def _fill_new_instances(
     prune almost exactly on memory; one tree over jobs of mixed sizes could search most
     of itself to learn that no job has both few cores and little memory.
 
-    With ``lookahead`` the type is not the first job's required one: every type that can
-    hold the first job is packed on trial, and the one packing the most lower-bound
-    value per dollar is allocated (not the published algorithm; see :func:`schedule`).
+    With ``lookahead`` the type is not the first job's required one: the cheapest type
+    of each shape that holds the first job is packed on trial (a type whose whole
+    capacity is worth less per dollar than the best fill so far is skipped: it cannot
+    win), and the fill worth the most per dollar is allocated (see :func:`schedule`).
     """
     demands = [_demand(job) for job in waiting]
     # up to _CPU_GROUPS vCPU bands: one per value when there are few, else quantiles
