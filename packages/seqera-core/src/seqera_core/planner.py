@@ -251,7 +251,12 @@ class _Types:
         )
         self.by_name = {t.name: (t, _capacity(t)) for t in reversed(catalogue.types)}
         self.known: dict[tuple[int, int, int], InstanceType] = {}
-        self.tried: dict[tuple[int, int, int], list[tuple[InstanceType, tuple[int, int, int]]]] = {}
+        # the types of each shape (memory and GPUs per vCPU), cheapest first
+        shapes: dict[tuple[float, float], list[tuple[InstanceType, tuple[int, int, int]]]] = {}
+        for t, room in self.by_price:
+            per = t.vcpus or math.inf  # a type without vCPUs is a shape of its own
+            shapes.setdefault((t.memory / per, t.gpus / per), []).append((t, room))
+        self.shapes = list(shapes.values())
 
     def required(self, job: Job) -> InstanceType:
         demand = _demand(job)
@@ -282,16 +287,19 @@ class _Types:
         if hint is not None:
             entry = self.by_name[hint]
             return [entry]
-        found = self.tried.get(demand)
-        if found is None:
-            shapes: dict[tuple[float, float], tuple[InstanceType, tuple[int, int, int]]] = {}
-            for gpus_too in (False, True):
-                for t, room in self.by_price:
-                    if _covers(room, demand) and (gpus_too or demand[2] or not room[2]):
-                        shapes.setdefault((t.memory / t.vcpus, t.gpus / t.vcpus), (t, room))
-                if shapes:
-                    break
-            found = self.tried[demand] = list(shapes.values())
+        cpus, memory, gpus = demand
+        found = []
+        for gpus_too in (False, True):
+            for shape in self.shapes:
+                if shape[0][1][2] and not (gpus or gpus_too):
+                    continue  # no GPU for a job that needs none, while others hold it
+                for entry in shape:
+                    room = entry[1]
+                    if room[0] >= cpus and room[1] >= memory and room[2] >= gpus:
+                        found.append(entry)
+                        break
+            if found:
+                break
         return found
 
     def _hinted(self, job: Job, demand: tuple[int, int, int]) -> InstanceType:
