@@ -106,22 +106,21 @@ _COMMAND = """
 import resource, sys
 from seqera_core.cli import main
 status = main(sys.argv[1:])
-print("maxrss", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+used = resource.getrusage(resource.RUSAGE_SELF)
+print("maxrss", used.ru_maxrss, used.ru_utime + used.ru_stime, file=sys.stderr)
 sys.exit(status)
 """
 
 
-def _command(jobs_file: Path, *flags: str) -> tuple[float, int]:
+def _command(jobs_file: Path, *flags: str) -> tuple[float, int, float]:
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", _COMMAND, "plan", str(jobs_file), *flags],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True,
     )  # fmt: skip
     wall = time.perf_counter() - start
-    rss = next(
-        int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("maxrss")
-    )
-    return wall, rss
+    line = next(line for line in done.stderr.splitlines() if line.startswith("maxrss"))
+    return wall, int(line.split()[1]), float(line.split()[2])
 
 
 def _write(jobs: Sequence[Job], path: Path) -> None:
@@ -169,18 +168,21 @@ def _end_to_end(emit: Emitter, size: int, repeat: int) -> None:
             for output in ("text", "json"):
                 flags = ["--lookahead"] * (variant == "lookahead") + ["--json"] * (output == "json")
                 runs = [_command(path, *flags) for _ in range(repeat)]
-                wall = statistics.median(w for w, _ in runs)
+                wall = statistics.median(w for w, _, _ in runs)
+                cpu = statistics.median(c for _, _, c in runs)
                 case = {"jobs": len(jobs), "variant": variant, "output": output}
                 emit.figure("command wall", round(wall, 3), "s", **case)
-                low, high = min(w for w, _ in runs), max(w for w, _ in runs)
+                emit.figure("command cpu", round(cpu, 3), "s", **case)
+                low, high = min(w for w, _, _ in runs), max(w for w, _, _ in runs)
                 print(
-                    f"  {variant:<9} {output:<4}  wall {wall:.2f} s (min {low:.2f}, max {high:.2f})"
+                    f"  {variant:<9} {output:<4}  wall {wall:.2f} s (min {low:.2f}, "
+                    f"max {high:.2f}), cpu {cpu:.2f} s"
                 )
         print("peak memory of the command (--lookahead --json):")
         for part in (4, 2, 1):
             jobs, _ = cut(random.Random(1), size // part)
             _write(jobs, path)
-            _, rss = _command(path, "--lookahead", "--json")
+            _, rss, _ = _command(path, "--lookahead", "--json")
             emit.figure("command maxrss", rss // 1024, "MiB", jobs=len(jobs))
             print(f"  {len(jobs):>7} jobs: {rss / 1024:.0f} MiB")
 
@@ -191,11 +193,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--seeds", default="1,2,3", help="seeds of the cut workload")
     parser.add_argument("--repeat", type=int, default=5, help="runs of the command to time")
+    parser.add_argument("--command-only", action="store_true", help="only the command's figures")
     add_argument(parser)
     args = parser.parse_args(argv)
     emit = Emitter("plan", args.results)
     sizes = [int(s) for s in args.sizes.split(",")]
-    _plans(emit, sizes, [int(s) for s in args.seeds.split(",")])
+    if not args.command_only:
+        _plans(emit, sizes, [int(s) for s in args.seeds.split(",")])
     _end_to_end(emit, max(sizes), args.repeat)
     emit.close()
     return 0
