@@ -27,6 +27,7 @@ from .planner import Job, check_cpus
 __all__ = ["JOB_KEYS", "parse_cpus", "parse_jobs", "read_json"]
 
 JOB_KEYS = ("name", "cpus", "memory", "gpus", "instance_type")
+_ALLOWED = frozenset(JOB_KEYS)
 
 
 def read_json(path: str, what: str = "JOBS.json") -> Any:
@@ -95,7 +96,37 @@ def parse_jobs(document: Any, source: str = "<memory>") -> tuple[Job, ...]:
     instance_type?}``; memory is a size such as ``"4 GB"`` or a whole number of bytes."""
     if not isinstance(document, list):
         raise ResourceError(source, type(document).__name__, "a JSON list of jobs")
-    jobs = [_job(f"{source}: jobs[{n}]", value) for n, value in enumerate(document)]
+    jobs = []
+    sizes: dict[str, int] = {}  # each size string parsed once, however many jobs share it
+    for n, value in enumerate(document):
+        # the usual job, checked without building its error location first; anything
+        # else (and every error) goes through _job, which names the field
+        if type(value) is dict and value.keys() <= _ALLOWED:
+            name, memory = value.get("name"), value.get("memory")
+            cpus: Any = value.get("cpus")
+            hint, gpus = value.get("instance_type"), value.get("gpus", 0)
+            if type(memory) is str:
+                memory = sizes.get(memory, memory)
+            if (
+                type(name) is str
+                and name
+                and type(memory) is int
+                and memory > 0
+                and (hint is None or type(hint) is str)
+                and type(cpus) in (int, float)
+                and type(gpus) is int
+            ):
+                try:
+                    jobs.append(Job(name, cpus, memory, gpus, hint))
+                    continue
+                except ResourceError:
+                    pass  # _job below says where
+            elif type(memory) is str and type(name) is str:
+                job = _job(f"{source}: jobs[{n}]", value)
+                sizes[memory] = job.memory
+                jobs.append(job)
+                continue
+        jobs.append(_job(f"{source}: jobs[{n}]", value))
     seen: set[str] = set()
     for n, j in enumerate(jobs):
         if j.name in seen:
