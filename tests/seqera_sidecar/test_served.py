@@ -67,7 +67,7 @@ def test_resolve_and_config_from_the_command_line(tmp_path: Path) -> None:
     assert lines[0] == "cpus 2" and lines[1].startswith("memory '") and "MB'" in lines[1]
     assert lines[3] == "// from predictive"
     kept = _cli("resolve", "--history", str(history), "--process", name, "--resolver", "max")
-    assert kept.returncode == 0 and kept.stdout.splitlines()[-1] == "// from history"
+    assert kept.returncode == 0 and kept.stdout.splitlines()[-1] == "// from maximum"
     config = tmp_path / "resources.config"
     assert _cli("config", "--history", str(history), "-o", str(config)).returncode == 0
     text = config.read_text()
