@@ -12,14 +12,14 @@ module's own scalar encoders; :func:`text` is the table ``seqera plan`` prints.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from ..planner import Instance, Plan, millicores
 from ..units import format_bytes
 
-__all__ = ["dump_json", "share", "text", "usage"]
+__all__ = ["dump_json", "json_chunks", "share", "text", "usage"]
 
 
 def share(used: float, total: float) -> float:
@@ -93,12 +93,25 @@ def _indented(value: Any, level: int) -> str:
 def dump_json(plan: Plan, document: Callable[[Plan, bool], dict[str, Any]]) -> str:
     """``json.dumps(document(plan), indent=2, sort_keys=True)``, written instance by
     instance; ``document(plan, False)`` is the plan's document without its instances."""
+    return "".join(json_chunks(plan, document))
+
+
+def json_chunks(plan: Plan, document: Callable[[Plan, bool], dict[str, Any]]) -> Iterator[str]:
+    """:func:`dump_json`'s text in pieces, one per instance, so that it can be written
+    without holding the whole document in memory."""
     head = document(plan, False)
     if head["instances"]:
         raise ValueError("document(plan, False) must leave the instances out")
     rounded: dict[float, int] = {}
     fixed: dict[str, tuple[str, str, str]] = {}  # per type: capacity, price, name
-    parts = []
+    text = json.dumps(head, indent=2, sort_keys=True)
+    if not plan.instances:
+        yield text
+        return
+    # "instances": [] occurs once: inside a JSON string its quotes would be escaped
+    before, after = text.split('"instances": []', 1)
+    yield before + '"instances": [\n'
+    separator = ""
     for i in plan.instances:
         t = i.type
         shared = fixed.get(t.name)
@@ -110,26 +123,21 @@ def dump_json(plan: Plan, document: Callable[[Plan, bool], dict[str, Any]]) -> s
                 encode_basestring_ascii(t.name),
             )
         cpus, memory, gpus = usage(i, rounded)
-        parts.append(
-            _INSTANCE.format(
-                capacity=shared[0],
-                price=shared[1],
-                id=_scalar(i.id),
-                jobs=",\n        ".join([encode_basestring_ascii(j.name) for j in i.jobs]),
-                type=shared[2],
-                cpus=_scalar(cpus),
-                gpus=_scalar(gpus),
-                memory=_scalar(memory),
-                cpus_share=_scalar(share(cpus, t.vcpus)),
-                gpus_share=_scalar(share(gpus, t.gpus) if t.gpus else None),
-                memory_share=_scalar(share(memory, t.memory)),
-            )
+        yield separator + _INSTANCE.format(
+            capacity=shared[0],
+            price=shared[1],
+            id=_scalar(i.id),
+            jobs=",\n        ".join([encode_basestring_ascii(j.name) for j in i.jobs]),
+            type=shared[2],
+            cpus=_scalar(cpus),
+            gpus=_scalar(gpus),
+            memory=_scalar(memory),
+            cpus_share=_scalar(share(cpus, t.vcpus)),
+            gpus_share=_scalar(share(gpus, t.gpus) if t.gpus else None),
+            memory_share=_scalar(share(memory, t.memory)),
         )
-    text = json.dumps(head, indent=2, sort_keys=True)
-    if not parts:
-        return text
-    # "instances": [] occurs once: inside a JSON string its quotes would be escaped
-    return text.replace('"instances": []', '"instances": [\n' + ",\n".join(parts) + "\n  ]", 1)
+        separator = ",\n"
+    yield "\n  ]" + after
 
 
 def text(plan: Plan) -> str:

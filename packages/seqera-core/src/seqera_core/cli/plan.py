@@ -16,6 +16,7 @@ else the dated EC2 example shipped with seqera.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from .. import catalogue as catalogues
@@ -24,7 +25,7 @@ from ..catalogue import Catalogue
 from ..jobsfile import parse_jobs, read_json
 from ..planner import Instance, Plan, schedule
 from ._args import settings
-from ._planout import dump_json, share, text, usage
+from ._planout import json_chunks, share, text, usage
 
 __all__ = ["add_parser", "choose_catalogue", "plan_document", "run"]
 
@@ -113,5 +114,9 @@ def run(args: argparse.Namespace) -> int:
     catalogue = choose_catalogue(args.catalogue, config.get("platform"))
     jobs = parse_jobs(read_json(args.jobs), args.jobs)
     plan = schedule(catalogue, jobs, lookahead=args.lookahead)
-    print(dump_json(plan, plan_document) if args.json else text(plan))
+    if args.json:
+        sys.stdout.writelines(json_chunks(plan, plan_document))
+        sys.stdout.write("\n")
+    else:
+        print(text(plan))
     return 0
