@@ -11,8 +11,9 @@ Every benchmark appends its figures to a JSON-lines file (``--results FILE``, de
 one run; ``machine`` includes the one-minute load average when the run started, since
 a machine shared with other work gives slower, noisier figures.
 
-``uv run python benchmarks/_emit.py [FILE]`` compares the latest run of each benchmark
-in the file with the run before it: one row per figure, both values and their ratio.
+``uv run python benchmarks/_emit.py [FILE]`` compares, for every figure in the file,
+its latest value with the one measured before it: both values, their runs and loads,
+and their ratio.
 """
 
 from __future__ import annotations
@@ -93,29 +94,24 @@ class Emitter:
 
 
 def compare(lines: Sequence[dict[str, Any]]) -> list[str]:
-    """Rows comparing each benchmark's latest run with its previous one."""
-    runs: dict[str, list[str]] = {}
-    for line in lines:
-        seen = runs.setdefault(line["benchmark"], [])
-        if line["run"] not in seen:
-            seen.append(line["run"])
-    values: dict[tuple[str, str, str, str], Any] = {}
+    """One row per figure (benchmark, figure and params): its latest value beside the one
+    measured before it, and their ratio."""
+    history: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for line in lines:
         case = json.dumps(line["params"], sort_keys=True)
-        values[line["benchmark"], line["run"], line["figure"], case] = line
+        history.setdefault((line["benchmark"], line["figure"], case), []).append(line)
     rows = []
-    for benchmark, order in runs.items():
-        latest, previous = order[-1], order[-2] if len(order) > 1 else None
-        for (b, run, figure, case), line in values.items():
-            if b != benchmark or run != latest:
-                continue
-            before = values.get((b, previous or "", figure, case))
-            old = before["value"] if before else None
-            ratio = f"{line['value'] / old:.3f}" if old else "-"
-            rows.append(
-                f"{benchmark} {figure} {case}: {line['value']} {line['unit']} "
-                f"(before: {old if old is not None else '-'}; ratio {ratio})"
-            )
+    for (benchmark, figure, case), seen in history.items():
+        last = seen[-1]
+        before = seen[-2] if len(seen) > 1 else None
+        old = before["value"] if before else None
+        ratio = f"{last['value'] / old:.3f}" if old else "-"
+        when = f"{before['run']}, load {before['machine']['load1']}" if before else "-"
+        rows.append(
+            f"{benchmark} {figure} {case}: {last['value']} {last['unit']} "
+            f"({last['run']}, load {last['machine']['load1']}); before: "
+            f"{old if old is not None else '-'} ({when}); ratio {ratio}"
+        )
     return rows
 
 
