@@ -42,6 +42,7 @@ __all__ = [
 
 DEFAULT_CATALOGUE = "ec2-us-east-1-2026-11.yaml"
 _INSTANCE_KEYS = ("vcpus", "memory", "gpus", "price")
+_LONGEST_SIZE = 64
 
 
 @frozen
@@ -79,8 +80,16 @@ class Catalogue:
 
 
 def parse_memory(where: str, value: Any) -> int:
-    """Bytes from a human size (``8 GiB``, ``4 GB``) or a whole number of bytes."""
+    """Bytes from a human size (``8 GiB``, ``4 GB``) or a whole number of bytes.
+
+    A string longer than any real size is refused before it is parsed: Python will not
+    turn more than 4,300 digits into a number (``sys.get_int_max_str_digits``), and the
+    error would otherwise be a ValueError from deep inside the parser.
+    """
     if isinstance(value, str):
+        if len(value) > _LONGEST_SIZE:
+            shown = f"{value[:20]}... ({len(value)} characters)"
+            raise ResourceError(where, shown, f"a size ({SIZE_FORMS}) of at most 64 characters")
         return parse_size(value, where)
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value  # bytes
