@@ -27,6 +27,7 @@ from attrs import frozen
 
 from .dialects._values import document_number as _number
 from .dialects.human import SIZE_FORMS, parse_size
+from .documents import read_document
 from .errors import ResourceError
 
 __all__ = [
@@ -150,7 +151,6 @@ def parse(document: Any, source: str = "<memory>") -> Catalogue:
 
 def load(path: str | Path, flag: str = "--catalogue") -> Catalogue:
     """Read a catalogue file (YAML or JSON); any fault is a ResourceError naming the file."""
-    from .platforms import read_document  # platforms reads instances with this module
 
     return parse(read_document(path, flag), str(path))
 
