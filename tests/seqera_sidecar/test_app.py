@@ -94,7 +94,8 @@ def test_bad_requests_get_400_naming_the_field(client: TestClient) -> None:
     answer = client.post("/v1/resources/resolve", json={"memory_bytes": "4 GB"}, headers=AUTH)
     assert answer.status_code == 400
     assert any("$.memory_bytes" in p for p in answer.json()["problems"])
-    broken = client.post("/v1/resources/resolve", content=b"{not json", headers=AUTH)
+    json_type = {**AUTH, "Content-Type": "application/json"}
+    broken = client.post("/v1/resources/resolve", content=b"{not json", headers=json_type)
     assert broken.status_code == 400
     too_many = {"requests": [{}] * 101}
     assert (
