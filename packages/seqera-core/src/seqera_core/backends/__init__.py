@@ -2,17 +2,19 @@
 and squashed allocations on a batch scheduler."""
 
 from ._batch import BatchBackend, RetryPolicy, SchedulerError, SubmitError
-from ._open import BACKENDS, open_backend, squash_policy
 from ._squash import SquashBackend
 from ._squash_plan import Decision, history_runtime
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from .local import LocalBackend
 from .pbs import PbsBackend
+from .registry import BACKENDS, BATCH, BackendEntry, entry, open_backend
 from .slurm import SlurmBackend
 
 __all__ = [
     "BACKENDS",
+    "BATCH",
     "Backend",
+    "BackendEntry",
     "BatchBackend",
     "Decision",
     "JobHandle",
@@ -26,7 +28,7 @@ __all__ = [
     "SlurmBackend",
     "SquashBackend",
     "SubmitError",
+    "entry",
     "history_runtime",
     "open_backend",
-    "squash_policy",
 ]

@@ -402,15 +402,19 @@ class SquashBackend(Backend):
         specs = [self._allocation_spec(a) for a in new]
         try:
             handles = self.inner.submit(specs)
-        except SubmitError as exc:
-            handles = list(exc.submitted)
-            for allocation in new[len(handles) :]:
-                allocation.end(f"not submitted: {exc}")  # its jobs are covered next poll
+        except SubmitError as exc:  # those that went out run; the others are not needed
+            kept = dict(zip(exc.positions, exc.submitted, strict=True))
+            for n, allocation in enumerate(new):
+                if n in kept:
+                    allocation.submitted(kept[n])
+                else:  # its jobs are covered again at the next poll
+                    allocation.end(f"not submitted: {exc}")
+            return
         except SeqeraError as exc:
-            handles = []
             for allocation in new:
                 allocation.end(f"not submitted: {exc}")
-        for allocation, handle in zip(new, handles, strict=False):
+            return
+        for allocation, handle in zip(new, handles, strict=True):
             allocation.submitted(handle)
 
     def _room(self, allocation: Allocation, now: float) -> tuple[float, int, float]:
