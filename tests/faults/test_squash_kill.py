@@ -31,18 +31,17 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from seqera_core.backends import JobSpec, JobState, SquashBackend
-from seqera_core.backends._batch import RetryPolicy
+from seqera_core.backends import JobSpec, JobState, RetryPolicy, SquashBackend
 from seqera_core.backends.slurm import SlurmBackend
 from seqera_core.models import ResourceRequest
 from seqera_core.squash import SquashPolicy
 from seqera_core.units import MIB
-from tests.integration.conftest import SlurmCluster, _down, _start
+
+from .conftest import FaultRow, FaultTable, SlurmCluster
 
 pytestmark = pytest.mark.integration
 
@@ -72,19 +71,6 @@ def claimed_then_die(self, entry):
 launcher.Launcher._start = claimed_then_die
 sys.exit(launcher.main(sys.argv[2:]))
 """
-
-
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
-    """A one-node Slurm of this module's own (the integration tests' recipe)."""
-    directory = tmp_path_factory.mktemp("slurm-faults")
-    try:
-        cluster = _start(directory)
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setenv("SLURM_CONF", str(cluster.conf))
-            yield cluster
-    finally:
-        _down(directory)
 
 
 def _job(base: Path, name: str, nap: float) -> JobSpec:
@@ -121,7 +107,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_allocations_killed_at_random_run_every_job_exactly_once(
-    slurm: SlurmCluster, tmp_path: Path
+    slurm: SlurmCluster, tmp_path: Path, fault_table: FaultTable
 ) -> None:
     seed = int(os.environ.get("SEQERA_FAULT_SEED") or random.randrange(1 << 30))
     rng = random.Random(seed)
@@ -167,24 +153,39 @@ def test_allocations_killed_at_random_run_every_job_exactly_once(
     starts = collections.Counter(p.name.split(".")[0] for p in (tmp_path / "starts").iterdir())
     names = [s.name for s in specs]
     twice = sum(1 for n in names if done[n] > 1)
+    ran = sum(1 for n in names if done[n] >= 1)
+    lost = sum(1 for n in names if done[n] == 0)
+    command = f"SEQERA_FAULT_SEED={seed} uvx nox -s faults -- -k squash_kill"
     row = {
         "fault": "squashed allocation killed at random (scancel, kill -9 launcher, "
         "crash right after a claim)",
         "injected": dict(injected),
         "seed": seed,
         "submitted": JOBS,
-        "run": sum(1 for n in names if done[n] >= 1),
-        "lost": sum(1 for n in names if done[n] == 0),
+        "run": ran,
+        "lost": lost,
         "run_twice": twice,
         "run_after_its_exit_code": len(list((tmp_path / "after-exit").iterdir())),
         "interrupted_and_rerun": sum(starts[n] - done[n] for n in names),
         "allocations": backend.calls["sbatch"],
-        "command": f"SEQERA_FAULT_SEED={seed} uvx nox -s faults -- "
-        "tests/faults/test_squash_kill.py",
+        "command": command,
     }
     print(json.dumps(row))
+    fault_table.rows.append(
+        FaultRow(
+            fault="squashed allocation: scancel, kill -9 of its launcher, launcher SIGKILL "
+            f"right after a claim (seed {seed})",
+            injected=sum(injected.values()),
+            jobs=JOBS,
+            submitted=JOBS,
+            ran=ran,
+            lost=lost,
+            twice=twice,
+            command=command,
+        )
+    )
     assert all(s.state is JobState.SUCCEEDED for s in statuses), (seed, statuses)
-    assert row["lost"] == 0, row
+    assert lost == 0, row
     # A finished job (its exit code recorded) never runs again. A run killed after its
     # last side effect and before its script recorded the exit code (a few milliseconds:
     # `status=$?; printf ... && mv`) did not finish, by that definition, and runs again:
