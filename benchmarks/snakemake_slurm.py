@@ -1,7 +1,7 @@
 """A Snakemake workflow of N trivial rules on a one-node Slurm: the floor and each executor.
 
 Run as root: ``uv run python benchmarks/snakemake_slurm.py [--jobs 200,2000]
-[--executors floor,seqera-squash,seqera] [--repeat 3] [--cpus 8] [--json FILE]``
+[--executors floor,seqera-squash,seqera] [--repeat 3] [--cpus 8] [--results FILE]``
 (``uv run --with snakemake-executor-plugin-slurm ...`` to add ``slurm``). It starts a
 throw-away cluster with tests/integration/slurm/slurm-up.sh (unless ``SLURM_CONF`` is set),
 writes one Snakefile of N independent trivial rules (``mem_mb=300, runtime=5``, an
@@ -10,8 +10,10 @@ its default settings and ``--jobs N``. ``floor`` is Snakemake's own local execut
 same machine (``--cores CPUS``, no cluster at all): what a cluster executor can approach,
 measured in the same run so the ratio means something on a shared machine.
 
-Every run prints one JSON line (``"figure": "run"``); then, per executor and N, the median
-wall time and its ratio to the floor's median (``"figure": "median"``). Scheduler calls are
+Every run appends its figures (``wall``, and the calls of each scheduler command) to the
+benchmarks' JSON-lines file (``_emit.py``: ``--results``, default ``results.jsonl``);
+then, per executor and N, the median wall time (``median wall``) and its ratio to the
+floor's (``x floor``), and prints a table. Scheduler calls are
 counted by small wrappers in front of ``sbatch``, ``squeue``, ``sacct``, ``scontrol``,
 ``scancel`` and ``sinfo``, outside jobs only. An executor whose run takes more than
 ``--slow`` seconds is not repeated, nor run at the larger sizes (``seqera`` off: about 14
@@ -29,7 +31,6 @@ import collections
 import contextlib
 import json
 import os
-import platform
 import shutil
 import stat
 import statistics
@@ -44,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _emit import Emitter, add_argument
 from slurm_jobs import _cluster  # the benchmark's own cluster recipe
 
 __all__ = ["main"]
@@ -147,11 +149,6 @@ def _compile() -> None:
     subprocess.run(argv, capture_output=True, check=False)
 
 
-def _machine(cpus: int) -> dict[str, Any]:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    return {"host": platform.node(), "cores": os.cpu_count(), "cluster_cpus": cpus, "load": load}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", default="200", help="comma-separated rule counts")
@@ -163,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpus", type=int, default=8, help="CPUs the cluster advertises")
     parser.add_argument("--repeat", type=int, default=3, help="runs at the first size")
     parser.add_argument("--slow", type=float, default=300.0, help="seconds: run such once")
-    parser.add_argument("--json", metavar="FILE", help="also append the JSON lines here")
+    add_argument(parser)
     args = parser.parse_args(argv)
     variants = args.executors.split(",")
     unknown = [v for v in variants if v not in VARIANTS]
@@ -171,16 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--executors: {unknown[0]!r} is not one of {', '.join(VARIANTS)}")
     sizes = [int(n) for n in args.jobs.split(",")]
     _compile()
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    common = {"benchmark": "snakemake_slurm", "date": stamp, **_machine(args.cpus)}
-    out = open(args.json, "a") if args.json else None  # noqa: SIM115
-
-    def emit(line: dict[str, Any]) -> None:
-        text = json.dumps({**common, **line})
-        print(text, flush=True)
-        if out is not None:
-            out.write(text + "\n")
-
+    emit = Emitter("snakemake_slurm", args.results)
     rows: list[dict[str, Any]] = []
     with _cluster(args.cpus) as cluster, tempfile.TemporaryDirectory() as base:
         env = {**os.environ, **cluster}
@@ -196,12 +184,20 @@ def main(argv: list[str] | None = None) -> int:
                         row = _run(variant, jobs, args.cpus, workdir, env)
                     shutil.rmtree(workdir, ignore_errors=True)
                     rows.append(row)
-                    emit({"figure": "run", "run": n, **row})
+                    print(json.dumps(row), flush=True)
+                    case = {"executor": variant, "jobs": jobs, "cpus": args.cpus, "run": n}
+                    emit.figure("wall", row["wall_s"], "s", **case)
+                    for command in COMMANDS:
+                        emit.figure(f"{command} calls", row[command], "calls", **case)
                     if row["wall_s"] > args.slow:
                         slow.add(variant)
     medians = _medians(rows)
-    for line in medians:
-        emit({"figure": "median", **line})
+    for m in medians:
+        case = {"executor": m["executor"], "jobs": m["jobs"], "cpus": args.cpus}
+        emit.figure("median wall", m["median_wall_s"], "s", runs=m["runs"], **case)
+        if m["x_floor"] is not None:
+            emit.figure("x floor", m["x_floor"], "ratio", **case)
+    emit.close()
     print()
     print("| executor | jobs | runs | median wall s | x floor | sbatch | squeue | all ok |")
     print("|---|---|---|---|---|---|---|---|")
@@ -211,8 +207,6 @@ def main(argv: list[str] | None = None) -> int:
             f"| {m['executor']} | {m['jobs']} | {m['runs']} | {m['median_wall_s']:.1f} | "
             f"{ratio} | {m['sbatch']} | {m['squeue']} | {m['ok']} |"
         )
-    if out is not None:
-        out.close()
     return 0 if all(row["ok"] for row in rows) else 1
 
 
