@@ -181,7 +181,8 @@ class Executor(RemoteExecutor):
         policy = squash_policy(config, self._platform)  # with --seqera-squash* over it
         if name == "local":
             return open_backend(
-                name, cpus=settings.local_cores, workdir=self._jobdir, squash=policy
+                name, cpus=settings.local_cores, workdir=self._jobdir, squash=policy,
+                preload=PRELOAD,  # `python -m snakemake` jobs start as forks of a preloaded one
             )
         if name == "ecs":
             return open_backend(name, squash=policy, **config.section("ecs"))
@@ -260,7 +261,7 @@ class Executor(RemoteExecutor):
             request = attrs.evolve(request, container=request.container or self._image)
         return JobSpec(
             name=f"smk-{name}",
-            command=_command(self.format_job_exec(job), squashed=self._squashed),
+            command=_command(self.format_job_exec(job), squashed=self._squashed or self._backend_name == "local"),
             request=request,
             workdir=str(Path(self.workflow.workdir_init).absolute()) if shared else None,
             env=self.envvars(),

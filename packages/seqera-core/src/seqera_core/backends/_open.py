@@ -74,6 +74,8 @@ def open_backend(
     if name == "ecs":
         return _ecs(module, options)
     if name not in _BATCH:
+        if name == "local" and preload:  # its fork server loads them once for all jobs
+            options = {**options, "preload": preload}
         backend: Backend = factory(**fixed, **options)
         return backend
     batch = factory(**fixed, **options, squash=policy)

@@ -24,6 +24,14 @@ does the same when a batch script ends), before the leader is reaped so the grou
 cannot have been recycled. Time limits and cancellation send SIGTERM, then SIGKILL after
 ``kill_grace`` seconds; memory enforcement sends SIGKILL at once, as the kernel OOM killer.
 A job killed by signal N reports exit code 128 + N, as shells do.
+
+Forking: with ``preload`` (Python entry points, e.g. Snakemake's), a job whose argv is
+``PYTHON -m MODULE ...`` of a preloaded package starts as a fork of a preloaded server
+process instead of a new interpreter (``_forking``, ``_forkserver``): same log files,
+directory, environment, session and exit code, the same limits and cancellation (the
+server signals the group while the leader is unreaped, and kills what the leader left
+behind before reaping it, as above); its ``ru_maxrss`` counts from the fork, since every
+page resident then is the job's own. Every other job starts as before.
 """
 
 from __future__ import annotations
@@ -44,11 +52,13 @@ import uuid
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 import attrs
 
 from ..errors import ResourceError
 from ..labels import env_name
+from ._forking import ForkServer
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = ["LocalBackend"]
@@ -96,6 +106,7 @@ class _Job:
     out_of_memory: bool = False
     cancelled: bool = False
     peak: int = 0
+    forked: bool = False  # a child of the fork server, not of this process
 
     @property
     def deadline(self) -> float | None:
@@ -115,6 +126,9 @@ class LocalBackend(Backend):
         sample_interval: seconds between samples of the jobs' memory use.
         enforce_memory: kill (and flag ``out_of_memory``) a job whose sampled memory
             exceeds its request.
+        preload: Python entry points (``module`` or ``module:function``) a fork server,
+            started at once, loads; ``PYTHON -m MODULE`` jobs of those packages then
+            start as its forks (about 0.2 s of CPU for a Snakemake job, not 3.7 s).
     """
 
     name = "local"
@@ -128,6 +142,7 @@ class LocalBackend(Backend):
         kill_grace: float = 5.0,
         sample_interval: float = 0.2,
         enforce_memory: bool = True,
+        preload: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.capacity_cpus = _machine_cpus() if cpus is None else float(cpus)
@@ -149,6 +164,7 @@ class LocalBackend(Backend):
         self._running: dict[str, _Job] = {}
         self._thread: threading.Thread | None = None
         self._wake_fd: int | None = None
+        self._forker = ForkServer(preload) if preload else None
 
     # -- the contract ---------------------------------------------------------------
 
@@ -207,6 +223,9 @@ class LocalBackend(Backend):
         limit = self.kill_grace + 5.0 if timeout is None else timeout
         with self._idle:
             self._idle.wait_for(lambda: self._thread is None, limit)
+            forker, self._forker = self._forker, None
+        if forker is not None:
+            forker.close()
 
     def __enter__(self) -> LocalBackend:
         return self
@@ -312,8 +331,14 @@ class LocalBackend(Backend):
                     self._account(sessions, usage)
             with self._lock:
                 fds = [job.pidfd for job in self._running.values() if job.pidfd is not None]
+                watched = len(fds)
                 waits = [next_sample]
-                if len(fds) < len(self._running):
+                if self._forker is not None and self._forker.alive:
+                    fds.append(self._forker.fileno())  # it says when it is ready, a job ended
+                    watched += sum(job.forked for job in self._running.values())
+                    if self._queue and self._forker.ready_deadline is not None:
+                        waits.append(self._forker.ready_deadline)
+                if watched < len(self._running):
                     # Without a pidfd (old kernels) an exit is only noticed on a tick.
                     waits.append(time.monotonic() + 0.02)
                 for job in self._running.values():
@@ -335,6 +360,8 @@ class LocalBackend(Backend):
         self._idle.notify_all()
 
     def _schedule(self, now: float) -> None:
+        if self._queue and self._forker is not None and self._forker.holds(self._queue[0].spec.command):
+            return  # its fork server is still loading: a fork soon beats a new process now
         free_cpus = self.capacity_cpus - sum(job.cpus for job in self._running.values())
         free_memory = self.capacity_memory - sum(job.memory for job in self._running.values())
         while self._queue and _fits(self._queue[0], free_cpus, free_memory):
@@ -397,6 +424,8 @@ class LocalBackend(Backend):
             self._finish(job, now, JobState.FAILED, None, f"cannot open a log file: {exc}")
             return False
         try:
+            if self._fork(job, out, err):
+                return True
             job.process = subprocess.Popen(
                 spec.command,
                 stdin=subprocess.DEVNULL,
@@ -417,18 +446,56 @@ class LocalBackend(Backend):
             out.close()
             if err is not out:
                 err.close()
-        job.started = now
         job.pid = job.process.pid
-        job.state = JobState.RUNNING
         try:
             job.pidfd = os.pidfd_open(job.process.pid)
         except (AttributeError, OSError):
             job.pidfd = None
-        self._running[job.handle.native_id] = job
+        self._run(job, now)
         return True
 
+    def _run(self, job: _Job, now: float) -> None:
+        job.started = now
+        job.state = JobState.RUNNING
+        self._running[job.handle.native_id] = job
+
+    def _fork(self, job: _Job, out: IO[bytes], err: IO[bytes]) -> bool:
+        """Start ``job`` as a fork of the preloaded server, if it is one it can start."""
+        forker = self._forker
+        if forker is None or not forker.accepts(job.spec.command):
+            return False
+        streams = [out.fileno()] if err is out else [out.fileno(), err.fileno()]
+        env = self._environment(job)
+        pid = forker.spawn(job.spec.command, job.spec.workdir, env, streams)
+        if pid is None:
+            return False
+        self.calls["fork"] += 1
+        job.forked, job.pid = True, pid
+        job.baseline_rss = 0  # the child's high-water mark starts at its own size
+        self._run(job, time.monotonic())
+        return True
+
+    def _reap_forked(self, job: _Job, now: float) -> None:
+        assert self._forker is not None
+        ended = self._forker.exit_status(job.pid)
+        if ended is None:
+            return
+        status, maxrss = ended
+        self.calls["reap"] += 1
+        self._release(job)
+        if status is None:
+            self._finish(job, now, JobState.FAILED, None, "exit status lost: the fork server died")
+            return
+        job.peak = max(job.peak, maxrss)
+        self._finish(job, now, *_outcome(job, os.waitstatus_to_exitcode(status)))
+
     def _reap(self, now: float) -> None:
+        if self._forker is not None:
+            self._forker.collect()
         for job in list(self._running.values()):
+            if job.forked:
+                self._reap_forked(job, now)
+                continue
             try:
                 exited = os.waitid(os.P_PID, job.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
@@ -485,6 +552,9 @@ class LocalBackend(Backend):
 
     def _signal(self, job: _Job, signum: signal.Signals) -> None:
         self.calls["kill"] += 1
+        if job.forked and self._forker is not None:
+            self._forker.signal(job.pid, signum)  # only while the server has not reaped it
+            return
         # ESRCH: the group is already empty. EPERM: only setuid members are left; nothing
         # more can be done from here, and the job's leader is what the state follows.
         with contextlib.suppress(ProcessLookupError, PermissionError):
