@@ -6,6 +6,7 @@ status cycle for every active job, one ``cancel`` call for all of them.
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import os
 import shlex
@@ -324,6 +325,15 @@ class Executor(RemoteExecutor):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         return [str(path)]
+
+    async def sleep(self) -> None:
+        """Until the next status check, cut short by a job's end where the backend says so."""
+        # The status thread starts before __post_init__ opens the backend.
+        wait = getattr(getattr(self, "_backend", None), "wait", None)  # LocalBackend.wait
+        handles = [info.aux["handle"] for info in list(self.active_jobs) if info.aux]
+        if not callable(wait) or not handles:
+            return await super().sleep()
+        await asyncio.to_thread(wait, handles, self.next_seconds_between_status_checks)
 
     def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]) -> None:
         """Cancel every active job with one backend call."""

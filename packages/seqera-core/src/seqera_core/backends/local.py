@@ -159,6 +159,7 @@ class LocalBackend(Backend):
         self._count = 0
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
+        self._ended = threading.Condition(self._lock)  # notified whenever a job finishes
         self._jobs: dict[str, _Job] = {}
         self._queue: deque[_Job] = deque()
         self._running: dict[str, _Job] = {}
@@ -184,6 +185,20 @@ class LocalBackend(Backend):
             self.calls["poll"] += 1
             now = time.monotonic()
             return [self._status(handle, now) for handle in handles]
+
+    def wait(self, handles: Sequence[JobHandle], timeout: float) -> bool:
+        """Block until one of ``handles`` has finished or ``timeout`` seconds pass.
+
+        Returns whether one has. An engine that polls on a cadence can sleep in this
+        instead, and hear of an end at once rather than at its next poll.
+        """
+
+        def ended() -> bool:
+            jobs = [self._find(handle) for handle in handles]
+            return any(job is None or job.state.finished for job in jobs)
+
+        with self._ended:
+            return self._ended.wait_for(ended, timeout)
 
     def cancel(self, handles: Sequence[JobHandle]) -> None:
         """Drop queued jobs; SIGTERM running ones' process groups (SIGKILL after the grace)."""
@@ -564,6 +579,7 @@ class LocalBackend(Backend):
         self, job: _Job, now: float, state: JobState, code: int | None, reason: str | None
     ) -> None:
         job.state, job.exit_code, job.reason, job.ended = state, code, reason, now
+        self._ended.notify_all()
         job.process = None  # the record outlives the process; keep it small
 
     # -- status ---------------------------------------------------------------------
