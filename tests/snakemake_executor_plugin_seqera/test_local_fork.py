@@ -118,7 +118,7 @@ def test_ctrl_c_ends_a_forked_job_and_its_children(tmp_path: Path, env: dict[str
     job, child, forked = pids.read_text().split()
     assert forked == "True"
     process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=120)
+    process.communicate(timeout=120)
     assert process.returncode != 0
     for pid in (int(job), int(child)):
         assert _ends(pid, within=30.0), f"process {pid} still running after Ctrl-C"

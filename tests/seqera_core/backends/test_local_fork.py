@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ne
 # A job module for the server to preload (its imports, as Snakemake's, load once; the
 # module itself runs anew as __main__): what it does depends on its first argument.
 DEPENDENCY = "import time\nLOADED_AT = time.time()\n"
-JOB = '''
+JOB = """
 import os, subprocess, sys, time
 
 from forkdep import LOADED_AT
@@ -54,7 +54,7 @@ if __name__ == "__main__":
     if what == "hog":
         block = bytearray(80 * 2**20)
         time.sleep(0.5)
-'''
+"""
 
 
 @pytest.fixture

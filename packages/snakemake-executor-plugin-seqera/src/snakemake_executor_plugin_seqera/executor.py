@@ -165,6 +165,7 @@ class Executor(RemoteExecutor):
         self._jobdir = Path(jobdir).absolute()
         self._backend = self._open(self._backend_name, settings, config)
         self._squashed = isinstance(self._backend, SquashBackend)
+        self._forks = self._squashed or self._backend_name == "local"  # jobs as argv, to fork
         self._image = settings.image or _snakemake_image()
         if self._backend_name == "local":
             # A local poll is a look at this process's own table: no need to wait long.
@@ -182,8 +183,11 @@ class Executor(RemoteExecutor):
         policy = squash_policy(config, self._platform)  # with --seqera-squash* over it
         if name == "local":
             return open_backend(
-                name, cpus=settings.local_cores, workdir=self._jobdir, squash=policy,
-                preload=PRELOAD,  # `python -m snakemake` jobs start as forks of a preloaded one
+                name,
+                cpus=settings.local_cores,
+                workdir=self._jobdir,
+                squash=policy,
+                preload=PRELOAD,
             )
         if name == "ecs":
             return open_backend(name, squash=policy, **config.section("ecs"))
@@ -262,7 +266,7 @@ class Executor(RemoteExecutor):
             request = attrs.evolve(request, container=request.container or self._image)
         return JobSpec(
             name=f"smk-{name}",
-            command=_command(self.format_job_exec(job), squashed=self._squashed or self._backend_name == "local"),
+            command=_command(self.format_job_exec(job), squashed=self._forks),
             request=request,
             workdir=str(Path(self.workflow.workdir_init).absolute()) if shared else None,
             env=self.envvars(),

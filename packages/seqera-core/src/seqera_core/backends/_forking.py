@@ -28,7 +28,9 @@ from ._forkserver import receive, send
 __all__ = ["ForkServer"]
 
 # Not `-m`: the package's __init__ imports the module before runpy would run it as __main__.
-_SERVER = "import sys; from seqera_core.backends._forkserver import main; sys.exit(main(sys.argv[1:]))"
+_SERVER = (
+    "import sys; from seqera_core.backends._forkserver import main; sys.exit(main(sys.argv[1:]))"
+)
 
 
 def _top(entry: str) -> str:

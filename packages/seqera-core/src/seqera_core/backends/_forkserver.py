@@ -14,9 +14,9 @@ ride on the length (``SCM_RIGHTS``, see unix(7)).
 - ``spawn`` (id, module, args, cwd, env), with the job's stdout and stderr descriptors
   (one when both streams share a file): the server forks; the child becomes the job
   exactly as ``python -m MODULE ARGS`` started with that environment, directory and
-  streams would see it (its own session, the signal dispositions of a new interpreter, an empty signal
-  mask, stdin from /dev/null, ``sys.argv``, ``sys.path[0]`` the directory, the
-  environment replaced, not merged) and runs the module as ``__main__``; an uncaught
+  streams would see it (its own session, the signal dispositions of a new interpreter,
+  an empty signal mask, stdin from /dev/null, ``sys.argv``, ``sys.path[0]`` the
+  directory, the environment replaced, not merged) and runs the module as ``__main__``; an uncaught
   exception prints its traceback and is exit code 1, ``sys.exit`` is honoured as the
   interpreter does. Reply: ``started`` (id, pid) or ``failed`` (id, reason).
 - ``signal`` (pid, signum): sent to the job's process group only while its leader has

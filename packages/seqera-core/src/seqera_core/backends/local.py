@@ -375,7 +375,11 @@ class LocalBackend(Backend):
         self._idle.notify_all()
 
     def _schedule(self, now: float) -> None:
-        if self._queue and self._forker is not None and self._forker.holds(self._queue[0].spec.command):
+        if (
+            self._queue
+            and self._forker is not None
+            and self._forker.holds(self._queue[0].spec.command)
+        ):
             return  # its fork server is still loading: a fork soon beats a new process now
         free_cpus = self.capacity_cpus - sum(job.cpus for job in self._running.values())
         free_memory = self.capacity_memory - sum(job.memory for job in self._running.values())
