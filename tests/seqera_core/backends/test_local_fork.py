@@ -73,7 +73,7 @@ def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def backend(tmp_path: Path, module: Path) -> Iterator[LocalBackend]:
     local = LocalBackend(
         cpus=2,
-        workdir=tmp_path / "logs",
+        work_dir=tmp_path / "logs",
         kill_grace=0.5,
         sample_interval=0.05,
         preload=["forkjob:warm"],

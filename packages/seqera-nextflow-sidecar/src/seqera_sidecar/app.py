@@ -35,6 +35,7 @@ from seqera_core.resolvers import BATCH_LIMIT, PredictiveResolver, Resolver, res
 
 from . import __version__
 from .openapi import bundled_spec
+from .report import report_endpoint
 from .runs import Dispatcher, NotFound
 from .weblog import parse_event
 
@@ -231,6 +232,7 @@ def create_app(
         Route("/health", endpoint("health", health), methods=["GET"]),
         Route("/metrics", endpoint("metrics", prometheus), methods=["GET"]),
         Route("/openapi.json", endpoint("openapi", openapi), methods=["GET"]),
+        Route("/report", endpoint("report", report_endpoint(history)), methods=["GET"]),
     ]
 
     @contextlib.asynccontextmanager

@@ -6,17 +6,18 @@ import argparse
 import ipaddress
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from seqera_core import platforms
-from seqera_core.backends import BACKENDS, Backend, open_backend, squash_policy
-from seqera_core.config import load_config
+from seqera_core.backends.registry import BACKENDS
+from seqera_core.config import Config, load_config
 from seqera_core.dialects.nextflow import request_from_directives
 from seqera_core.errors import SeqeraError, UsageError
-from seqera_core.history import History, open_history
+from seqera_core.history import History
 from seqera_core.pipeline import DEFAULTS
 from seqera_core.resolvers import HistoryResolver, PredictiveResolver, Resolver, resolve
+from seqera_core.session import Session
 
 from .nextflow_config import directives, process_config
 
@@ -25,15 +26,27 @@ __all__ = ["main"]
 DEFAULT_HISTORY = "~/.seqera/history.db"
 
 
-def _history(args: argparse.Namespace) -> History:
-    location = args.history or os.environ.get("SEQERA_HISTORY") or DEFAULT_HISTORY
-    return open_history(os.path.expanduser(location))
+def _settings(args: argparse.Namespace) -> Config:
+    """seqera config (``seqera.yaml``, ``$SEQERA_*``) with this command's flags on top; the
+    history defaults to ``~/.seqera/history.db``, since the sidecar always keeps one."""
+    flags = {"history": getattr(args, "history", None), "backend": getattr(args, "backend", None)}
+    config = load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
+    if not config.get("history"):
+        flags["history"] = DEFAULT_HISTORY
+        config = load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
+    return config
 
 
-def _resolver(args: argparse.Namespace, history: History) -> Resolver:
-    if args.resolver == "max":
-        return HistoryResolver(history, margin=args.margin)
-    return PredictiveResolver(history, apply_cpus=args.apply_cpus)
+def _sizing(args: argparse.Namespace) -> Callable[[History], Resolver]:
+    """The history's resolver ``--resolver`` asks for."""
+    if getattr(args, "resolver", "predictive") == "max":
+        return lambda history: HistoryResolver(history, margin=args.margin)
+    apply_cpus = getattr(args, "apply_cpus", False)
+    return lambda history: PredictiveResolver(history, apply_cpus=apply_cpus)
+
+
+def _session(args: argparse.Namespace, **options: Any) -> Session:
+    return Session(_settings(args), "seqera-sidecar", sizing=_sizing(args), **options)
 
 
 def _loopback(host: str) -> bool:
@@ -43,17 +56,6 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def _backend(name: str, jobs: Path) -> Backend:
-    if name == "local":
-        return open_backend(name, workdir=jobs)
-    config = load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home())
-    if name == "ecs":
-        return open_backend(name, **config.section("ecs"))
-    # arrays or squashed allocations when seqera config asks (squash.* / $SEQERA_SQUASH_*)
-    platform = platforms.load(config.get("platform")) if config.get("platform") else None
-    return open_backend(name, work_dir=jobs, squash=squash_policy(config, platform))
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -68,16 +70,17 @@ def _serve(args: argparse.Namespace) -> int:
     from .app import create_app
     from .runs import Dispatcher
 
-    history = _history(args)
-    resolvers: list[Resolver] = [_resolver(args, history)]
-    dispatcher = None
-    if args.backend:
-        state = Path(os.path.expanduser(args.state))
-        state.parent.mkdir(parents=True, exist_ok=True)
-        backend = _backend(args.backend, state.parent / "jobs")
-        dispatcher = Dispatcher(backend, state, resolvers=resolvers, history=history)
-    app = create_app(history, token=token, resolvers=resolvers, dispatcher=dispatcher)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    state = Path(os.path.expanduser(args.state))
+    with _session(args, work_dir=state.parent / "jobs") as session:
+        assert session.history is not None  # _config always names one
+        dispatcher = None
+        if args.backend:
+            state.parent.mkdir(parents=True, exist_ok=True)
+            dispatcher = Dispatcher(session, state)
+        app = create_app(
+            session.history, token=token, resolvers=session.resolvers, dispatcher=dispatcher
+        )
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     return 0
 
 
@@ -88,8 +91,8 @@ def _resolve(args: argparse.Namespace) -> int:
         process=args.process,
         attempt=args.attempt,
     )
-    history = _history(args)
-    resolution = resolve(request, [_resolver(args, history)], defaults=DEFAULTS)
+    with _session(args) as session:
+        resolution = resolve(request, session.resolvers, defaults=DEFAULTS)
     for key, value in directives(resolution.effective).items():
         print(f"{key} {value}")
     print(f"// from {resolution.resolver}" + "".join(f"; {n}" for n in resolution.notes))
@@ -97,8 +100,9 @@ def _resolve(args: argparse.Namespace) -> int:
 
 
 def _config(args: argparse.Namespace) -> int:
-    history = _history(args)
-    text = process_config(history, HistoryResolver(history, margin=args.margin))
+    with _session(args) as session:
+        assert session.history is not None
+        text = process_config(session.history, HistoryResolver(session.history, margin=args.margin))
     if args.output in (None, "-"):
         sys.stdout.write(text)
     else:
@@ -107,7 +111,9 @@ def _config(args: argparse.Namespace) -> int:
 
 
 def _cpus(args: argparse.Namespace) -> int:
-    wasted = [use for use in _history(args).cpu_use() if use.unused > 0]
+    with _session(args) as session:
+        assert session.history is not None
+        wasted = [use for use in session.history.cpu_use() if use.unused > 0]
     if not wasted:
         print("every process used the cores it reserved")
         return 0

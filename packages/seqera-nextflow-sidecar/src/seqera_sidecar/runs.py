@@ -14,20 +14,20 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from seqera_core import wire
-from seqera_core.backends import Backend, JobHandle, JobSpec, JobState, JobStatus
+from seqera_core.backends import JobHandle, JobSpec, JobState, JobStatus
 from seqera_core.errors import ResourceError, SeqeraError, WireError
-from seqera_core.history import History, TaskRecord
 from seqera_core.labels import string_labels
 from seqera_core.models import ResourceRequest
+from seqera_core.outcomes import cause, failure_message
 from seqera_core.pipeline import prepare
-from seqera_core.resolvers import Resolver
+from seqera_core.session import Finished, Session
 
 __all__ = ["Dispatcher", "NotFound"]
 
@@ -90,20 +90,12 @@ def _task_spec(index: int, document: Any) -> tuple[JobSpec, ResourceRequest]:
 
 
 class Dispatcher:
-    """Runs and tasks over one backend and one SQLite file; a thread polls active tasks."""
+    """Runs and tasks over one session's backend and one SQLite file; a thread polls active
+    tasks, and the session records each finished one in its history."""
 
-    def __init__(
-        self,
-        backend: Backend,
-        path: str | Path,
-        *,
-        resolvers: Sequence[Resolver] = (),
-        history: History | None = None,
-        interval: float = 1.0,
-    ) -> None:
-        self.backend = backend
-        self.resolvers = list(resolvers)
-        self.history = history
+    def __init__(self, session: Session, path: str | Path, *, interval: float = 1.0) -> None:
+        self.session = session
+        self.backend = session.backend
         self.interval = interval
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._lock = threading.RLock()
@@ -116,9 +108,10 @@ class Dispatcher:
     # -- runs ------------------------------------------------------------------------
 
     def create_run(self, name: str, labels: Mapping[str, Any]) -> dict[str, Any]:
-        """A new run; its labels are the baseline of every task."""
+        """A new run; its labels, over the session's (seqera config, ``$SEQERA_LABELS``), are
+        the baseline of every task."""
         run_id = uuid.uuid4().hex
-        baseline = string_labels(labels)
+        baseline = {**self.session.labels, **string_labels(labels)}
         with self._lock:
             self._db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, NULL)",
                              (run_id, name, json.dumps(baseline), time.time()))  # fmt: skip
@@ -158,7 +151,12 @@ class Dispatcher:
         parsed = [_task_spec(i, d) for i, d in enumerate(documents)]
         specs, ids, resources = [], [], []
         for spec, request in parsed:
-            prepared = prepare(request, resolvers=self.resolvers, run_labels=run["labels"])
+            prepared = prepare(
+                request,
+                platform=self.session.platform,
+                resolvers=self.session.resolvers,
+                run_labels=run["labels"],
+            )
             specs.append(attrs.evolve(spec, request=prepared.request, labels=prepared.labels))
             ids.append(uuid.uuid4().hex)
             resources.append(wire.unstructure(prepared.request))
@@ -233,7 +231,7 @@ class Dispatcher:
         if not active:
             return 0
         statuses = self.backend.poll([handle for _, handle, _, _ in active])
-        finished: list[TaskRecord] = []
+        finished: list[Finished] = []
         with self._lock:
             for (task_id, _, resources, run_id), status in zip(active, statuses, strict=True):
                 state, reason = self._state(status)
@@ -241,10 +239,11 @@ class Dispatcher:
                     "UPDATE tasks SET state = ?, exit_code = ?, reason = ?, updated = ? "
                     "WHERE id = ?", (state, status.exit_code, reason, time.time(), task_id),
                 )  # fmt: skip
-                if status.state.finished and status.state is not JobState.CANCELLED:
-                    finished.append(_record(run_id, task_id, json.loads(resources), status))
-        if finished and self.history is not None:
-            self.history.record(finished)  # what dispatched tasks used feeds the resolver
+                if status.state.finished:
+                    request = wire.structure(json.loads(resources), ResourceRequest)
+                    finished.append(Finished(request, status, task_id=task_id, run_id=run_id))
+        # What dispatched tasks used feeds the resolver; a failing store never fails a task.
+        self.session.record(finished)
         return sum(not s.state.finished for s in statuses)
 
     def _state(self, status: JobStatus) -> tuple[str, str | None]:
@@ -252,11 +251,8 @@ class Dispatcher:
             # Local jobs are children of the sidecar: after a restart they are gone. A
             # scheduler's unknown job may only be late to show; it is asked again.
             return "failed", "lost: the sidecar restarted while this local job ran"
-        reason = status.reason
-        if status.out_of_memory:
-            reason = "out of memory" + (f": {reason}" if reason else "")
-        elif status.time_limit:
-            reason = "time limit" + (f": {reason}" if reason else "")
+        # Why it failed in the words every engine uses.
+        reason = failure_message(status) if cause(status) else status.reason
         return status.state.value, reason
 
     def start(self) -> None:
@@ -273,26 +269,10 @@ class Dispatcher:
                 continue  # the scheduler is busy or restarting: ask again next time
 
     def stop(self) -> None:
-        """Stop polling (submitted jobs keep running) and close the database."""
+        """Stop polling (submitted jobs keep running) and close the database; the session,
+        which owns the backend, is closed by whoever opened it."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
-        close = getattr(self.backend, "close", None)
-        if callable(close):
-            close()
         with self._lock:
             self._db.close()
-
-
-def _record(
-    run_id: str, task_id: str, resources: Mapping[str, Any], status: JobStatus
-) -> TaskRecord:
-    return TaskRecord(
-        run_id=run_id, task_id=task_id, process=str(resources.get("process") or "task"),
-        succeeded=status.state is JobState.SUCCEEDED, engine="seqera-sidecar",
-        exit_code=status.exit_code, out_of_memory=status.out_of_memory,
-        time_limit=status.time_limit, cpus=resources.get("cpus"),
-        memory=resources.get("memory_bytes"), time=resources.get("time_seconds"),
-        peak_memory=status.peak_memory_bytes, realtime=status.wall_seconds,
-        finished=time.time(),
-    )  # fmt: skip

@@ -22,6 +22,7 @@ from typing import Any
 
 from attrs import frozen
 
+from seqera_core.dialects.nextflow import seconds_from_millis
 from seqera_core.errors import WireError
 from seqera_core.history import TaskRecord
 
@@ -121,7 +122,7 @@ def _record(run_id: str, trace: Mapping[str, Any], problems: list[str]) -> TaskR
     if problems:
         return None
     realtime = None if values["realtime"] is None else values["realtime"] / 1000
-    time = None if time_ms is None else math.ceil(time_ms / 1000)
+    time = None if time_ms is None else seconds_from_millis(time_ms)
     succeeded = status == "COMPLETED" and exit_code in (0, None)
     out_of_memory = not succeeded and (
         exit_code in _OOM_EXITS or (peak is not None and memory is not None and peak >= memory)

@@ -120,7 +120,7 @@ class LocalBackend(Backend):
     Args:
         cpus: cores to share between jobs; defaults to the cores this process may use.
         memory: bytes to share between jobs; defaults to the machine's physical memory.
-        workdir: directory for log files of jobs that name none; defaults to a new
+        work_dir: directory for log files of jobs that name none; defaults to a new
             temporary directory, created on first use and left for the caller.
         kill_grace: seconds between SIGTERM and SIGKILL on a time limit or a cancel.
         sample_interval: seconds between samples of the jobs' memory use.
@@ -137,7 +137,7 @@ class LocalBackend(Backend):
         self,
         cpus: float | None = None,
         memory: int | None = None,
-        workdir: str | os.PathLike[str] | None = None,
+        work_dir: str | os.PathLike[str] | None = None,
         *,
         kill_grace: float = 5.0,
         sample_interval: float = 0.2,
@@ -154,7 +154,7 @@ class LocalBackend(Backend):
         self.kill_grace = kill_grace
         self.sample_interval = sample_interval
         self.enforce_memory = enforce_memory
-        self._workdir = None if workdir is None else Path(workdir)
+        self._work_dir = None if work_dir is None else Path(work_dir)
         self._instance = uuid.uuid4().hex[:8]
         self._count = 0
         self._lock = threading.Lock()
@@ -281,10 +281,10 @@ class LocalBackend(Backend):
         return job
 
     def _logdir(self) -> Path:
-        if self._workdir is None:
-            self._workdir = Path(tempfile.mkdtemp(prefix="seqera-local-"))
-        self._workdir.mkdir(parents=True, exist_ok=True)
-        return self._workdir
+        if self._work_dir is None:
+            self._work_dir = Path(tempfile.mkdtemp(prefix="seqera-local-"))
+        self._work_dir.mkdir(parents=True, exist_ok=True)
+        return self._work_dir
 
     def _environment(self, job: _Job) -> dict[str, str]:
         env = dict(os.environ)
