@@ -304,7 +304,8 @@ class Executor(RemoteExecutor):
         wait = getattr(self, "_wait", None)  # the status thread starts before __post_init__
         handles = [info.aux["handle"] for info in list(self.active_jobs) if info.aux]
         if not callable(wait) or not handles:
-            return await super().sleep()
+            await super().sleep()
+            return
         await asyncio.to_thread(wait, handles, self.next_seconds_between_status_checks)
 
     def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]) -> None:

@@ -73,7 +73,8 @@ def send(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = N
 
 def receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
     """The next message and the descriptors that came with it; ``None`` at end of input."""
-    header, fds = b"", []
+    header = b""
+    fds: list[int] = []
     while len(header) < _HEADER.size:
         data, more, _, _ = socket.recv_fds(sock, _HEADER.size - len(header), MAX_FDS)
         if not data:
@@ -158,13 +159,13 @@ class _Server:
         signal.set_wakeup_fd(wake_write)
         signal.signal(signal.SIGCHLD, lambda signum, frame: None)
         while self.accepting or self.children:
-            watched = [wake_read, self.sock] if self.accepting else [wake_read]
+            watched = [wake_read, self.sock.fileno()] if self.accepting else [wake_read]
             ready, _, _ = select.select(watched, [], [], 1.0)
             if wake_read in ready:
                 with contextlib.suppress(BlockingIOError):
                     os.read(wake_read, 4096)
             self._reap()
-            if self.sock in ready:
+            if self.sock.fileno() in ready:
                 self._serve_one()
 
     def _serve_one(self) -> None:
