@@ -28,6 +28,7 @@ from ._forkserver import receive, send
 __all__ = ["ForkServer"]
 
 # Not `-m`: the package's __init__ imports the module before runpy would run it as __main__.
+_REPLY_TIMEOUT = 30.0  # seconds for a fork to be acknowledged
 _SERVER = (
     "import sys; from seqera_core.backends._forkserver import main; sys.exit(main(sys.argv[1:]))"
 )
@@ -138,10 +139,16 @@ class ForkServer:
         }
         if not self._send(request, list(streams)):
             return None
+        deadline = time.monotonic() + _REPLY_TIMEOUT
         while self._sock is not None:
-            message = self._next(timeout=None)
+            message = self._next(timeout=max(0.0, deadline - time.monotonic()))
             if message is None:
-                break
+                if self._sock is not None and time.monotonic() >= deadline:
+                    # A server that cannot fork in that long is stuck: end it.
+                    if self._process is not None:
+                        self._process.kill()
+                    self._dead()
+                continue
             if message.get("id") == self._serial:
                 if message.get("op") != "started":
                     return None
