@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from seqera_core.backends import LocalBackend
+from seqera_core.backends import LocalBackend, open_backend
 from seqera_core.backends.base import JobHandle, JobSpec, JobState, JobStatus
 from seqera_core.models import ResourceRequest
 from seqera_core.units import MIB
@@ -221,3 +221,13 @@ def _gone(pid: int, within: float) -> bool:
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
+
+
+def test_the_registry_hands_preload_to_the_local_backend(tmp_path: Path, module: Path) -> None:
+    backend = open_backend("local", work_dir=tmp_path / "logs", preload=["forkjob:warm"])
+    try:
+        assert isinstance(backend, LocalBackend)
+        status = wait(backend, backend.submit([job(tmp_path, "registry", "ok")]))[0]
+        assert status.state is JobState.SUCCEEDED and backend.calls["fork"] == 1
+    finally:
+        backend.close()
