@@ -32,6 +32,7 @@ TOKEN = "t0ken-for-tests"
 DECLARED = 100 * MB
 PEAK = 300 * MIB
 DECLARED_BEFORE = 4 * 2**30  # what the seeded runs had asked for
+INPUT = 1234  # bytes of the task's input file
 LABELS = "echo $SEQERA_LABEL_TEAM $SEQERA_LABEL_PROJECT"
 
 
@@ -103,7 +104,9 @@ def _answer(url: str) -> int:
 
 SNAKEFILE = """\
 rule count:
+    input: "data.txt"
     output: "snakemake.txt"
+    container: "docker://busybox:1.36"
     resources: mem_mb=100, runtime=5
     shell: "echo $SEQERA_LABEL_TEAM $SEQERA_LABEL_PROJECT > {output}"
 """
@@ -114,7 +117,8 @@ requirements:
   ResourceRequirement: {ramMin: 96, coresMin: 1}
 baseCommand: [echo, counted]
 stdout: cwl.txt
-inputs: []
+inputs:
+  data: {type: File}
 outputs:
   out: {type: stdout}
 """
@@ -124,6 +128,7 @@ def test_every_engine_gets_the_same_wiring(tmp_path: Path, resolver: str) -> Non
     project = tmp_path / "project"
     project.mkdir()
     (project / "seqera.yaml").write_text("history: history.db\nlabels: {team: genomics}\n")
+    (project / "data.txt").write_text("x" * INPUT)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEQERA_")}
     env.update(SEQERA_RESOLVER_URL=resolver, SEQERA_LABELS="project=rnaseq")
     expected = _answer(resolver)
@@ -151,7 +156,8 @@ def test_every_engine_gets_the_same_wiring(tmp_path: Path, resolver: str) -> Non
     (project / "count.cwl").write_text(TOOL)
     cwltool = shutil.which("cwltool-seqera", path=str(Path(sys.executable).parent))
     assert cwltool is not None
-    done = run(cwltool, "--no-container", "--outdir", str(project / "out"), "count.cwl")
+    outdir = str(project / "out")
+    done = run(cwltool, "--no-container", "--outdir", outdir, "count.cwl", "--data", "data.txt")
     assert done.returncode == 0, done.stderr
     assert (project / "out" / "cwl.txt").read_text() == "counted\n"
 
@@ -162,7 +168,8 @@ def test_every_engine_gets_the_same_wiring(tmp_path: Path, resolver: str) -> Non
         auth = {"Authorization": f"Bearer {TOKEN}"}
         run_id = httpx.post(f"{url}/v1/runs", json={"name": "r"}, headers=auth).json()["id"]
         task = {"name": "count", "command": ["sh", "-c", LABELS],
-                "resources": {"process": "count", "memory_bytes": DECLARED}}  # fmt: skip
+                "resources": {"process": "count", "memory_bytes": DECLARED,
+                              "input_bytes": INPUT}}  # fmt: skip
         (submitted,) = httpx.post(f"{url}/v1/runs/{run_id}/tasks", json={"tasks": [task]},
                                   headers=auth).json()["tasks"]  # fmt: skip
         base = f"{url}/v1/runs/{run_id}/tasks/{submitted['id']}"
@@ -189,3 +196,11 @@ def test_every_engine_gets_the_same_wiring(tmp_path: Path, resolver: str) -> Non
         assert row.process == "count" and row.succeeded, engine
         assert row.memory == expected, (engine, row.memory, expected)
         assert row.attempt == 1 and row.realtime is not None, engine
+    # What each engine knew before the task ran, for the right-sizer to learn from.
+    assert {e: r.input_bytes for e, r in rows.items()} == {
+        "seqera-run": None,
+        "snakemake": INPUT,
+        "cwltool": INPUT,
+        "seqera-sidecar": INPUT,
+    }
+    assert rows["snakemake"].container == "docker://busybox:1.36"

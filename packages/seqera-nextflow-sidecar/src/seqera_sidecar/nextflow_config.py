@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from seqera_core.dialects.nextflow import config_directives
 from seqera_core.history import History
 from seqera_core.models import ResourceRequest, ResourceResponse
-from seqera_core.resolvers import HistoryResolver
+from seqera_core.resolvers import MaximumResolver
 
 __all__ = ["directives", "process_config"]
 
@@ -21,7 +21,7 @@ def _quoted(name: str) -> str:
     return "'" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def process_config(history: History, resolver: HistoryResolver) -> str:
+def process_config(history: History, resolver: MaximumResolver) -> str:
     """A Nextflow config with one ``withName`` block per process the history knows."""
     lines = [
         "// Written by seqera-sidecar config from the task history: the largest use seen",

@@ -69,6 +69,9 @@ def job_request(
     total = input_bytes(job.input)
     labels = {**request.labels, **task_labels(job)}
     changes: dict[str, Any] = {"input_bytes": total, "labels": labels}
+    if request.container is None and not job.is_group() and job.container_img_url:
+        # The rule's `container:` image: a feature the right-sizer learns from.
+        changes["container"] = str(job.container_img_url)
     changes["memory"], raised = job_memory(request.memory, total)
     if raised:
         warnings.append(raised)
