@@ -82,6 +82,7 @@ def _layered(settings: ExecutorSettings, default_history: str | None) -> Config:
 
 
 PRELOAD = ("snakemake.cli:get_argument_parser",)
+_IDLE_CHECK = 0.1  # seconds between looks for active jobs while there are none
 
 # Shell syntax that makes a job command more than one program's argv.
 _SHELL = frozenset({"&&", "||", ";", "|", "&", ">", ">>", "<", "(", ")"})
@@ -303,9 +304,14 @@ class Executor(RemoteExecutor):
 
     async def sleep(self) -> None:
         """Until the next status check, cut short by a job's end where the backend says so."""
-        wait = getattr(self, "_wait", None)  # the status thread starts before __post_init__
         handles = [info.aux["handle"] for info in list(self.active_jobs) if info.aux]
-        if not callable(wait) or not handles:
+        if not handles:
+            # Nothing to check costs nothing: look again soon, not a whole cadence later
+            # (the status thread starts before __post_init__, and jobs come any moment).
+            await asyncio.sleep(_IDLE_CHECK)
+            return
+        wait = getattr(self, "_wait", None)
+        if not callable(wait):
             await super().sleep()
             return
         await asyncio.to_thread(wait, handles, self.next_seconds_between_status_checks)
