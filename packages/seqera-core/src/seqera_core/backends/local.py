@@ -1,4 +1,5 @@
-"""The local backend: each job a process group on this machine, within a cpu and memory budget.
+"""The local backend: each job a process group on this machine, within a cpu and memory budget
+(scheduling in ``_backfill``, the job record in ``_local_job``, /proc sampling in ``_procfs``).
 
 Scheduling: jobs start in submission order while they fit the free cores and memory; a
 job that does not fit waits at the head of the queue with a reservation, and later jobs
@@ -49,11 +50,8 @@ re-adopts).
 from __future__ import annotations
 
 import contextlib
-import itertools
 import math
 import os
-import re
-import resource
 import select
 import signal
 import subprocess
@@ -62,71 +60,20 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-import attrs
-
 from ..errors import ResourceError
 from ..labels import env_name
+from ._backfill import backfill
 from ._forking import ForkServer
-from ._local_records import JobRecords, Recovered, job_key, start_ticks, wrap
+from ._local_job import LocalJob, file_name, order, outcome, restore
+from ._local_records import JobRecords, job_key, start_ticks, wrap
+from ._procfs import machine_cpus, machine_memory, own_peak_rss, scan_sessions
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = ["LocalBackend"]
-
-_NOT_FILE_NAME = re.compile(r"[^A-Za-z0-9._-]", re.ASCII)
-_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
-_INF = math.inf
-_BACKFILL_DEPTH = 256
-
-
-def _machine_cpus() -> float:
-    # The affinity mask respects taskset and container cpusets; cpu_count() does not.
-    if hasattr(os, "sched_getaffinity"):
-        return float(len(os.sched_getaffinity(0)))
-    return float(os.cpu_count() or 1)
-
-
-def _machine_memory() -> int:
-    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-
-
-def _own_peak_rss() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
-
-
-@attrs.define(eq=False)
-class _Job:
-    # Mutable on purpose: the monitor thread moves it through its life, always under the lock.
-    handle: JobHandle
-    spec: JobSpec
-    cpus: int
-    memory: int
-    process: subprocess.Popen[bytes] | None = None
-    pid: int = 0
-    pidfd: int | None = None
-    baseline_rss: int = 0
-    started: float | None = None
-    ended: float | None = None
-    kill_at: float | None = None
-    killed: bool = False
-    state: JobState = JobState.PENDING
-    exit_code: int | None = None
-    reason: str | None = None
-    time_limit: bool = False
-    out_of_memory: bool = False
-    cancelled: bool = False
-    peak: int = 0
-    adopted: bool = False  # started by an earlier backend: not our child
-    started_wall: float | None = None
-    forked: bool = False  # a child of the fork server, not of this process
-
-    @property
-    def deadline(self) -> float | None:
-        time_limit = self.spec.request.time
-        return None if self.started is None or time_limit is None else self.started + time_limit
 
 
 class LocalBackend(Backend):
@@ -164,8 +111,8 @@ class LocalBackend(Backend):
         preload: Sequence[str] = (),
     ) -> None:
         super().__init__()
-        self.capacity_cpus = _machine_cpus() if cpus is None else float(cpus)
-        self.capacity_memory = _machine_memory() if memory is None else int(memory)
+        self.capacity_cpus = machine_cpus() if cpus is None else float(cpus)
+        self.capacity_memory = machine_memory() if memory is None else int(memory)
         if not self.capacity_cpus > 0:
             raise ResourceError("cpus", cpus, "a number of cores greater than 0")
         if self.capacity_memory <= 0:
@@ -179,9 +126,9 @@ class LocalBackend(Backend):
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._ended = threading.Condition(self._lock)  # notified whenever a job finishes
-        self._jobs: dict[str, _Job] = {}
-        self._queue: deque[_Job] = deque()
-        self._running: dict[str, _Job] = {}
+        self._jobs: dict[str, LocalJob] = {}
+        self._queue: deque[LocalJob] = deque()
+        self._running: dict[str, LocalJob] = {}
         self._thread: threading.Thread | None = None
         self._wake_fd: int | None = None
         self._detached = False
@@ -315,15 +262,15 @@ class LocalBackend(Backend):
                 f"at most {self.capacity_memory} bytes, the capacity of the local backend",
             )
 
-    def _create(self, spec: JobSpec) -> _Job:
+    def _create(self, spec: JobSpec) -> LocalJob:
         self._count += 1
         native_id = f"{self._instance}.{self._count}"
-        stdout = spec.stdout or str(self._logdir() / f"{_file_name(spec.name)}.{native_id}.out")
+        stdout = spec.stdout or str(self._logdir() / f"{file_name(spec.name)}.{native_id}.out")
         # Like sbatch: without its own file, stderr joins stdout.
         stderr = spec.stderr or stdout
         handle = JobHandle(self.name, native_id, spec.name, stdout, stderr)
         request = spec.request
-        job = _Job(handle, spec, math.ceil(request.cpus or 1), request.memory or 0)
+        job = LocalJob(handle, spec, math.ceil(request.cpus or 1), request.memory or 0)
         self._jobs[native_id] = job
         if self._records is not None:
             self._records.queued(handle, spec)
@@ -332,11 +279,11 @@ class LocalBackend(Backend):
     def _adopt(self, records: JobRecords) -> None:
         """Take back the jobs recorded in ``records`` by an earlier backend."""
         now, wall = time.monotonic(), time.time()
-        recovered = sorted(records, key=lambda r: _order(r.handle.native_id))
+        recovered = sorted(records, key=lambda r: order(r.handle.native_id))
         with self._lock:
             for found in recovered:
                 spec = found.spec
-                job = _Job(found.handle, spec, math.ceil(spec.request.cpus or 1),
+                job = LocalJob(found.handle, spec, math.ceil(spec.request.cpus or 1),
                            spec.request.memory or 0)  # fmt: skip
                 self._jobs[found.handle.native_id] = job
                 if found.kind == "queued":
@@ -349,7 +296,7 @@ class LocalBackend(Backend):
                         job.pidfd = os.pidfd_open(found.pid)
                     self._running[found.handle.native_id] = job
                 else:
-                    _restore(job, found, now)
+                    restore(job, found, now)
             if self._queue or self._running:
                 self._wake()
 
@@ -359,7 +306,7 @@ class LocalBackend(Backend):
         self._work_dir.mkdir(parents=True, exist_ok=True)
         return self._work_dir
 
-    def _environment(self, job: _Job) -> dict[str, str]:
+    def _environment(self, job: LocalJob) -> dict[str, str]:
         env = dict(os.environ)
         env["SEQERA_JOB_ID"] = job.handle.native_id
         env["SEQERA_JOB_NAME"] = job.spec.name
@@ -407,13 +354,13 @@ class LocalBackend(Backend):
                 if (not self._running and not self._queue) or self._detached:
                     self._stop(wake_read)
                     return
-                sessions: dict[int, _Job] = {}
+                sessions: dict[int, LocalJob] = {}
                 if now >= next_sample:
                     sessions = {job.pid: job for job in self._running.values()}
                     next_sample = now + self.sample_interval
             if sessions:
                 # /proc is read without the lock: only this thread reaps, so no pid is reused.
-                usage = _scan_sessions(sessions)
+                usage = scan_sessions(sessions)
                 with self._lock:
                     self.calls["sample"] += 1
                     self._account(sessions, usage)
@@ -454,54 +401,18 @@ class LocalBackend(Backend):
             and self._forker.holds(self._queue[0].spec.command)
         ):
             return  # its fork server is still loading: a fork soon beats a new process now
-        free_cpus = self.capacity_cpus - sum(job.cpus for job in self._running.values())
-        free_memory = self.capacity_memory - sum(job.memory for job in self._running.values())
-        while self._queue and _fits(self._queue[0], free_cpus, free_memory):
-            job = self._queue.popleft()
-            if self._start(job, now):
-                free_cpus -= job.cpus
-                free_memory -= job.memory
-        if len(self._queue) < 2 or free_cpus < 1:  # every job holds at least one core
-            return
-        shadow, spare_cpus, spare_memory = self._reservation(self._queue[0], free_cpus, free_memory)
-        # Like Slurm's bf_max_job_test: a long queue costs a bounded scan per wake-up.
-        for job in list(itertools.islice(self._queue, 1, 1 + _BACKFILL_DEPTH)):
-            if not _fits(job, free_cpus, free_memory):
-                continue
-            limit = job.spec.request.time
-            ends_in_time = limit is not None and now + limit + self.kill_grace <= shadow
-            if not ends_in_time:
-                if not _fits(job, spare_cpus, spare_memory):
-                    continue
-                spare_cpus -= job.cpus
-                spare_memory -= job.memory
+        chosen = backfill(
+            self._queue, list(self._running.values()), self.capacity_cpus,
+            self.capacity_memory, now, self.kill_grace,
+        )  # fmt: skip
+        for job in chosen:
             self._queue.remove(job)
-            if self._start(job, now):
-                free_cpus -= job.cpus
-                free_memory -= job.memory
+            self._start(job, now)
 
-    def _reservation(self, head: _Job, cpus: float, memory: int) -> tuple[float, float, int]:
-        """When ``head`` can start at the latest, and what it leaves spare then."""
-
-        def latest_end(job: _Job) -> float:
-            if job.killed:
-                return 0.0  # SIGKILLed: gone as soon as the kernel reaps it
-            if job.kill_at is not None:
-                return job.kill_at
-            deadline = job.deadline
-            return _INF if deadline is None else deadline + self.kill_grace
-
-        for job in sorted(self._running.values(), key=latest_end):
-            cpus += job.cpus
-            memory += job.memory
-            if _fits(head, cpus, memory):
-                return latest_end(job), cpus - head.cpus, memory - head.memory
-        return _INF, 0.0, 0  # unreachable: submit() refuses jobs larger than the machine
-
-    def _start(self, job: _Job, now: float) -> bool:
+    def _start(self, job: LocalJob, now: float) -> bool:
         spec = job.spec
         self.calls["spawn"] += 1
-        job.baseline_rss = _own_peak_rss()
+        job.baseline_rss = own_peak_rss()
         stdout, stderr = job.handle.stdout, job.handle.stderr
         assert stdout is not None and stderr is not None
         try:
@@ -551,7 +462,7 @@ class LocalBackend(Backend):
         self._run(job, now)
         return True
 
-    def _run(self, job: _Job, now: float) -> None:
+    def _run(self, job: LocalJob, now: float) -> None:
         job.started = now
         job.state = JobState.RUNNING
         job.started_wall = time.time()
@@ -559,7 +470,7 @@ class LocalBackend(Backend):
             self._records.started(job.handle.native_id, job.pid, job.started_wall)
         self._running[job.handle.native_id] = job
 
-    def _fork(self, job: _Job, out: IO[bytes], err: IO[bytes]) -> bool:
+    def _fork(self, job: LocalJob, out: IO[bytes], err: IO[bytes]) -> bool:
         """Start ``job`` as a fork of the preloaded server, if it is one it can start."""
         forker = self._forker
         if forker is None or not forker.accepts(job.spec.command):
@@ -575,7 +486,7 @@ class LocalBackend(Backend):
         self._run(job, time.monotonic())
         return True
 
-    def _reap_forked(self, job: _Job, now: float) -> None:
+    def _reap_forked(self, job: LocalJob, now: float) -> None:
         assert self._forker is not None
         ended = self._forker.exit_status(job.pid)
         if ended is None:
@@ -587,7 +498,7 @@ class LocalBackend(Backend):
             self._finish(job, now, JobState.FAILED, None, "exit status lost: the fork server died")
             return
         job.peak = max(job.peak, maxrss)
-        self._finish(job, now, *_outcome(job, os.waitstatus_to_exitcode(status)))
+        self._finish(job, now, *outcome(job, os.waitstatus_to_exitcode(status)))
 
     def _reap(self, now: float) -> None:
         if self._forker is not None:
@@ -618,9 +529,9 @@ class LocalBackend(Backend):
             if usage.ru_maxrss * 1024 > job.baseline_rss:
                 job.peak = max(job.peak, usage.ru_maxrss * 1024)
             self._release(job)
-            self._finish(job, now, *_outcome(job, code))
+            self._finish(job, now, *outcome(job, code))
 
-    def _reap_adopted(self, job: _Job, now: float) -> None:
+    def _reap_adopted(self, job: LocalJob, now: float) -> None:
         if start_ticks(job.pid) is not None:
             return  # still running (a zombie waiting for init counts as ended)
         assert self._records is not None
@@ -635,9 +546,9 @@ class LocalBackend(Backend):
                          "ended with no exit status (killed by a signal) while its backend "
                          "was not watching")  # fmt: skip
         else:
-            self._finish(job, now, *_outcome(job, code))
+            self._finish(job, now, *outcome(job, code))
 
-    def _release(self, job: _Job) -> None:
+    def _release(self, job: LocalJob) -> None:
         if job.pidfd is not None:
             os.close(job.pidfd)
             job.pidfd = None
@@ -652,7 +563,9 @@ class LocalBackend(Backend):
                 job.time_limit = True
                 self._terminate(job, now)
 
-    def _account(self, sessions: Mapping[int, _Job], usage: Mapping[int, tuple[int, int]]) -> None:
+    def _account(
+        self, sessions: Mapping[int, LocalJob], usage: Mapping[int, tuple[int, int]]
+    ) -> None:
         for pid, (total, highest) in usage.items():
             job = sessions[pid]
             job.peak = max(job.peak, total, highest)
@@ -661,16 +574,16 @@ class LocalBackend(Backend):
                 job.out_of_memory = True
                 self._kill(job)
 
-    def _terminate(self, job: _Job, now: float) -> None:
+    def _terminate(self, job: LocalJob, now: float) -> None:
         self._signal(job, signal.SIGTERM)
         job.kill_at = now + self.kill_grace
 
-    def _kill(self, job: _Job) -> None:
+    def _kill(self, job: LocalJob) -> None:
         self._signal(job, signal.SIGKILL)
         job.killed = True
         job.kill_at = job.kill_at or time.monotonic()
 
-    def _signal(self, job: _Job, signum: signal.Signals) -> None:
+    def _signal(self, job: LocalJob, signum: signal.Signals) -> None:
         self.calls["kill"] += 1
         if job.forked and self._forker is not None:
             self._forker.signal(job.pid, signum)  # only while the server has not reaped it
@@ -681,7 +594,7 @@ class LocalBackend(Backend):
             os.killpg(job.pid, signum)
 
     def _finish(
-        self, job: _Job, now: float, state: JobState, code: int | None, reason: str | None
+        self, job: LocalJob, now: float, state: JobState, code: int | None, reason: str | None
     ) -> None:
         job.state, job.exit_code, job.reason, job.ended = state, code, reason, now
         self._ended.notify_all()
@@ -695,7 +608,7 @@ class LocalBackend(Backend):
 
     # -- status ---------------------------------------------------------------------
 
-    def _find(self, handle: JobHandle) -> _Job | None:
+    def _find(self, handle: JobHandle) -> LocalJob | None:
         return self._jobs.get(handle.native_id) if handle.backend == self.name else None
 
     def _status(self, handle: JobHandle, now: float) -> JobStatus:
@@ -715,95 +628,3 @@ class LocalBackend(Backend):
             wall_seconds=wall,
             peak_memory_bytes=job.peak or None,
         )
-
-
-def _order(native_id: str) -> tuple[str, int]:
-    instance, _, count = native_id.partition(".")
-    return instance, int(count) if count.isdigit() else 0
-
-
-def _restore(job: _Job, found: Recovered, now: float) -> None:
-    """A finished job as recorded: its backend's own account, else the wrapper's status."""
-    final = found.final
-    if final is not None:
-        job.state, job.exit_code, job.reason = (
-            JobState(final["state"]),
-            final["exit_code"],
-            final["reason"],
-        )
-        job.out_of_memory, job.time_limit = final["out_of_memory"], final["time_limit"]
-        job.peak = final.get("peak") or 0
-        wall = final.get("wall")
-    else:
-        code = found.exit_code
-        if code is None:
-            job.state, job.reason = (
-                JobState.FAILED,
-                ("ended with no exit status (killed by a signal) while no backend was watching"),
-            )
-        else:
-            job.state, job.exit_code, job.reason = _outcome(job, code)
-        ended, started = found.ended_wall, found.started_wall
-        wall = None if ended is None or started is None else max(0.0, ended - started)
-    if wall is not None:
-        job.started, job.ended = now - wall, now
-
-
-def _fits(job: _Job, cpus: float, memory: int) -> bool:
-    return job.cpus <= cpus and job.memory <= memory
-
-
-def _file_name(name: str) -> str:
-    return _NOT_FILE_NAME.sub("_", name)[:64] or "job"
-
-
-def _outcome(job: _Job, code: int) -> tuple[JobState, int, str | None]:
-    reason = None
-    if code < 0:
-        reason = f"killed by {signal.Signals(-code).name}"
-        code = 128 - code
-    elif code:
-        reason = f"exited with code {code}"
-    if job.cancelled:
-        return JobState.CANCELLED, code, "cancelled"
-    if job.out_of_memory:
-        memory = job.spec.request.memory
-        return JobState.FAILED, code, f"out of memory: used more than the {memory} bytes requested"
-    if job.time_limit:
-        limit = job.spec.request.time
-        return JobState.FAILED, code, f"time limit of {limit} s exceeded"
-    return (JobState.SUCCEEDED if code == 0 else JobState.FAILED), code, reason
-
-
-def _scan_sessions(sessions: Iterable[int]) -> dict[int, tuple[int, int]]:
-    """Per session id: the summed resident bytes and the highest single-process high-water mark."""
-    usage = dict.fromkeys(sessions, (0, 0))
-    try:
-        pids = [name for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return usage  # no procfs: wait4 alone measures
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as file:
-                stat = file.read()
-        except OSError:
-            continue  # exited since listdir
-        # The command name is in parentheses and may hold spaces; fields follow the last ')'.
-        fields = stat[stat.rindex(b")") + 2 :].split()
-        session = int(fields[3])
-        if session not in usage:
-            continue
-        total, highest = usage[session]
-        usage[session] = (total + int(fields[21]) * _PAGE_SIZE, max(highest, _high_water(pid)))
-    return usage
-
-
-def _high_water(pid: str) -> int:
-    try:
-        with open(f"/proc/{pid}/status", "rb") as file:
-            for line in file:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1]) * 1024  # always kB
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
