@@ -283,3 +283,27 @@ def test_idle_backend_keeps_no_thread_or_descriptors(tmp_path: Path) -> None:
     wait(local, local.submit([JobSpec("t", ["true"])]))
     local.close()
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_backfill_never_delays_the_head_of_the_queue() -> None:
+    # Pure policy: 4 cores; a running 2-core job ends in 100 s; the head needs 4 cores.
+    from seqera_core.backends._backfill import backfill
+    from seqera_core.backends._local_job import LocalJob
+
+    def job(name: str, cpus: int, limit: int | None, started: float | None = None) -> LocalJob:
+        request = ResourceRequest(cpus=cpus, time=limit)
+        spec = JobSpec(name, ["true"], request)
+        made = LocalJob(JobHandle("local", name), spec, cpus, 1)
+        made.started = started
+        return made
+
+    running = [job("running", 2, 100, started=0.0)]
+    head, short, long, spare = (
+        job("head", 4, 10),
+        job("short", 2, 50),
+        job("long", 2, 500),
+        job("x", 1, None),
+    )
+    chosen = backfill([head, short, long, spare], running, 4, 10**9, now=0.0, kill_grace=5.0)
+    # short ends (55 s) before the head can start (105 s); long and the unlimited one would not.
+    assert chosen == [short]

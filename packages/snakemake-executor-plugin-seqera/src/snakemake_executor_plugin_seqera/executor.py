@@ -6,6 +6,7 @@ status cycle for every active job, one ``cancel`` call for all of them.
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import os
 import shlex
@@ -96,6 +97,8 @@ PRELOAD = (
     "snakemake.storage",
     "smart_open",
 )
+_IDLE_CHECK = 0.1  # seconds between looks for active jobs while there are none
+
 # Shell syntax that makes a job command more than one program's argv.
 _SHELL = frozenset({"&&", "||", ";", "|", "&", ">", ">>", "<", "(", ")"})
 
@@ -167,6 +170,9 @@ class Executor(RemoteExecutor):
         self._jobdir = jobdir
         self._backend_name = self._session.backend_name
         self._squashed = isinstance(self._session.backend, SquashBackend)
+        # Jobs go as argv where they can start as forks of a preloaded Snakemake.
+        self._forks = self._squashed or self._session.entry.forks
+        self._wait = getattr(self._session.backend, "wait", None)  # LocalBackend.wait
         backend = self._session.backend
         if isinstance(backend, SquashBackend):
             # a squash poll reads files: finished jobs are reported sooner
@@ -259,7 +265,7 @@ class Executor(RemoteExecutor):
             request = attrs.evolve(request, container=self._image)
         return JobSpec(
             name=f"smk-{name}",
-            command=_command(self.format_job_exec(job), squashed=self._squashed),
+            command=_command(self.format_job_exec(job), squashed=self._forks),
             request=request,
             workdir=str(Path(self.workflow.workdir_init).absolute()) if shared else None,
             env=self.envvars(),
@@ -317,6 +323,20 @@ class Executor(RemoteExecutor):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         return [str(path)]
+
+    async def sleep(self) -> None:
+        """Until the next status check, cut short by a job's end where the backend says so."""
+        handles = [info.aux["handle"] for info in list(self.active_jobs) if info.aux]
+        if not handles:
+            # Nothing to check costs nothing: look again soon, not a whole cadence later
+            # (the status thread starts before __post_init__, and jobs come any moment).
+            await asyncio.sleep(_IDLE_CHECK)
+            return
+        wait = getattr(self, "_wait", None)
+        if not callable(wait):
+            await super().sleep()
+            return
+        await asyncio.to_thread(wait, handles, self.next_seconds_between_status_checks)
 
     def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]) -> None:
         """Cancel every active job with one backend call."""

@@ -43,6 +43,8 @@ class BackendEntry:
     fixed: Mapping[str, Any] = field(factory=dict)
     #: ``module:function`` writing a request in the scheduler's own words (``explain``).
     dialect: str = ""
+    #: Starts ``python -m`` jobs of the ``preload`` packages as forks of a preloaded process.
+    forks: bool = False
 
     def submission(self, request: ResourceRequest) -> Submission:
         """What this backend would receive for ``request`` (flags, directives, payload)."""
@@ -56,7 +58,7 @@ class BackendEntry:
 _D = "seqera_core.dialects."
 _ENTRIES = (
     BackendEntry("local", "seqera_core.backends.local", "LocalBackend", section="local",
-                 dialect=f"{_D}local:submission"),
+                 dialect=f"{_D}local:submission", forks=True),
     BackendEntry("slurm", "seqera_core.backends.slurm", "SlurmBackend", batch=True,
                  dialect=f"{_D}slurm:submission"),
     BackendEntry("pbs", "seqera_core.backends.pbs", "PbsBackend", batch=True,
@@ -98,7 +100,8 @@ def open_backend(
 
     ``squash`` puts jobs together on a batch scheduler: arrays, or squashed allocations
     (then the backend returned wraps the scheduler's, and ``preload`` names the Python
-    entry points its launchers load once, see :class:`SquashBackend`).
+    entry points its launchers load once, see :class:`SquashBackend`); a backend that
+    ``forks`` (local) loads them once in a fork server for all its jobs.
 
     Raises:
         UsageError: the name is unknown, the backend's module (or extra) is not
@@ -120,6 +123,8 @@ def open_backend(
         keywords["work_dir"] = work_dir
     if found.batch:
         keywords["squash"] = policy
+    if found.forks and preload:
+        keywords["preload"] = preload
     try:
         backend: Backend = factory(**keywords)
     except SeqeraError:

@@ -1,0 +1,238 @@
+"""The local backend's side of the fork server (``_forkserver``): start it, ask, listen.
+
+A job is started as a fork when its argv is ``PYTHON -m MODULE ARGS`` with ``PYTHON``
+the interpreter the server runs (same directory and same file, so another virtual
+environment of the same Python is not mistaken for this one) and ``MODULE`` in a
+package the server preloaded. Anything else, or anything the server cannot do (it
+failed to start, to preload, to fork, or died), goes back to the backend's ordinary
+``subprocess`` start: forking is a shortcut, never a condition for a job to run.
+
+Not thread-safe: the local backend calls it under its own lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ._forkserver import receive, send
+
+__all__ = ["ForkServer"]
+
+# Not `-m`: the package's __init__ imports the module before runpy would run it as __main__.
+_REPLY_TIMEOUT = 30.0  # seconds for a fork to be acknowledged
+_SERVER = (
+    "import sys; from seqera_core.backends._forkserver import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def _top(entry: str) -> str:
+    return entry.partition(":")[0].split(".")[0]
+
+
+def _same_interpreter(a: str, b: str) -> bool:
+    if not (os.path.isabs(a) and os.path.isabs(b)):
+        return False
+    # A venv's python links to the base interpreter: the directory tells venvs apart.
+    return os.path.dirname(os.path.abspath(a)) == os.path.dirname(
+        os.path.abspath(b)
+    ) and os.path.realpath(a) == os.path.realpath(b)
+
+
+class ForkServer:
+    """A fork server process, started at once so its preload overlaps the caller's work.
+
+    Args:
+        preload: ``module`` or ``module:function`` entries it imports (and calls) once.
+        python: the interpreter it runs; jobs must name the same one.
+        ready_timeout: seconds the preload may take; past them jobs start as new processes.
+    """
+
+    def __init__(
+        self, preload: Sequence[str], *, python: str = sys.executable, ready_timeout: float = 120
+    ) -> None:
+        self.python = python
+        self._declared = frozenset(_top(entry) for entry in preload)
+        self._loaded: frozenset[str] | None = None  # known once the server says ready
+        self._exits: dict[int, tuple[int | None, int]] = {}
+        self._running: set[int] = set()
+        self._serial = 0
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock: socket.socket | None = ours
+        try:
+            self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
+                [python, "-c", _SERVER, str(theirs.fileno()), *preload],
+                stdin=subprocess.DEVNULL,
+                pass_fds=[theirs.fileno()],
+                start_new_session=True,  # a Ctrl-C of the caller's terminal is not for it
+            )
+        except OSError:
+            self._process = None
+            self._dead()
+        finally:
+            theirs.close()
+        self._deadline = time.monotonic() + ready_timeout
+
+    @property
+    def alive(self) -> bool:
+        """Whether jobs can still be forked."""
+        return self._sock is not None
+
+    def fileno(self) -> int:
+        """A descriptor readable when the server has something to say (-1 once it is gone)."""
+        return -1 if self._sock is None else self._sock.fileno()
+
+    def holds(self, command: Sequence[str]) -> bool:
+        """Whether ``command`` should wait for the preload (still under way) to fork."""
+        if self._loaded is not None or not self.accepts(command):
+            return False
+        if time.monotonic() >= self._deadline:
+            self._declared = frozenset()  # too slow: every job starts as a process
+            return False
+        return True
+
+    @property
+    def ready_deadline(self) -> float | None:
+        """When jobs stop waiting for the preload (monotonic clock), while they wait."""
+        return self._deadline if self._loaded is None and self._declared else None
+
+    def accepts(self, command: Sequence[str]) -> bool:
+        """Whether ``command`` is ``PYTHON -m MODULE ...`` of a preloaded package."""
+        return (
+            self._sock is not None
+            and len(command) >= 3
+            and command[1] == "-m"
+            and _top(command[2]) in (self._declared if self._loaded is None else self._loaded)
+            and _same_interpreter(command[0], self.python)
+        )
+
+    def spawn(
+        self,
+        command: Sequence[str],
+        cwd: str | None,
+        env: Mapping[str, str],
+        streams: Sequence[int],
+    ) -> int | None:
+        """Fork ``command`` with these directory, environment and (stdout[, stderr]) fds.
+
+        Returns the job's pid (leader of its own session), or ``None`` if the server
+        cannot (or has not preloaded yet): the caller then starts a new process.
+        """
+        if self._loaded is None or not self.accepts(command):
+            return None
+        self._serial += 1
+        request = {
+            "op": "spawn",
+            "id": self._serial,
+            "module": command[2],
+            "args": list(command[3:]),
+            "cwd": cwd,
+            "env": dict(env),
+        }
+        if not self._send(request, list(streams)):
+            return None
+        deadline = time.monotonic() + _REPLY_TIMEOUT
+        while self._sock is not None:
+            message = self._next(timeout=max(0.0, deadline - time.monotonic()))
+            if message is None:
+                if self._sock is not None and time.monotonic() >= deadline:
+                    # A server that cannot fork in that long is stuck: end it.
+                    if self._process is not None:
+                        self._process.kill()
+                    self._dead()
+                continue
+            if message.get("id") == self._serial:
+                if message.get("op") != "started":
+                    return None
+                pid = int(message["pid"])
+                self._running.add(pid)
+                return pid
+        return None
+
+    def signal(self, pid: int, signum: int) -> None:
+        """Signal the process group of the job ``pid`` while it runs."""
+        if pid in self._running and not self._send({"op": "signal", "pid": pid, "signum": signum}):
+            # The server is gone; the job may not be, and nobody else will stop it.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signum)
+
+    def collect(self) -> None:
+        """Read what the server has said, without waiting."""
+        while self._sock is not None and self._next(timeout=0) is not None:
+            pass
+
+    def exit_status(self, pid: int) -> tuple[int | None, int] | None:
+        """``(wait status, peak bytes)`` of an ended job (status ``None``: lost with the
+        server), or ``None`` while it runs."""
+        return self._exits.pop(pid, None)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """End the server: it lets running jobs finish, so call it when none run."""
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
+        self._dead()
+        process, self._process = self._process, None
+        if process is not None:
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    # -- internals --------------------------------------------------------------------
+
+    def _send(self, message: dict[str, Any], fds: list[int] | None = None) -> bool:
+        if self._sock is None:
+            return False
+        try:
+            send(self._sock, message, fds)
+        except OSError:
+            self._dead()
+            return False
+        return True
+
+    def _next(self, timeout: float | None) -> dict[str, Any] | None:
+        """One message, handled; ``None`` if none came within ``timeout`` or the server ended."""
+        if self._sock is None:
+            return None
+        ready, _, _ = select.select([self._sock], [], [], timeout)
+        if not ready:
+            return None
+        try:
+            received = receive(self._sock)
+        except (OSError, ValueError):
+            received = None
+        if received is None:
+            self._dead()
+            return None
+        message, fds = received
+        for fd in fds:  # the server sends none; never leak one
+            os.close(fd)
+        op = message.get("op")
+        if op == "ready":
+            self._loaded = frozenset(str(name) for name in message.get("loaded") or ())
+        elif op == "exited":
+            pid = int(message["pid"])
+            self._running.discard(pid)
+            self._exits[pid] = (int(message["status"]), int(message.get("maxrss") or 0))
+        return message
+
+    def _dead(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        # Jobs it had started have no one left to report their end: stop them, lost.
+        for pid in self._running:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            self._exits[pid] = (None, 0)
+        self._running.clear()
