@@ -1,0 +1,227 @@
+"""Calibrated upper bounds from a few runs or many: candidate predictors and their margins.
+
+Every candidate predicts the logarithm of a quantity (peak memory, run time) from the log of
+the task's input size. Each run of the window is scored by the candidate fitted to the
+*other* runs (leave-one-out: closed forms, no refit), and those residuals set the margin
+for a target miss rate ``alpha``:
+
+- with enough runs (``ceil((n + 1)(1 - alpha)) <= n``) the margin is that order statistic
+  of the residuals: the jackknife form of conformal prediction, whose coverage holds for
+  any distribution of exchangeable runs (Vovk, Gammerman & Shafer 2005; Barber et al.,
+  "Predictive inference with the jackknife+", Ann. Statist. 2021);
+- with fewer, no order statistic is far enough out: the margin is the larger of the
+  Student-t prediction bound ``mean + t(n-1, 1-alpha) s sqrt(1 + 1/n)`` and the largest
+  residual seen, so a process whose peak barely varies gets a margin of a few per cent
+  from a dozen runs, and an erratic one a wide one.
+
+The candidates: ``quantile`` (the largest use of the others: the per-process maximum, whose
+conformal margin makes it an upper order statistic), ``mean`` (their log-mean),
+``neighbours`` (the log-mean of the runs nearest in input) and ``power`` (least squares of
+log use on log input: a power law, the only one that extrapolates). A window picks the
+candidate whose calibrated allocations would have wasted least on its own runs, weighted
+(by run time for memory, so the waste is in GB-hours), a miss charged its whole allocation
+and a retry.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from statistics import NormalDist
+
+__all__ = ["Candidate", "MISS_COST", "fit_candidates", "margin", "nearest", "t_quantile"]
+
+# What a miss costs, in units of its allocation: the attempt thrown away plus a share of
+# the retry's own margin.
+MISS_COST = 1.5
+
+_NORMAL = NormalDist()
+
+
+def t_quantile(p: float, dof: int) -> float:
+    """The ``p`` quantile of Student's t with ``dof`` degrees of freedom (``dof >= 1``).
+
+    Cornish-Fisher expansion in the normal quantile (Abramowitz & Stegun 26.7.5), exact
+    enough from 3 degrees of freedom on; 1 and 2 have closed forms.
+    """
+    if dof == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if dof == 2:
+        a = 4 * p * (1 - p)
+        return (2 * p - 1) * math.sqrt(2 / a)
+    z = _NORMAL.inv_cdf(p)
+    z2 = z * z
+    g1 = (z2 + 1) * z / 4
+    g2 = ((5 * z2 + 16) * z2 + 3) * z / 96
+    g3 = (((3 * z2 + 19) * z2 + 17) * z2 - 15) * z / 384
+    g4 = ((((79 * z2 + 776) * z2 + 1482) * z2 - 1920) * z2 - 945) * z / 92160
+    v = float(dof)
+    return z + g1 / v + g2 / v**2 + g3 / v**3 + g4 / v**4
+
+
+def margin(residuals: Sequence[float], alpha: float, *, parametric: bool = True) -> float:
+    """The log margin that ``1 - alpha`` of new runs stay under (see the module's rules).
+
+    ``parametric=False`` (for the ``quantile`` candidate, whose residuals are one-sided by
+    construction) replaces the t bound by the largest residual alone.
+    """
+    n = len(residuals)
+    ordered = sorted(residuals)
+    rank = math.ceil((n + 1) * (1 - alpha))
+    if rank <= n:
+        return ordered[rank - 1]
+    worst = ordered[-1]
+    if not parametric or n < 3:
+        return worst
+    mean = sum(ordered) / n
+    spread = math.sqrt(sum((r - mean) ** 2 for r in ordered) / (n - 1))
+    bound = mean + t_quantile(1 - alpha, n - 1) * spread * math.sqrt(1 + 1 / n)
+    return max(bound, worst)
+
+
+def nearest(keys: Sequence[float], key: float, count: int) -> tuple[int, int]:
+    """``[lo, hi)``: the ``count`` sorted ``keys`` nearest ``key`` (a tie goes to the smaller)."""
+    count = min(count, len(keys))
+    right = bisect.bisect_left(keys, key)
+    lo, hi = max(0, right - count), min(right, len(keys) - count)
+    while lo < hi:  # slide the window towards the key while its far end is nearer
+        middle = (lo + hi) // 2
+        if key - keys[middle] > keys[middle + count] - key:
+            lo = middle + 1
+        else:
+            hi = middle
+    return lo, lo + count
+
+
+class Candidate:
+    """One fitted predictor of a window: its log centre for an input, and its log margin."""
+
+    __slots__ = (
+        "cost", "intercept", "keys", "kind", "margin", "prefix", "slope", "width", "worst"
+    )
+
+    def __init__(self, kind: str, margin_: float, cost: float, worst: float) -> None:
+        self.kind = kind
+        self.margin = margin_
+        self.cost = cost
+        self.worst = worst  # the largest leave-one-out residual: its worst miss
+        self.intercept = 0.0  # quantile, mean: the centre; power: the intercept
+        self.slope = 0.0
+        self.keys: Sequence[float] = ()
+        self.prefix: list[float] = []
+        self.width = 0
+
+    def centre(self, key: float | None) -> float:
+        """The log prediction (no margin) for log input ``key``."""
+        if self.kind == "power" and key is not None:
+            return self.intercept + self.slope * key
+        if self.kind == "neighbours" and key is not None:
+            lo, hi = nearest(self.keys, key, self.width)
+            return (self.prefix[hi] - self.prefix[lo]) / (hi - lo)
+        return self.intercept
+
+    def upper(self, key: float | None) -> float:
+        """The log allocation: centre plus margin."""
+        return self.centre(key) + self.margin
+
+
+def _cost(
+    centres: Sequence[float], values: Sequence[float], weights: Sequence[float], margin_: float
+) -> float:
+    total = 0.0
+    for centre, value, weight in zip(centres, values, weights, strict=True):
+        allocation, used = math.exp(centre + margin_), math.exp(value)
+        total += weight * (allocation - used if allocation >= used else MISS_COST * allocation)
+    return total
+
+
+def _calibrated(
+    kind: str,
+    centres: Sequence[float],
+    values: Sequence[float],
+    weights: Sequence[float],
+    alpha: float,
+) -> Candidate:
+    residuals = [v - c for v, c in zip(values, centres, strict=True)]
+    margin_ = margin(residuals, alpha, parametric=kind != "quantile")
+    return Candidate(kind, margin_, _cost(centres, values, weights, margin_), max(residuals))
+
+
+def _constant(values: Sequence[float], weights: Sequence[float], alpha: float) -> list[Candidate]:
+    n = len(values)
+    top = max(range(n), key=values.__getitem__)
+    second = max((values[i] for i in range(n) if i != top), default=values[top])
+    others_max = [second if i == top else values[top] for i in range(n)]
+    quantile = _calibrated("quantile", others_max, values, weights, alpha)
+    quantile.intercept = values[top]
+    total = sum(values)
+    others_mean = [(total - v) / (n - 1) for v in values]
+    mean = _calibrated("mean", others_mean, values, weights, alpha)
+    mean.intercept = total / n
+    return [quantile, mean]
+
+
+def _neighbours(
+    keys: Sequence[float], values: Sequence[float], weights: Sequence[float], alpha: float
+) -> Candidate:
+    n = len(keys)
+    width = max(3, min(16, round(math.sqrt(n))))
+    prefix = [0.0]
+    for value in values:
+        prefix.append(prefix[-1] + value)
+    centres = []
+    for i, key in enumerate(keys):
+        lo, hi = nearest(keys, key, width + 1)
+        if lo <= i < hi:
+            total = prefix[hi] - prefix[lo] - values[i]
+        elif key - keys[lo] > keys[hi - 1] - key:  # a tie took i's place: drop the far end
+            total = prefix[hi] - prefix[lo + 1]
+        else:
+            total = prefix[hi - 1] - prefix[lo]
+        centres.append(total / width)
+    candidate = _calibrated("neighbours", centres, values, weights, alpha)
+    candidate.keys, candidate.prefix, candidate.width = keys, prefix, width
+    return candidate
+
+
+def _power(
+    keys: Sequence[float], values: Sequence[float], weights: Sequence[float], alpha: float
+) -> Candidate | None:
+    n = len(keys)
+    mean_key, mean_value = sum(keys) / n, sum(values) / n
+    sxx = sum((k - mean_key) ** 2 for k in keys)
+    if sxx < 1e-6 * n:  # (almost) one input size: no slope to learn
+        return None
+    slope = sum((k - mean_key) * (v - mean_value) for k, v in zip(keys, values, strict=True)) / sxx
+    intercept = mean_value - slope * mean_key
+    centres = []
+    for key, value in zip(keys, values, strict=True):
+        leverage = 1 / n + (key - mean_key) ** 2 / sxx
+        residual = value - intercept - slope * key
+        # the residual the fit without this run would have had (the hat-matrix identity)
+        centres.append(value - residual / (1 - leverage))
+    candidate = _calibrated("power", centres, values, weights, alpha)
+    candidate.intercept, candidate.slope = intercept, slope
+    return candidate
+
+
+def fit_candidates(
+    keys: Sequence[float] | None,
+    values: Sequence[float],
+    weights: Sequence[float],
+    alpha: float,
+) -> list[Candidate]:
+    """Every candidate the window supports, calibrated at ``alpha``; cheapest (least
+    estimated waste) first. ``keys`` are log inputs sorted ascending (``values`` and
+    ``weights`` in the same order), or ``None`` when the runs have no input size.
+    Needs at least 3 runs; ``neighbours`` and ``power`` need 6 with an input size.
+    """
+    candidates = _constant(values, weights, alpha)
+    if keys is not None and len(keys) >= 6:
+        candidates.append(_neighbours(keys, values, weights, alpha))
+        power = _power(keys, values, weights, alpha)
+        if power is not None:
+            candidates.append(power)
+    candidates.sort(key=lambda c: c.cost)  # stable: the simpler one wins a tie
+    return candidates
