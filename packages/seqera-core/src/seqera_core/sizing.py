@@ -24,10 +24,10 @@ import math
 from collections import deque
 from typing import NamedTuple
 
-from .sizing_fit import Candidate, fit_candidates
+from .sizing_fit import Candidate, Settings, fit_candidates
 from .sizing_guard import tracks_allocation
 
-__all__ = ["UsageModel"]
+__all__ = ["Budget", "UsageModel"]
 
 # A retry's allocation exceeds the one that failed by at least this much, and growing
 # past everything seen by at least the second.
@@ -37,8 +37,30 @@ _MIN_GROWTH = 1.1
 _OUTSIDE = math.log(1.05)
 
 
+class Budget:
+    """What a typical task uses (weight x use), over every process of a history: the scale
+    at which a retry is priced, so retries go where they save the most waste."""
+
+    __slots__ = ("runs", "total")
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.total = 0.0
+
+    def add(self, usage: float, weight: float = 1.0) -> None:
+        """Count one successful run."""
+        self.runs += 1
+        self.total += usage * weight
+
+    @property
+    def mean(self) -> float:
+        """The mean weight x use of a run (0 before any)."""
+        return self.total / self.runs if self.runs else 0.0
+
+
 class _Run(NamedTuple):
     input_bytes: int | None
+    usage: float
     value: float  # log of the use
     weight: float
     allocation: float | None
@@ -48,18 +70,17 @@ def _key(input_bytes: int) -> float:
     return math.log(max(input_bytes, 1))
 
 
+def _best(candidates: list[Candidate], *kinds: str) -> Candidate:
+    return next(c for c in candidates if c.kind in kinds)
+
+
 class _Fit:
     """The candidates of one window: over its runs with an input size, and over all."""
 
-    __slots__ = ("best_all", "best_sized", "high", "low", "neighbours", "quantile", "spread",
-                 "tracks")  # fmt: skip
+    __slots__ = ("best_all", "best_sized", "high", "low", "neighbours", "quantile", "spread")
 
-    def __init__(self, runs: deque[_Run], alpha: float) -> None:
+    def __init__(self, runs: deque[_Run], settings: Settings) -> None:
         values = [r.value for r in runs]
-        weights = [r.weight for r in runs]
-        everything = fit_candidates(None, values, weights, alpha)
-        self.best_all = everything[0]
-        self.quantile = next(c for c in everything if c.kind == "quantile")
         mean = sum(values) / len(values)
         self.spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
         sized = sorted((_key(r.input_bytes), r.value, r.weight) for r in runs if r.input_bytes)
@@ -69,18 +90,17 @@ class _Fit:
         if len(sized) >= 6:
             keys = [k for k, _, _ in sized]
             candidates = fit_candidates(
-                keys, [v for _, v, _ in sized], [w for _, _, w in sized], alpha
+                keys, [v for _, v, _ in sized], [w for _, _, w in sized], settings
             )
             self.best_sized = candidates[0]
             self.low, self.high = keys[0], keys[-1]
-            for candidate in candidates:
-                if candidate.kind == "quantile":
-                    self.quantile = candidate
-                if candidate.kind == "neighbours":
-                    self.neighbours = candidate
-        self.tracks = tracks_allocation(
-            [(r.input_bytes, math.exp(r.value), r.allocation) for r in runs]
-        )
+            self.quantile = _best(candidates, "quantile")
+            self.neighbours = next((c for c in candidates if c.kind == "neighbours"), None)
+        if len(sized) < len(runs) or self.best_sized is None:
+            candidates = fit_candidates(None, values, [r.weight for r in runs], settings)
+            self.quantile = _best(candidates, "quantile")
+        # A request without an input size: the best of the candidates that need none.
+        self.best_all = _best(candidates, "quantile", "mean")
 
     def upper(self, input_bytes: int | None) -> float:
         """The calibrated log allocation for a first attempt."""
@@ -103,17 +123,25 @@ class UsageModel:
         self,
         *,
         window: int = 200,
-        alpha: float = 0.01,
+        alpha: float = 0.005,
+        retry_cost: float = 3.0,
+        budget: Budget | None = None,
         min_runs: int = 3,
         fallback_margin: float = 1.2,
         escalation: float = 2.0,
     ) -> None:
-        if not 0 < alpha < 0.5 or min_runs < 3 or fallback_margin < 1 or escalation <= 1:
+        if (not 0 < alpha < 0.5 or retry_cost < 0 or min_runs < 3 or fallback_margin < 1
+                or escalation <= 1):  # fmt: skip
             raise ValueError(
-                "alpha must be in (0, 0.5), min_runs >= 3, fallback_margin >= 1 "
-                "and escalation > 1"
+                "alpha must be in (0, 0.5), retry_cost >= 0, min_runs >= 3, "
+                "fallback_margin >= 1 and escalation > 1"
             )
         self.alpha = alpha
+        # the miss rates a window may choose, from the least
+        self.levels = tuple(a * alpha for a in (1, 2, 4, 10, 20) if a * alpha < 0.5)
+        self.retry_cost = retry_cost
+        self._own_budget = budget is None
+        self.budget = Budget() if budget is None else budget
         self.min_runs = min_runs
         self.fallback_margin = fallback_margin
         self.escalation = escalation
@@ -122,6 +150,8 @@ class UsageModel:
         self._window: deque[_Run] = deque(maxlen=window)
         self._failed: deque[tuple[int | None, float]] = deque(maxlen=64)
         self._fit: _Fit | None = None
+        self._stale = 0  # runs learned since the fit
+        self._tracks: bool | None = None
 
     def learn(
         self,
@@ -136,8 +166,11 @@ class UsageModel:
             return
         self.runs += 1
         self.largest = max(self.largest, usage)
-        self._window.append(_Run(input_bytes, math.log(usage), weight, allocation))
-        self._fit = None
+        if self._own_budget:
+            self.budget.add(usage, weight)
+        self._window.append(_Run(input_bytes, usage, math.log(usage), weight, allocation))
+        self._stale += 1
+        self._tracks = None
 
     def fail(self, input_bytes: int | None, allocation: float) -> None:
         """Record an attempt killed at ``allocation``: a lower bound, never a use."""
@@ -158,15 +191,21 @@ class UsageModel:
     def _fitted(self) -> _Fit | None:
         if len(self._window) < self.min_runs:
             return None
-        if self._fit is None:
-            self._fit = _Fit(self._window, self.alpha)
+        # One more run barely moves a fit of many: refit after a sixteenth of the window.
+        if self._fit is None or self._stale > len(self._window) // 16:
+            self._stale = 0
+            penalty = self.retry_cost * self.budget.mean
+            self._fit = _Fit(self._window, Settings(self.levels, penalty))
         return self._fit
 
     @property
     def tracks_allocation(self) -> bool:
         """Whether this quantity follows the allocation (see :mod:`.sizing_guard`)."""
-        fit = self._fitted()
-        return fit is not None and fit.tracks
+        if self._tracks is None:
+            self._tracks = tracks_allocation(
+                [(r.input_bytes, r.usage, r.allocation) for r in self._window]
+            )
+        return self._tracks
 
     def upper(self, input_bytes: int | None) -> float | None:
         """The allocation for a first attempt, or ``None`` before any run."""

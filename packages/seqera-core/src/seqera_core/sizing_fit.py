@@ -27,14 +27,23 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from statistics import NormalDist
+from typing import NamedTuple
 
-__all__ = ["Candidate", "MISS_COST", "fit_candidates", "margin", "nearest", "t_quantile"]
+__all__ = ["MISS_COST", "Candidate", "Settings", "fit_candidates", "margin", "nearest", "t_quantile"]
 
 # What a miss costs, in units of its allocation: the attempt thrown away plus a share of
 # the retry's own margin.
 MISS_COST = 1.5
+
+
+class Settings(NamedTuple):
+    """How a window is calibrated: the miss rates to choose from, and what a miss costs
+    on top of its allocation (in weight x use units: a retry is worth this much waste)."""
+
+    levels: tuple[float, ...] = (0.01,)
+    penalty: float = 0.0
 
 _NORMAL = NormalDist()
 
@@ -66,18 +75,40 @@ def margin(residuals: Sequence[float], alpha: float, *, parametric: bool = True)
     ``parametric=False`` (for the ``quantile`` candidate, whose residuals are one-sided by
     construction) replaces the t bound by the largest residual alone.
     """
-    n = len(residuals)
-    ordered = sorted(residuals)
-    rank = math.ceil((n + 1) * (1 - alpha))
-    if rank <= n:
-        return ordered[rank - 1]
-    worst = ordered[-1]
-    if not parametric or n < 3:
-        return worst
-    mean = sum(ordered) / n
-    spread = math.sqrt(sum((r - mean) ** 2 for r in ordered) / (n - 1))
-    bound = mean + t_quantile(1 - alpha, n - 1) * spread * math.sqrt(1 + 1 / n)
-    return max(bound, worst)
+    return _Residuals(residuals).margin(alpha, parametric=parametric)
+
+
+class _Residuals:
+    """Sorted residuals with what every miss rate's margin needs, computed once."""
+
+    __slots__ = ("mean", "ordered", "spread")
+
+    def __init__(self, residuals: Sequence[float]) -> None:
+        self.ordered = sorted(residuals)
+        n = len(self.ordered)
+        self.mean = sum(self.ordered) / n
+        self.spread = (
+            math.sqrt(sum((r - self.mean) ** 2 for r in self.ordered) / (n - 1)) if n > 1 else 0.0
+        )
+
+    def margin(self, alpha: float, *, parametric: bool) -> float:
+        ordered = self.ordered
+        n = len(ordered)
+        rank = math.ceil((n + 1) * (1 - alpha))
+        if rank <= n:
+            return ordered[rank - 1]
+        worst = ordered[-1]
+        if not parametric or n < 3:
+            return worst
+        bound = self.mean + t_quantile(1 - alpha, n - 1) * self.spread * math.sqrt(1 + 1 / n)
+        # Past the largest residual, an exponential tail fitted to the top third (at most
+        # ten) of them (the mean-excess estimator of peaks over a threshold): heavier than
+        # a normal tail, so a skewed process is not held to a symmetric bound.
+        top = max(2, min(10, n // 3))
+        threshold = ordered[n - 1 - top]
+        excess = sum(ordered[n - top :]) / top - threshold
+        tail = threshold + excess * math.log(top / ((n + 1) * alpha))
+        return max(bound, worst, tail)
 
 
 def nearest(keys: Sequence[float], key: float, count: int) -> tuple[int, int]:
@@ -126,44 +157,76 @@ class Candidate:
         return self.centre(key) + self.margin
 
 
-def _cost(
-    centres: Sequence[float], values: Sequence[float], weights: Sequence[float], margin_: float
-) -> float:
-    total = 0.0
-    for centre, value, weight in zip(centres, values, weights, strict=True):
-        allocation, used = math.exp(centre + margin_), math.exp(value)
-        total += weight * (allocation - used if allocation >= used else MISS_COST * allocation)
-    return total
-
-
 def _calibrated(
     kind: str,
     centres: Sequence[float],
     values: Sequence[float],
     weights: Sequence[float],
-    alpha: float,
+    settings: Settings,
+    floor: Callable[[float], float] | None = None,
 ) -> Candidate:
-    residuals = [v - c for v, c in zip(values, centres, strict=True)]
-    margin_ = margin(residuals, alpha, parametric=kind != "quantile")
-    return Candidate(kind, margin_, _cost(centres, values, weights, margin_), max(residuals))
-
-
-def _constant(values: Sequence[float], weights: Sequence[float], alpha: float) -> list[Candidate]:
+    """The candidate at the miss rate, among ``settings.levels``, that costs least;
+    ``floor(alpha)``, when given, is the least margin at a miss rate."""
     n = len(values)
+    residuals = [v - c for v, c in zip(values, centres, strict=True)]
+    order = sorted(range(n), key=residuals.__getitem__)
+    ordered = _Residuals(residuals)
+    # Over the runs by residual: sum of weight x centre, and of weight x use, so the cost
+    # of any margin is two prefix sums and a bisection.
+    allocated, used = [0.0], [0.0]
+    for i in order:
+        allocated.append(allocated[-1] + weights[i] * math.exp(centres[i]))
+        used.append(used[-1] + weights[i] * math.exp(values[i]))
+    best: Candidate | None = None
+    for alpha in settings.levels:
+        margin_ = ordered.margin(alpha, parametric=floor is None)
+        if floor is not None:
+            margin_ = max(margin_, floor(alpha))
+        covered = bisect.bisect_right(ordered.ordered, margin_)
+        scale = math.exp(margin_)
+        # Misses to expect among n new runs: a margin at the k-th of n residuals is passed
+        # by (n + 1 - k) / (n + 1) of new ones (the conformal rank argument), one past
+        # them all by alpha, as its bound was built for; never fewer than in the window.
+        rate = alpha if covered == n and margin_ > ordered.ordered[-1] else (
+            (n - covered + 1) / (n + 1))  # fmt: skip
+        cost = (
+            scale * allocated[covered]
+            - used[covered]
+            + rate * n * (MISS_COST * scale * allocated[n] / n + settings.penalty)
+        )
+        if best is None or cost < best.cost:
+            best = Candidate(kind, margin_, cost, ordered.ordered[-1])
+    assert best is not None
+    return best
+
+
+def _constant(
+    values: Sequence[float], weights: Sequence[float], settings: Settings
+) -> list[Candidate]:
+    n = len(values)
+    total = sum(values)
+    others_mean = [(total - v) / (n - 1) for v in values]
+    mean = _calibrated("mean", others_mean, values, weights, settings)
+    mean.intercept = total / n
     top = max(range(n), key=values.__getitem__)
     second = max((values[i] for i in range(n) if i != top), default=values[top])
     others_max = [second if i == top else values[top] for i in range(n)]
-    quantile = _calibrated("quantile", others_max, values, weights, alpha)
+    spread = _Residuals([v - c for v, c in zip(values, others_mean, strict=True)])
+
+    def floor(alpha: float) -> float:
+        # Too few runs for an order statistic that far out: the maximum is no bound
+        # either; the log-normal prediction bound of the mean is, past the maximum.
+        if math.ceil((n + 1) * (1 - alpha)) <= n:
+            return -math.inf
+        return mean.intercept + spread.margin(alpha, parametric=True) - values[top]
+
+    quantile = _calibrated("quantile", others_max, values, weights, settings, floor)
     quantile.intercept = values[top]
-    total = sum(values)
-    others_mean = [(total - v) / (n - 1) for v in values]
-    mean = _calibrated("mean", others_mean, values, weights, alpha)
-    mean.intercept = total / n
     return [quantile, mean]
 
 
 def _neighbours(
-    keys: Sequence[float], values: Sequence[float], weights: Sequence[float], alpha: float
+    keys: Sequence[float], values: Sequence[float], weights: Sequence[float], settings: Settings
 ) -> Candidate:
     n = len(keys)
     width = max(3, min(16, round(math.sqrt(n))))
@@ -180,13 +243,13 @@ def _neighbours(
         else:
             total = prefix[hi - 1] - prefix[lo]
         centres.append(total / width)
-    candidate = _calibrated("neighbours", centres, values, weights, alpha)
+    candidate = _calibrated("neighbours", centres, values, weights, settings)
     candidate.keys, candidate.prefix, candidate.width = keys, prefix, width
     return candidate
 
 
 def _power(
-    keys: Sequence[float], values: Sequence[float], weights: Sequence[float], alpha: float
+    keys: Sequence[float], values: Sequence[float], weights: Sequence[float], settings: Settings
 ) -> Candidate | None:
     n = len(keys)
     mean_key, mean_value = sum(keys) / n, sum(values) / n
@@ -201,7 +264,7 @@ def _power(
         residual = value - intercept - slope * key
         # the residual the fit without this run would have had (the hat-matrix identity)
         centres.append(value - residual / (1 - leverage))
-    candidate = _calibrated("power", centres, values, weights, alpha)
+    candidate = _calibrated("power", centres, values, weights, settings)
     candidate.intercept, candidate.slope = intercept, slope
     return candidate
 
@@ -210,17 +273,17 @@ def fit_candidates(
     keys: Sequence[float] | None,
     values: Sequence[float],
     weights: Sequence[float],
-    alpha: float,
+    settings: Settings,
 ) -> list[Candidate]:
-    """Every candidate the window supports, calibrated at ``alpha``; cheapest (least
-    estimated waste) first. ``keys`` are log inputs sorted ascending (``values`` and
+    """Every candidate the window supports, each at its cheapest miss rate; cheapest
+    (least estimated waste) first. ``keys`` are log inputs sorted ascending (``values`` and
     ``weights`` in the same order), or ``None`` when the runs have no input size.
     Needs at least 3 runs; ``neighbours`` and ``power`` need 6 with an input size.
     """
-    candidates = _constant(values, weights, alpha)
+    candidates = _constant(values, weights, settings)
     if keys is not None and len(keys) >= 6:
-        candidates.append(_neighbours(keys, values, weights, alpha))
-        power = _power(keys, values, weights, alpha)
+        candidates.append(_neighbours(keys, values, weights, settings))
+        power = _power(keys, values, weights, settings)
         if power is not None:
             candidates.append(power)
     candidates.sort(key=lambda c: c.cost)  # stable: the simpler one wins a tie

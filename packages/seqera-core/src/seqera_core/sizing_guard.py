@@ -22,12 +22,15 @@ a miss costs failed tasks.
 
 from __future__ import annotations
 
+import bisect
 import inspect
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 __all__ = ["references_memory", "tracks_allocation"]
+
+_NEAR = math.log(1.25)  # inputs within 25 % are "about the same"
 
 _REFERENCES = re.compile(
     r"""resources\s*(?:\.|\[\s*["']|\.get\(\s*["'])mem   # Snakemake: resources.mem_mb
@@ -72,37 +75,42 @@ def references_memory(*sources: object) -> bool:
 
 
 def tracks_allocation(
-    runs: Sequence[tuple[float | None, float, float | None]],
+    runs: Sequence[tuple[int | None, float, float | None]],
     *,
     step: float = 1.5,
-    share: float = 0.75,
+    share: float = 0.6,
     evidence: int = 3,
 ) -> bool:
     """Whether peaks follow allocations in ``runs`` of successful attempts, each
     ``(input_bytes, peak, allocation)``.
 
-    It does when at least ``evidence`` runs were given ``step`` x the usual (median)
-    allocation or more, used ``share`` of it or more, and peaked ``step`` x higher than
-    any usual run of about the same input (within 25 %, or any input when sizes are
-    unknown). A tool that merely needed more for those inputs would rarely use most of
-    an allocation it was given after a failure at half of it, and not ``evidence`` times.
+    They do when at least ``evidence`` runs used ``share`` of their allocation or more
+    and peaked ``step`` x higher than every run of about the same input (within 25 %;
+    any input where a size is unknown) given ``step`` x less, with two such runs at least.
+    A tool that merely needed more for some inputs would not, time after time, use most
+    of whatever larger allocation it got while its neighbours in input used far less.
     """
-    sized = [(x, peak, given) for x, peak, given in runs if given]
+    sized = sorted(
+        (math.log(max(x, 1)) if x is not None else math.inf, peak, given)
+        for x, peak, given in runs
+        if given
+    )
     if len(sized) < evidence + 2:
         return False
-    allocations = sorted(given for _, _, given in sized)
-    usual = allocations[len(allocations) // 2]
-    base = [(x, peak) for x, peak, given in sized if given <= usual * 1.1]
+    least = sized and min(given for _, _, given in sized)
+    keys = [key for key, _, _ in sized]
+    unknown = [(peak, given) for key, peak, given in sized if key == math.inf]
     found = 0
-    for x, peak, given in sized:
-        if given < usual * step or peak < share * given:
+    for key, peak, given in sized:
+        if given < least * step or peak < share * given:
             continue
-        near = [
-            p
-            for bx, p in base
-            if x is None or bx is None or (bx > 0 and abs(math.log(max(x, 1) / bx)) <= 0.223)
-        ]
-        if len(near) >= 2 and peak >= step * max(near):
+        if key == math.inf:
+            near = [(p, g) for _, p, g in sized]
+        else:
+            lo, hi = bisect.bisect_left(keys, key - _NEAR), bisect.bisect_right(keys, key + _NEAR)
+            near = [(p, g) for _, p, g in sized[lo:hi]] + unknown
+        smaller = [p for p, g in near if g * step <= given]
+        if len(smaller) >= 2 and peak >= step * max(smaller):
             found += 1
             if found >= evidence:
                 return True

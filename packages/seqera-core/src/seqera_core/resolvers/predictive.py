@@ -28,7 +28,7 @@ import threading
 
 from ..history import History, TaskRecord
 from ..models import ResourceRequest, ResourceResponse
-from ..sizing import UsageModel
+from ..sizing import Budget, UsageModel
 from ..units import GIB, MIB
 from .base import Resolver
 
@@ -40,9 +40,9 @@ _Key = str | tuple[str, float | None, str | None]
 class _Process:
     __slots__ = ("cpu_percent", "memory", "time")
 
-    def __init__(self, **options: float) -> None:
-        self.memory = UsageModel(**options)  # type: ignore[arg-type]
-        self.time = UsageModel(**options)  # type: ignore[arg-type]
+    def __init__(self, budgets: tuple[Budget, Budget], options: dict[str, float]) -> None:
+        self.memory = UsageModel(budget=budgets[0], **options)  # type: ignore[arg-type]
+        self.time = UsageModel(budget=budgets[1], **options)  # type: ignore[arg-type]
         self.cpu_percent = 0.0
 
 
@@ -61,7 +61,8 @@ class PredictiveResolver(Resolver):
         self,
         history: History,
         *,
-        alpha: float = 0.01,
+        alpha: float = 0.005,
+        retry_cost: float = 3.0,
         window: int = 200,
         min_runs: int = 3,
         fallback_margin: float = 1.2,
@@ -74,8 +75,11 @@ class PredictiveResolver(Resolver):
         apply_cpus: bool = False,
         shrink_self_sizing: bool = False,
     ) -> None:
-        self._options = {"alpha": alpha, "window": window, "min_runs": min_runs,
-                         "fallback_margin": fallback_margin, "escalation": escalation}  # fmt: skip
+        self._options = {"alpha": alpha, "retry_cost": retry_cost, "window": window,
+                         "min_runs": min_runs, "fallback_margin": fallback_margin,
+                         "escalation": escalation}  # fmt: skip
+        # A retry is priced at what a typical task of the whole history uses.
+        self._budgets = (Budget(), Budget())
         UsageModel(**self._options)  # type: ignore[arg-type]  # refuses bad settings now
         self.history = history
         self.min_runs = min_runs
@@ -97,13 +101,17 @@ class PredictiveResolver(Resolver):
     def _model(self, key: _Key) -> _Process:
         model = self._models.get(key)
         if model is None:
-            model = self._models[key] = _Process(**self._options)
+            model = self._models[key] = _Process(self._budgets, self._options)
         return model
 
     def _learn(self, record: TaskRecord) -> None:
         models = (self._model(record.process),
                   self._model((record.process, record.cpus, record.container)))  # fmt: skip
         x = record.input_bytes
+        if record.succeeded and record.peak_memory:
+            self._budgets[0].add(record.peak_memory, record.realtime or 1.0)
+        if record.succeeded and record.realtime:
+            self._budgets[1].add(record.realtime)
         for model in models:
             if record.succeeded:
                 if record.peak_memory:
