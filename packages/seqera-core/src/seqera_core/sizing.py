@@ -24,7 +24,7 @@ import math
 from collections import deque
 from typing import NamedTuple
 
-from .sizing_fit import Candidate, Settings, fit_candidates
+from .sizing_fit import LEVELS, Candidate, Settings, fit_candidates
 from .sizing_guard import tracks_allocation
 
 __all__ = ["Budget", "UsageModel"]
@@ -71,7 +71,7 @@ def _key(input_bytes: int) -> float:
 
 
 def _best(candidates: list[Candidate], *kinds: str) -> Candidate:
-    return next(c for c in candidates if c.kind in kinds)
+    return next(c for c in candidates if c.kind in kinds and c.local is None)
 
 
 class _Fit:
@@ -95,7 +95,8 @@ class _Fit:
             self.best_sized = candidates[0]
             self.low, self.high = keys[0], keys[-1]
             self.quantile = _best(candidates, "quantile")
-            self.neighbours = next((c for c in candidates if c.kind == "neighbours"), None)
+            self.neighbours = next((c for c in candidates if c.kind == "neighbours"
+                                    and c.local is None), None)  # fmt: skip
         if len(sized) < len(runs) or self.best_sized is None:
             candidates = fit_candidates(None, values, [r.weight for r in runs], settings)
             self.quantile = _best(candidates, "quantile")
@@ -108,7 +109,8 @@ class _Fit:
         if input_bytes is None or best is None:
             return self.best_all.upper(None)
         key = _key(input_bytes)
-        bound = best.upper(key)
+        # Where the per-process maximum (calibrated) is less, it is the better bound.
+        bound = min(best.upper(key), self.quantile.upper(None))
         if key > self.high + _OUTSIDE:
             bound = max(bound, self.quantile.upper(key))
         elif key < self.low - _OUTSIDE and self.neighbours is not None:
@@ -123,7 +125,7 @@ class UsageModel:
         self,
         *,
         window: int = 200,
-        alpha: float = 0.005,
+        alpha: float = 0.05,
         retry_cost: float = 3.0,
         budget: Budget | None = None,
         min_runs: int = 3,
@@ -138,7 +140,7 @@ class UsageModel:
             )
         self.alpha = alpha
         # the miss rates a window may choose, from the least
-        self.levels = tuple(a * alpha for a in (1, 2, 4, 10, 20) if a * alpha < 0.5)
+        self.levels = tuple(a for a in LEVELS if a <= alpha) or (alpha,)
         self.retry_cost = retry_cost
         self._own_budget = budget is None
         self.budget = Budget() if budget is None else budget
@@ -226,13 +228,16 @@ class UsageModel:
             best = fit.best_sized if input_bytes is not None and fit.best_sized else fit.best_all
             key = None if input_bytes is None else _key(input_bytes)
             rungs += [
-                math.exp(best.centre(key) + max(best.margin, best.worst)),
+                math.exp(best.upper(key, safe=True)),
                 math.exp(fit.quantile.upper(None)),
                 self.largest,
             ]
             spread = fit.spread
+        # Never past ``escalation`` x what is known: a tail fitted to few errors can
+        # promise any size.
+        most = max(failed, self.largest) * self.escalation
         above = [rung for rung in rungs if rung >= least]
         if above:
-            return min(above)
+            return min(min(above), most)
         growth = min(self.escalation, max(_MIN_GROWTH, math.exp(2 * spread)))
         return max(failed, self.largest) * growth

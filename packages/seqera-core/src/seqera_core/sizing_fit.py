@@ -31,18 +31,28 @@ from collections.abc import Callable, Sequence
 from statistics import NormalDist
 from typing import NamedTuple
 
-__all__ = ["MISS_COST", "Candidate", "Settings", "fit_candidates", "margin", "nearest", "t_quantile"]
+__all__ = ["LEVELS", "MISS_COST", "Candidate", "Settings", "fit_candidates", "margin", "nearest", "t_quantile"]
 
 # What a miss costs, in units of its allocation: the attempt thrown away plus a share of
 # the retry's own margin.
 MISS_COST = 1.5
 
 
+# The least log margin over a prediction: a peak is sampled (Nextflow reads /proc every
+# few seconds, a cgroup's counter is rounded to pages), so two runs that used "the same"
+# differ by about this much.
+RESOLUTION = 0.005
+
+# The miss rates a window chooses from: down to 1 in 2,000, which a process whose use
+# barely varies affords for a fraction of a per cent more.
+LEVELS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
+
+
 class Settings(NamedTuple):
     """How a window is calibrated: the miss rates to choose from, and what a miss costs
     on top of its allocation (in weight x use units: a retry is worth this much waste)."""
 
-    levels: tuple[float, ...] = (0.01,)
+    levels: tuple[float, ...] = LEVELS
     penalty: float = 0.0
 
 _NORMAL = NormalDist()
@@ -125,23 +135,58 @@ def nearest(keys: Sequence[float], key: float, count: int) -> tuple[int, int]:
     return lo, lo + count
 
 
+class _Scale:
+    """How far off a candidate is near an input: the mean absolute residual of the runs
+    nearest in input (normalised conformal prediction, Papadopoulos et al. 2008), never
+    below a fiftieth of its mean over the window, so a run of identical uses cannot
+    promise an exact answer."""
+
+    __slots__ = ("floor", "keys", "prefix", "width")
+
+    def __init__(self, keys: Sequence[float], residuals: Sequence[float]) -> None:
+        n = len(keys)
+        self.keys = keys
+        self.width = max(5, min(30, n // 4))
+        self.prefix = [0.0]
+        for residual in residuals:
+            self.prefix.append(self.prefix[-1] + abs(residual))
+        self.floor = max(1e-4, self.prefix[-1] / n / 50)
+
+    def at(self, key: float) -> float:
+        lo, hi = nearest(self.keys, key, self.width)
+        return max(self.floor, (self.prefix[hi] - self.prefix[lo]) / (hi - lo))
+
+    def left_out(self) -> list[float]:
+        """Each run's scale from its neighbours, itself left out."""
+        keys, prefix, width = self.keys, self.prefix, self.width
+        scales = []
+        for i, key in enumerate(keys):
+            lo, hi = nearest(keys, key, width + 1)
+            own = prefix[i + 1] - prefix[i] if lo <= i < hi else prefix[hi] - prefix[hi - 1]
+            scales.append(max(self.floor, (prefix[hi] - prefix[lo] - own) / (hi - lo - 1)))
+        return scales
+
+
 class Candidate:
-    """One fitted predictor of a window: its log centre for an input, and its log margin."""
+    """One fitted predictor of a window: its log centre for an input, and its log margin
+    (in units of the local scale for a ``local`` one)."""
 
     __slots__ = (
-        "cost", "intercept", "keys", "kind", "margin", "prefix", "slope", "width", "worst"
-    )
+        "cost", "intercept", "keys", "kind", "local", "margin", "prefix", "safe", "slope",
+        "width",
+    )  # fmt: skip
 
-    def __init__(self, kind: str, margin_: float, cost: float, worst: float) -> None:
+    def __init__(self, kind: str, margin_: float, cost: float, safe: float) -> None:
         self.kind = kind
         self.margin = margin_
         self.cost = cost
-        self.worst = worst  # the largest leave-one-out residual: its worst miss
+        self.safe = safe  # the margin at the least miss rate: what a retry is sized at
         self.intercept = 0.0  # quantile, mean: the centre; power: the intercept
         self.slope = 0.0
         self.keys: Sequence[float] = ()
         self.prefix: list[float] = []
         self.width = 0
+        self.local: _Scale | None = None
 
     def centre(self, key: float | None) -> float:
         """The log prediction (no margin) for log input ``key``."""
@@ -152,9 +197,12 @@ class Candidate:
             return (self.prefix[hi] - self.prefix[lo]) / (hi - lo)
         return self.intercept
 
-    def upper(self, key: float | None) -> float:
-        """The log allocation: centre plus margin."""
-        return self.centre(key) + self.margin
+    def upper(self, key: float | None, *, safe: bool = False) -> float:
+        """The log allocation: centre plus margin (the least miss rate's if ``safe``)."""
+        margin_ = self.safe if safe else self.margin
+        if self.local is not None and key is not None:
+            return self.centre(key) + max(RESOLUTION, margin_ * self.local.at(key))
+        return self.centre(key) + max(RESOLUTION, margin_)
 
 
 def _calibrated(
@@ -164,11 +212,15 @@ def _calibrated(
     weights: Sequence[float],
     settings: Settings,
     floor: Callable[[float], float] | None = None,
+    scales: Sequence[float] | None = None,
 ) -> Candidate:
     """The candidate at the miss rate, among ``settings.levels``, that costs least;
-    ``floor(alpha)``, when given, is the least margin at a miss rate."""
+    ``floor(alpha)``, when given, is the least margin at a miss rate; with ``scales``,
+    residuals are divided by them (and margins are in those units)."""
     n = len(values)
     residuals = [v - c for v, c in zip(values, centres, strict=True)]
+    if scales is not None:
+        residuals = [r / scale for r, scale in zip(residuals, scales, strict=True)]
     order = sorted(range(n), key=residuals.__getitem__)
     ordered = _Residuals(residuals)
     # Over the runs by residual: sum of weight x centre, and of weight x use, so the cost
@@ -178,26 +230,54 @@ def _calibrated(
         allocated.append(allocated[-1] + weights[i] * math.exp(centres[i]))
         used.append(used[-1] + weights[i] * math.exp(values[i]))
     best: Candidate | None = None
+    safe = -math.inf
     for alpha in settings.levels:
         margin_ = ordered.margin(alpha, parametric=floor is None)
         if floor is not None:
             margin_ = max(margin_, floor(alpha))
+        if scales is None:
+            margin_ = max(margin_, RESOLUTION)
         covered = bisect.bisect_right(ordered.ordered, margin_)
-        scale = math.exp(margin_)
+        if scales is None:
+            scale = math.exp(margin_)
+            given, total = scale * allocated[covered], scale * allocated[n]
+        else:  # each run its own scale: no common factor to take out
+            given = total = 0.0
+            for rank, i in enumerate(order):
+                allocation = weights[i] * math.exp(
+                    centres[i] + max(RESOLUTION, margin_ * scales[i]))
+                total += allocation
+                given += allocation if rank < covered else 0.0
         # Misses to expect among n new runs: a margin at the k-th of n residuals is passed
         # by (n + 1 - k) / (n + 1) of new ones (the conformal rank argument), one past
         # them all by alpha, as its bound was built for; never fewer than in the window.
         rate = alpha if covered == n and margin_ > ordered.ordered[-1] else (
             (n - covered + 1) / (n + 1))  # fmt: skip
-        cost = (
-            scale * allocated[covered]
-            - used[covered]
-            + rate * n * (MISS_COST * scale * allocated[n] / n + settings.penalty)
-        )
+        cost = given - used[covered] + rate * n * (MISS_COST * total / n + settings.penalty)
+        safe = max(safe, margin_)
         if best is None or cost < best.cost:
-            best = Candidate(kind, margin_, cost, ordered.ordered[-1])
+            best = Candidate(kind, margin_, cost, 0.0)
     assert best is not None
+    best.safe = safe
     return best
+
+
+def _local(
+    base: Candidate,
+    keys: Sequence[float],
+    centres: Sequence[float],
+    values: Sequence[float],
+    weights: Sequence[float],
+    settings: Settings,
+) -> Candidate:
+    """``base`` with a margin that follows how far off it is near each input."""
+    scale = _Scale(keys, [v - c for v, c in zip(values, centres, strict=True)])
+    candidate = _calibrated(base.kind, centres, values, weights, settings,
+                            scales=scale.left_out())  # fmt: skip
+    candidate.intercept, candidate.slope = base.intercept, base.slope
+    candidate.keys, candidate.prefix, candidate.width = base.keys, base.prefix, base.width
+    candidate.local = scale
+    return candidate
 
 
 def _constant(
@@ -227,7 +307,7 @@ def _constant(
 
 def _neighbours(
     keys: Sequence[float], values: Sequence[float], weights: Sequence[float], settings: Settings
-) -> Candidate:
+) -> tuple[Candidate, list[float]]:
     n = len(keys)
     width = max(3, min(16, round(math.sqrt(n))))
     prefix = [0.0]
@@ -245,12 +325,12 @@ def _neighbours(
         centres.append(total / width)
     candidate = _calibrated("neighbours", centres, values, weights, settings)
     candidate.keys, candidate.prefix, candidate.width = keys, prefix, width
-    return candidate
+    return candidate, centres
 
 
 def _power(
     keys: Sequence[float], values: Sequence[float], weights: Sequence[float], settings: Settings
-) -> Candidate | None:
+) -> tuple[Candidate, list[float]] | None:
     n = len(keys)
     mean_key, mean_value = sum(keys) / n, sum(values) / n
     sxx = sum((k - mean_key) ** 2 for k in keys)
@@ -266,7 +346,7 @@ def _power(
         centres.append(value - residual / (1 - leverage))
     candidate = _calibrated("power", centres, values, weights, settings)
     candidate.intercept, candidate.slope = intercept, slope
-    return candidate
+    return candidate, centres
 
 
 def fit_candidates(
@@ -282,9 +362,12 @@ def fit_candidates(
     """
     candidates = _constant(values, weights, settings)
     if keys is not None and len(keys) >= 6:
-        candidates.append(_neighbours(keys, values, weights, settings))
-        power = _power(keys, values, weights, settings)
-        if power is not None:
-            candidates.append(power)
+        fitted = [_neighbours(keys, values, weights, settings),
+                  _power(keys, values, weights, settings)]  # fmt: skip
+        for found in fitted:
+            if found is not None:
+                candidate, centres = found
+                candidates.append(candidate)
+                candidates.append(_local(candidate, keys, centres, values, weights, settings))
     candidates.sort(key=lambda c: c.cost)  # stable: the simpler one wins a tie
     return candidates

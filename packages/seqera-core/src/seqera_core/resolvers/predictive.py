@@ -61,7 +61,7 @@ class PredictiveResolver(Resolver):
         self,
         history: History,
         *,
-        alpha: float = 0.005,
+        alpha: float = 0.05,
         retry_cost: float = 3.0,
         window: int = 200,
         min_runs: int = 3,
