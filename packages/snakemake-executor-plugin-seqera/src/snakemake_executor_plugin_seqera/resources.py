@@ -17,6 +17,7 @@ import attrs
 from seqera_core.checks import suspicious
 from seqera_core.dialects.snakemake import request_from_resources
 from seqera_core.models import ResourceRequest
+from seqera_core.sizing_guard import references_memory
 from seqera_core.units import MB, MIB, format_bytes
 
 __all__ = ["RUNNER_MEMORY", "default_memory", "input_bytes", "job_request", "task_labels"]
@@ -76,6 +77,10 @@ def job_request(
     total = input_bytes(job.input)
     labels = {**request.labels, **task_labels(job)}
     changes: dict[str, Any] = {"input_bytes": total, "labels": labels}
+    # {resources.mem_mb} in the command: the tool sizes itself, never shrink it
+    changes["self_sizing"] = references_memory(
+        [(j.rule.shellcmd, j.rule.params) for j in (job.jobs if job.is_group() else [job])]
+    )
     if request.memory is None:
         changes["memory"] = default_memory(total)
     elif request.memory < RUNNER_MEMORY:
