@@ -2,20 +2,23 @@
 
 It keeps the last ``window`` successful runs (input size, use, weight, allocation) and the
 all-time count and largest use; learning a run is O(1), so a history of 100,000 attempts
-loads in a fraction of a second. When asked after new runs, it fits the candidates of
-:mod:`seqera_core.sizing_fit` to the window, each calibrated to miss at most ``alpha`` of
-new runs, and keeps the one that would have wasted least on those runs:
+loads in a fraction of a second. When asked after new runs (a sixteenth of the window
+since the last fit), it fits the candidates of :mod:`seqera_core.sizing_fit` to the
+window, each at the miss rate (at most ``alpha``) where it costs least, a miss priced at
+``retry_cost`` x what a typical task of the whole history uses (:class:`Budget`), and
+keeps the cheapest:
 
 - with no run it has no opinion; with fewer than ``min_runs``, the largest use x
   ``fallback_margin``;
-- an input outside the sizes seen gets at least the calibrated per-process maximum
-  (above them) or the nearest inputs' bound (below them), whatever the candidate;
-- a retry after a kill at ``failed`` gets the smallest of: the chosen candidate with the
-  worst error it has ever made on this window, the calibrated maximum, the largest use
-  seen, that exceeds ``failed`` by 5 % or more; past all of them (a use never seen), the
-  failed allocation grown by the process's own spread (at least 10 %, at most
-  ``escalation``). A miss thus escalates from how wrong the model has been, not by a
-  constant factor of the allocation that failed.
+- within the inputs seen, never more than the calibrated per-process maximum; above
+  them, at least that; below them, at least the nearest inputs' bound;
+- a retry after a kill at ``failed`` gets the smallest of: the chosen candidate at the
+  least miss rate (its error distribution's far tail), the calibrated maximum, the
+  largest use seen, that exceeds ``failed`` by 5 % or more, and never more than
+  ``escalation`` x the larger of ``failed`` and the largest use; past all of them (a
+  use never seen), the failed allocation grown by the process's own spread (at least
+  10 %; ``escalation`` before any run). A miss thus escalates from how wrong the model
+  has been, not by a constant factor of the allocation that failed.
 """
 
 from __future__ import annotations
@@ -126,7 +129,7 @@ class UsageModel:
         *,
         window: int = 200,
         alpha: float = 0.05,
-        retry_cost: float = 3.0,
+        retry_cost: float = 10.0,
         budget: Budget | None = None,
         min_runs: int = 3,
         fallback_margin: float = 1.2,
@@ -239,5 +242,7 @@ class UsageModel:
         above = [rung for rung in rungs if rung >= least]
         if above:
             return min(min(above), most)
-        growth = min(self.escalation, max(_MIN_GROWTH, math.exp(2 * spread)))
+        # Nothing learned yet: no spread to go by, so the full step.
+        growth = self.escalation if fit is None else (
+            min(self.escalation, max(_MIN_GROWTH, math.exp(2 * spread))))  # fmt: skip
         return max(failed, self.largest) * growth

@@ -135,6 +135,24 @@ def nearest(keys: Sequence[float], key: float, count: int) -> tuple[int, int]:
     return lo, lo + count
 
 
+def _windows(keys: Sequence[float], count: int) -> list[int]:
+    """For each sorted key, the ``lo`` of :func:`nearest` (``keys``, that key, ``count``):
+    the window only moves right as the key grows, so all of them cost one pass."""
+    n = len(keys)
+    count = min(count, n)
+    starts: list[int] = []
+    lo = right = 0
+    for i, key in enumerate(keys):
+        if i == 0 or key != keys[i - 1]:
+            right = i  # bisect_left: the first of equal keys
+        lo = max(lo, right - count)
+        top = min(right, n - count)
+        while lo < top and key - keys[lo] > keys[lo + count] - key:
+            lo += 1
+        starts.append(lo)
+    return starts
+
+
 class _Scale:
     """How far off a candidate is near an input: the mean absolute residual of the runs
     nearest in input (normalised conformal prediction, Papadopoulos et al. 2008), never
@@ -160,8 +178,9 @@ class _Scale:
         """Each run's scale from its neighbours, itself left out."""
         keys, prefix, width = self.keys, self.prefix, self.width
         scales = []
-        for i, key in enumerate(keys):
-            lo, hi = nearest(keys, key, width + 1)
+        count = min(width + 1, len(keys))
+        for i, lo in enumerate(_windows(keys, count)):
+            hi = lo + count
             own = prefix[i + 1] - prefix[i] if lo <= i < hi else prefix[hi] - prefix[hi - 1]
             scales.append(max(self.floor, (prefix[hi] - prefix[lo] - own) / (hi - lo - 1)))
         return scales
@@ -229,6 +248,8 @@ def _calibrated(
     for i in order:
         allocated.append(allocated[-1] + weights[i] * math.exp(centres[i]))
         used.append(used[-1] + weights[i] * math.exp(values[i]))
+    local = [] if scales is None else [
+        (weights[i] * math.exp(centres[i]), scales[i]) for i in order]  # fmt: skip
     best: Candidate | None = None
     safe = -math.inf
     for alpha in settings.levels:
@@ -242,12 +263,9 @@ def _calibrated(
             scale = math.exp(margin_)
             given, total = scale * allocated[covered], scale * allocated[n]
         else:  # each run its own scale: no common factor to take out
-            given = total = 0.0
-            for rank, i in enumerate(order):
-                allocation = weights[i] * math.exp(
-                    centres[i] + max(RESOLUTION, margin_ * scales[i]))
-                total += allocation
-                given += allocation if rank < covered else 0.0
+            each = [a * math.exp(max(RESOLUTION, margin_ * s)) for a, s in local]
+            given = sum(each[:covered])
+            total = given + sum(each[covered:])
         # Misses to expect among n new runs: a margin at the k-th of n residuals is passed
         # by (n + 1 - k) / (n + 1) of new ones (the conformal rank argument), one past
         # them all by alpha, as its bound was built for; never fewer than in the window.
@@ -314,8 +332,9 @@ def _neighbours(
     for value in values:
         prefix.append(prefix[-1] + value)
     centres = []
-    for i, key in enumerate(keys):
-        lo, hi = nearest(keys, key, width + 1)
+    count = min(width + 1, n)
+    for i, lo in enumerate(_windows(keys, count)):
+        key, hi = keys[i], lo + count
         if lo <= i < hi:
             total = prefix[hi] - prefix[lo] - values[i]
         elif key - keys[lo] > keys[hi - 1] - key:  # a tie took i's place: drop the far end

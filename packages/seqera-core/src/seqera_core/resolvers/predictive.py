@@ -62,7 +62,7 @@ class PredictiveResolver(Resolver):
         history: History,
         *,
         alpha: float = 0.05,
-        retry_cost: float = 3.0,
+        retry_cost: float = 10.0,
         window: int = 200,
         min_runs: int = 3,
         fallback_margin: float = 1.2,
@@ -94,9 +94,13 @@ class PredictiveResolver(Resolver):
         # stream sent twice, a record rewritten) comes back as a new row, once too many.
         self._learned: set[int] = set()
         self._lock = threading.Lock()
-        # Read the history now: a first resolve that had to read 100,000 rows would
-        # outlast the chain's timeout.
+        # Read the history now, and fit each process's models: a first resolve that had
+        # to read 100,000 rows would outlast the chain's timeout.
         self.refresh()
+        with self._lock:
+            for key, model in self._models.items():
+                if isinstance(key, str):
+                    model.memory.upper(None), model.time.upper(None)
 
     def _model(self, key: _Key) -> _Process:
         model = self._models.get(key)
