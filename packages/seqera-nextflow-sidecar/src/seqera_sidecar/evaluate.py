@@ -264,9 +264,9 @@ def _feasible(ours: Score, maximum: Score) -> bool:
 
 def _choose(
     scores: dict[tuple[int, str, int], Score], maxima: dict[tuple[str, int], Score],
-    traces: Sequence[str], seeds: Sequence[int],
+    traces: Sequence[str], seeds: Sequence[int], settings: int,
 ) -> int:
-    """The GRID index that did best on ``traces``: most runs with fewer retries than 1 %
+    """The grid index that did best on ``traces``: most runs with fewer retries than 1 %
     and less waste than the maximum, then the least waste relative to the maximum."""
 
     def rank(index: int) -> tuple[int, float]:
@@ -275,17 +275,21 @@ def _choose(
         relative = sum(ours.wasted_gbh / max(most.wasted_gbh, 1e-9) for ours, most in runs)
         return failed, relative / len(runs)
 
-    return min(range(len(GRID)), key=rank)
+    return min(range(settings), key=rank)
 
 
 def leave_one_out(
-    traces: dict[str, Sequence[TaskRecord]], seeds: Sequence[int], *, jobs: int = 1
+    traces: dict[str, Sequence[TaskRecord]],
+    seeds: Sequence[int],
+    *,
+    jobs: int = 1,
+    grid: Sequence[dict[str, float]] = GRID,
 ) -> list[Held]:
-    """Each trace scored, seed by seed, with the :data:`GRID` settings that did best on
+    """Each trace scored, seed by seed, with the settings of ``grid`` that did best on
     the other traces (with one trace alone, on itself: say so when reporting)."""
     names = sorted(traces)
-    runs = [(i, t, s) for i in range(len(GRID)) for t in names for s in seeds]
-    builds = [_Settings(settings) for settings in GRID]
+    runs = [(i, t, s) for i in range(len(grid)) for t in names for s in seeds]
+    builds = [_Settings(settings) for settings in grid]
     work = [(traces[t], s, builds[i]) for i, t, s in runs]
     with ProcessPoolExecutor(jobs) if jobs > 1 else _Inline() as pool:
         done = list(pool.map(_evaluate, work))
@@ -294,8 +298,8 @@ def leave_one_out(
                                                for s in seeds]), strict=True))  # fmt: skip
         scores = dict(zip(runs, done, strict=True))
         held: list[Held] = []
-        chosen = {t: _choose(scores, maxima, [o for o in names if o != t] or [t], seeds)
-                  for t in names}  # fmt: skip
+        chosen = {t: _choose(scores, maxima, [o for o in names if o != t] or [t], seeds,
+                             len(grid)) for t in names}  # fmt: skip
         times = list(pool.map(_evaluate_time,
                               [(traces[t], s, builds[chosen[t]]) for t in names for s in seeds]))
     for (t, s), time in zip([(t, s) for t in names for s in seeds], times, strict=True):
