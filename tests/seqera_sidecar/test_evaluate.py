@@ -104,7 +104,7 @@ EAGER = Path(__file__).parent / "data" / "trace-eager.csv.gz"  # 4 of nf-core/ea
 
 def test_leave_one_pipeline_out_scores_each_trace_with_settings_chosen_on_the_other() -> None:
     traces = {"iwd": read_trace(TRACE), "eager": read_trace(EAGER)}
-    grid = ({"retry_cost": 10.0, "alpha": 0.05}, {"retry_cost": 0.0, "alpha": 0.2})
+    grid = ({"retry_cost": 10.0, "alpha": 0.05}, {"retry_cost": 30.0, "alpha": 0.02})
     held = leave_one_out(traces, [0], grid=grid)
     assert [(h.trace, h.seed) for h in held] == [("eager", 0), ("iwd", 0)]
     builds = {_Settings(g).name: _Settings(g) for g in grid}

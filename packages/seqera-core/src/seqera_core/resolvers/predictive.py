@@ -190,8 +190,10 @@ class PredictiveResolver(Resolver):
         failed = model.failed_at(x) if request.attempt > 1 else 0.0
         if failed:
             # Never killed twice for time: a task that finishes within what was declared
-            # gets that on its retry, however short its history runs.
-            return max(model.retry(x, failed), declared or 0)
+            # gets that on its retry, however short its history runs; without a
+            # declaration, escalation^2 x the limit it was killed at (a second kill loses
+            # all the first one did, and more).
+            return max(model.retry(x, failed), declared or failed * model.escalation**2)
         return self._first(model, x, declared)
 
     def resolve(self, request: ResourceRequest) -> ResourceResponse | None:
