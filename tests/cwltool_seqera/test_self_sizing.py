@@ -8,7 +8,6 @@ from pathlib import Path
 
 from seqera_core.history import TaskRecord, open_history
 from seqera_core.units import MB, MIB
-
 from tests.cwltool_seqera.test_local_runs import DATA, run_cwl
 
 

@@ -14,8 +14,15 @@ from seqera_core.sizing_fit import _windows, margin, nearest, t_quantile
 @pytest.mark.parametrize(
     ("p", "dof", "expected"),
     # scipy.stats.t.ppf
-    [(0.99, 1, 31.821), (0.99, 2, 6.965), (0.99, 5, 3.365), (0.99, 11, 2.718),
-     (0.995, 11, 3.106), (0.95, 4, 2.132), (0.99, 30, 2.457)],  # fmt: skip
+    [
+        (0.99, 1, 31.821),
+        (0.99, 2, 6.965),
+        (0.99, 5, 3.365),
+        (0.99, 11, 2.718),
+        (0.995, 11, 3.106),
+        (0.95, 4, 2.132),
+        (0.99, 30, 2.457),
+    ],
 )
 def test_t_quantiles(p: float, dof: int, expected: float) -> None:
     assert t_quantile(p, dof) == pytest.approx(expected, rel=0.01)

@@ -6,7 +6,6 @@ from pathlib import Path
 
 from seqera_core.history import TaskRecord, open_history
 from seqera_core.units import MB
-
 from tests.snakemake_executor_plugin_seqera.test_cli import _snakemake, _workflow, env
 
 __all__ = ["env"]  # the fixture, imported to be found

@@ -31,7 +31,17 @@ from collections.abc import Callable, Sequence
 from statistics import NormalDist
 from typing import NamedTuple
 
-__all__ = ["LEVELS", "MISS_COST", "Candidate", "Settings", "fit_candidates", "margin", "nearest", "t_quantile"]
+__all__ = [
+    "LEVELS",
+    "MISS_COST",
+    "RESOLUTION",
+    "Candidate",
+    "Settings",
+    "fit_candidates",
+    "margin",
+    "nearest",
+    "t_quantile",
+]
 
 # What a miss costs, in units of its allocation: the attempt thrown away plus a share of
 # the retry's own margin.
@@ -54,6 +64,7 @@ class Settings(NamedTuple):
 
     levels: tuple[float, ...] = LEVELS
     penalty: float = 0.0
+
 
 _NORMAL = NormalDist()
 

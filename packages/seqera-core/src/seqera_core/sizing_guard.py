@@ -97,7 +97,7 @@ def tracks_allocation(
     )
     if len(sized) < evidence + 2:
         return False
-    least = sized and min(given for _, _, given in sized)
+    least = min(given for _, _, given in sized)
     keys = [key for key, _, _ in sized]
     unknown = [(peak, given) for key, peak, given in sized if key == math.inf]
     found = 0

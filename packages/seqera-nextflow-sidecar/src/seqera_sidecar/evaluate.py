@@ -23,7 +23,7 @@ import argparse
 import math
 import random
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TypeVar
@@ -198,7 +198,8 @@ def evaluate(records: Sequence[TaskRecord], seed: int, predictor: str | Build) -
                 break
             retries += 1
     history.close()
-    return Score(_name(predictor), len(online), used / _GBH, wasted / _GBH, retries, dict(by_process))
+    name = _name(predictor)
+    return Score(name, len(online), used / _GBH, wasted / _GBH, retries, dict(by_process))
 
 
 def evaluate_time(records: Sequence[TaskRecord], seed: int, predictor: str | Build) -> TimeScore:
@@ -231,8 +232,8 @@ def evaluate_time(records: Sequence[TaskRecord], seed: int, predictor: str | Bui
                 limits += 0 if math.isinf(limit) else limit
                 break
     history.close()
-    return TimeScore(_name(predictor), len(online), undeclared, declared_total / 3600, limits / 3600,
-                     runs / 3600, kills, killed_twice, lost / 3600)  # fmt: skip
+    return TimeScore(_name(predictor), len(online), undeclared, declared_total / 3600,
+                     limits / 3600, runs / 3600, kills, killed_twice, lost / 3600)  # fmt: skip
 
 
 class _Settings:
@@ -263,8 +264,11 @@ def _feasible(ours: Score, maximum: Score) -> bool:
 
 
 def _choose(
-    scores: dict[tuple[int, str, int], Score], maxima: dict[tuple[str, int], Score],
-    traces: Sequence[str], seeds: Sequence[int], settings: int,
+    scores: dict[tuple[int, str, int], Score],
+    maxima: dict[tuple[str, int], Score],
+    traces: Sequence[str],
+    seeds: Sequence[int],
+    settings: int,
 ) -> int:
     """The grid index that did best on ``traces``: most runs with fewer retries than 1 %
     and less waste than the maximum, then the least waste relative to the maximum."""
@@ -279,7 +283,7 @@ def _choose(
 
 
 def leave_one_out(
-    traces: dict[str, Sequence[TaskRecord]],
+    traces: Mapping[str, Sequence[TaskRecord]],
     seeds: Sequence[int],
     *,
     jobs: int = 1,
@@ -300,8 +304,11 @@ def leave_one_out(
         held: list[Held] = []
         chosen = {t: _choose(scores, maxima, [o for o in names if o != t] or [t], seeds,
                              len(grid)) for t in names}  # fmt: skip
-        times = list(pool.map(_evaluate_time,
-                              [(traces[t], s, builds[chosen[t]]) for t in names for s in seeds]))
+        times = list(
+            pool.map(
+                _evaluate_time, [(traces[t], s, builds[chosen[t]]) for t in names for s in seeds]
+            )
+        )
     for (t, s), time in zip([(t, s) for t in names for s in seeds], times, strict=True):
         index = chosen[t]
         held.append(Held(t, s, builds[index].name, maxima[t, s], scores[index, t, s], time))
@@ -363,7 +370,8 @@ def command(args: argparse.Namespace) -> int:
             for name in names:
                 score = evaluate(records, seed, name)
                 print(f"| {name} | {score.tasks} | {score.used_gbh:.2f} | "
-                      f"{score.wasted_gbh:.2f} | {score.maq:.3f} | {_retries(score)} |")  # fmt: skip
+                      f"{score.wasted_gbh:.2f} | {score.maq:.3f} | "
+                      f"{_retries(score)} |")  # fmt: skip
             print("\nTime limits\n" + _TIME_HEAD)
             for name in names:
                 print(_time_row(name, evaluate_time(records, seed, name)))
@@ -392,9 +400,10 @@ def _print_held(held: Sequence[Held]) -> None:
     print("|---|---|---|---|---|---|---|")
     for h in held:
         most, ours = h.maximum, h.score
+        less = "yes" if ours.wasted_gbh < most.wasted_gbh else "NO"
         print(f"| {h.trace} | {h.seed} | {h.chosen} | {ours.tasks} | {most.wasted_gbh:.2f}, "
               f"{most.maq:.3f}, {_retries(most)} | {ours.wasted_gbh:.2f}, {ours.maq:.3f}, "
-              f"{_retries(ours)} | {'yes' if ours.wasted_gbh < most.wasted_gbh else 'NO'} |")  # fmt: skip
+              f"{_retries(ours)} | {less} |")  # fmt: skip
     print("\nTime limits (same settings)\n" + _TIME_HEAD.replace("predictor", "trace, seed"))
     for h in held:
         print(_time_row(f"{h.trace}, {h.seed}", h.time))
