@@ -99,7 +99,8 @@ def test_cpu_report_from_the_trace(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "--apply-cpus" in out
 
 
-EAGER = Path(__file__).parent / "data" / "trace-eager-slice.csv.gz"  # 4 of nf-core/eager's processes
+# 4 of nf-core/eager's processes, MarkDuplicates among them
+EAGER = Path(__file__).parent / "data" / "trace-eager-slice.csv.gz"
 
 
 def test_leave_one_pipeline_out_scores_each_trace_with_settings_chosen_on_the_other() -> None:
@@ -139,8 +140,8 @@ def test_the_command_with_several_traces(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert [line for line in done.stdout.splitlines() if line.endswith(")")] == [
-        "trace-iwd (seed 0)", "trace-iwd (seed 1)", "trace-eager-slice (seed 0)", "trace-eager-slice (seed 1)"
-    ]  # fmt: skip
+        f"trace-{name} (seed {seed})" for name in ("iwd", "eager-slice") for seed in (0, 1)
+    ]
     alone = subprocess.run(
         [sys.executable, "-m", "seqera_sidecar", "evaluate", str(TRACE), "--leave-one-out"],
         capture_output=True, text=True, timeout=120, check=False,

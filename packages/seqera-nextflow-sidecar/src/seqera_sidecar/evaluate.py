@@ -34,7 +34,7 @@ from attrs import frozen
 from seqera_core.errors import UsageError
 from seqera_core.history import History, TaskRecord, open_history
 from seqera_core.models import ResourceRequest
-from seqera_core.resolvers import HistoryResolver, PredictiveResolver, Resolver
+from seqera_core.resolvers import MaximumResolver, PredictiveResolver, Resolver
 
 from .trace import read_trace
 
@@ -65,8 +65,8 @@ Build = Callable[[History], Resolver]
 # A predictor is built over the history it may read; ``None`` means the trace's presets.
 PREDICTORS: dict[str, Build | None] = {
     "preset": None,
-    "max": lambda h: HistoryResolver(h, margin=1.0, escalation=2.0),
-    "max-1.2": lambda h: HistoryResolver(h, margin=1.2, escalation=2.0),
+    "max": lambda h: MaximumResolver(h, margin=1.0, escalation=2.0),
+    "max-1.2": lambda h: MaximumResolver(h, margin=1.2, escalation=2.0),
     "predictive": lambda h: PredictiveResolver(h),
 }
 
