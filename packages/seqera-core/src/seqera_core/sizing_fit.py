@@ -52,6 +52,9 @@ MISS_COST = 1.5
 # few seconds, a cgroup's counter is rounded to pages), so two runs that used "the same"
 # differ by about this much.
 RESOLUTION = 0.005
+# The most a margin may add: 64 x the prediction. Past it a tail fitted to a few wild
+# errors says nothing (and exp() overflows).
+MOST = math.log(64)
 
 # The miss rates a window chooses from: down to 1 in 2,000, which a process whose use
 # barely varies affords for a fraction of a per cent more.
@@ -231,7 +234,7 @@ class Candidate:
         """The log allocation: centre plus margin (the least miss rate's if ``safe``)."""
         margin_ = self.safe if safe else self.margin
         if self.local is not None and key is not None:
-            return self.centre(key) + max(RESOLUTION, margin_ * self.local.at(key))
+            return self.centre(key) + min(MOST, max(RESOLUTION, margin_ * self.local.at(key)))
         return self.centre(key) + max(RESOLUTION, margin_)
 
 
@@ -267,6 +270,7 @@ def _calibrated(
         margin_ = ordered.margin(alpha, parametric=floor is None)
         if floor is not None:
             margin_ = max(margin_, floor(alpha))
+        margin_ = min(margin_, MOST)
         if scales is None:
             margin_ = max(margin_, RESOLUTION)
         covered = bisect.bisect_right(ordered.ordered, margin_)
@@ -274,7 +278,7 @@ def _calibrated(
             scale = math.exp(margin_)
             given, total = scale * allocated[covered], scale * allocated[n]
         else:  # each run its own scale: no common factor to take out
-            each = [a * math.exp(max(RESOLUTION, margin_ * s)) for a, s in local]
+            each = [a * math.exp(min(MOST, max(RESOLUTION, margin_ * s))) for a, s in local]
             given = sum(each[:covered])
             total = given + sum(each[covered:])
         # Misses to expect among n new runs: a margin at the k-th of n residuals is passed
