@@ -71,8 +71,9 @@ def job_request(
     labels = {**request.labels, **task_labels(job)}
     changes: dict[str, Any] = {"input_bytes": total, "labels": labels}
     # {resources.mem_mb} in the command: the tool sizes itself, never shrink it
+    rules = [getattr(j, "rule", None) for j in (getattr(job, "jobs", None) or [job])]
     changes["self_sizing"] = references_memory(
-        [(j.rule.shellcmd, j.rule.params) for j in (job.jobs if job.is_group() else [job])]
+        [(getattr(r, "shellcmd", None), getattr(r, "params", None)) for r in rules]
     )
     if request.container is None and not job.is_group() and job.container_img_url:
         # The rule's `container:` image: a feature the right-sizer learns from.
