@@ -99,7 +99,9 @@ class PredictiveResolver(Resolver):
         self.refresh()
         with self._lock:
             for key, model in self._models.items():
-                if isinstance(key, str):
+                whole = self._models[key if isinstance(key, str) else key[0]]
+                # a (cpus, container) stratum that is all of its process is never asked
+                if model is whole or model.memory.runs < whole.memory.runs:
                     model.memory.upper(None), model.time.upper(None)
 
     def _model(self, key: _Key) -> _Process:
