@@ -46,6 +46,9 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
         (SNAKEMAKE, "snakemake-storage-plugin-s3", "moto[server]>=5.0"),
     ),
 }
+# Faults injected into the real components of the integration suite, with its fixtures:
+# installed the same way.
+PACKAGES["faults"] = (PACKAGES["integration"][0], "tests/faults", PACKAGES["integration"][2])
 
 
 def _install(session: nox.Session, packages: tuple[str, ...], extra: tuple[str, ...]) -> None:

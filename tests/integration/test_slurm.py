@@ -15,8 +15,16 @@ from pathlib import Path
 import pytest
 
 from seqera_core.backends._batch import RetryPolicy
-from seqera_core.backends.base import JobHandle, JobSpec, JobState, JobStatus
-from seqera_core.backends.slurm import SlurmBackend
+from seqera_core.backends.base import (
+    OTHER,
+    OUT_OF_MEMORY,
+    TIME_LIMIT,
+    JobHandle,
+    JobSpec,
+    JobState,
+    JobStatus,
+)
+from seqera_core.backends.slurm import SlurmBackend, submission_key_of
 from seqera_core.labels import decode_labels
 from seqera_core.models import ResourceRequest
 from seqera_core.units import MIB
@@ -96,16 +104,20 @@ def test_success_with_output_and_labels(backend: SlurmBackend, tmp_path: Path) -
     )
     [handle] = backend.submit([spec])
     comment = scontrol(handle.native_id)["Comment"]
-    assert decode_labels(comment) == {"team": "core; x=1"}
+    # the labels, after the submission key Slurm keeps for the backend's look-ups
+    key = "seqera-" + Path(handle.stdout or "").parent.name.rpartition(".")[2]
+    assert decode_labels(comment) == {"seqera-submission": key, "team": "core; x=1"}
+    assert submission_key_of(comment) == key
     [status] = wait(backend, [handle])
     assert (status.state, status.exit_code) == (JobState.SUCCEEDED, 0)
+    assert status.cause is None and status.node  # NodeList, while squeue still lists it
     assert backend.logs(handle) == "hello world from core; x=1\noops\n"
 
 
 def test_non_zero_exit(backend: SlurmBackend) -> None:
     [handle] = backend.submit([JobSpec("exit-3", ["sh", "-c", "exit 3"])])
     [status] = wait(backend, [handle])
-    assert (status.state, status.exit_code) == (JobState.FAILED, 3)
+    assert (status.state, status.exit_code, status.cause) == (JobState.FAILED, 3, OTHER)
 
 
 def test_out_of_memory_kill(backend: SlurmBackend) -> None:
@@ -115,6 +127,7 @@ def test_out_of_memory_kill(backend: SlurmBackend) -> None:
     [handle] = backend.submit([JobSpec("hog", hog, ResourceRequest(memory=32 * MIB))])
     [status] = wait(backend, [handle])
     assert status.state is JobState.FAILED and status.out_of_memory, status
+    assert status.cause == OUT_OF_MEMORY and status.resubmissions == 0  # the engine's to retry
 
 
 def test_cancel_many_with_one_scancel(backend: SlurmBackend) -> None:
@@ -235,3 +248,4 @@ def test_time_limit_kill(time_limited: tuple[SlurmBackend, JobHandle]) -> None:
     backend, handle = time_limited
     [status] = wait(backend, [handle], limit=150, every=2)
     assert status.state is JobState.FAILED and status.time_limit, status
+    assert status.cause == TIME_LIMIT and status.resubmissions == 0  # the engine's to retry

@@ -60,7 +60,12 @@ def test_resources_reach_slurm_through_the_wrapper(torque: PbsBackend) -> None:
         assert fields["NumCPUs"] == "2"  # ppn=2 becomes -n2
         assert fields["MinMemoryNode"] == "200M"
         assert fields["TimeLimit"] == "00:03:00"  # walltime 00:02:30, Slurm rounds to minutes
-        assert fields["JobName"] == "sized_job"
+        # the submission key rides on the name: the one field the wrappers pass on as is
+        key = "seqera-" + Path(handle.stdout or "").parent.name.rpartition(".")[2]
+        assert fields["JobName"] == f"sized_job.{key}"
+        # and the look-up after an unknown outcome finds the job by it (qstat -f -1)
+        assert torque._find_key(key) == (True, handle.native_id)
+        assert torque._find_key("seqera-000000000000") == (True, None)
     finally:
         torque.cancel([handle])
 

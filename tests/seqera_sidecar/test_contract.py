@@ -13,7 +13,7 @@ from seqera_core.config import Config
 from seqera_core.history import open_history
 from seqera_core.session import Session
 from seqera_sidecar import create_app
-from seqera_sidecar.runs import Dispatcher
+from seqera_sidecar.runs import RunStore
 
 ROOT = Path(__file__).parents[2]
 PACKAGE = ROOT / "packages" / "seqera-nextflow-sidecar" / "src" / "seqera_sidecar" / "contract"
@@ -36,7 +36,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> object:
     # nothing generated is ever executed.
     config = Config({"backend": "local", "history": str(directory / "history.db")})
     session = Session(config, "seqera-sidecar", work_dir=directory / "jobs")
-    dispatcher = Dispatcher(session, directory / "runs.db")
+    dispatcher = RunStore(session, directory / "runs.db")
     return create_app(history, token="t0ken", dispatcher=dispatcher)
 
 

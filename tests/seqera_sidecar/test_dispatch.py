@@ -20,7 +20,7 @@ from seqera_core.errors import UsageError
 from seqera_core.history import open_history
 from seqera_core.session import Session
 from seqera_sidecar import create_app
-from seqera_sidecar.runs import Dispatcher
+from seqera_sidecar.runs import RunStore
 from seqera_sidecar.submission import task_spec
 
 AUTH = {"Authorization": "Bearer t0ken"}
@@ -79,8 +79,8 @@ class _Given(Session):
         return self.given
 
 
-def _dispatcher(backend: Backend, path: Path, history: Path | None = None) -> Dispatcher:
-    return Dispatcher(_Given(backend, history), path, interval=0.1)
+def _dispatcher(backend: Backend, path: Path, history: Path | None = None) -> RunStore:
+    return RunStore(_Given(backend, history), path, interval=0.1)
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ def effects(tmp_path: Path) -> Path:
     return directory
 
 
-def _serve(dispatcher: Dispatcher, tmp_path: Path) -> TestClient:
+def _serve(dispatcher: RunStore, tmp_path: Path) -> TestClient:
     history = dispatcher.session.history or open_history(tmp_path / "h.db")
     return TestClient(create_app(history, token="t0ken", dispatcher=dispatcher))
 
@@ -150,7 +150,7 @@ def test_a_submit_error_keeps_what_went_out(
 def _crashed_after_rows(tmp_path: Path, effects: Path, **extra: Any) -> str:
     """Rows written, the backend never called, the process gone (its files left as is)."""
     backend = LocalBackend(work_dir=tmp_path / "jobs", state=tmp_path / "records")
-    dying = Dispatcher(_Given(backend), tmp_path / "runs.db")
+    dying = RunStore(_Given(backend), tmp_path / "runs.db")
     run = dying.create_run("r", {})
     parsed = [task_spec(0, _task(effects, "x", **extra))]
     dying._claim(run["id"], {}, parsed)
@@ -263,7 +263,7 @@ def test_a_state_file_of_the_first_version_is_migrated(tmp_path: Path) -> None:
     """)
     old.close()
     (tmp_path / "runs.db").chmod(0o644)
-    dispatcher = Dispatcher(_Given(LocalBackend(state=tmp_path / "records")), tmp_path / "runs.db")
+    dispatcher = RunStore(_Given(LocalBackend(state=tmp_path / "records")), tmp_path / "runs.db")
     try:
         task = dispatcher.task("r1", "t1")
         assert task["state"] == "succeeded" and task["native_id"] == "x.1"
@@ -271,9 +271,9 @@ def test_a_state_file_of_the_first_version_is_migrated(tmp_path: Path) -> None:
     finally:
         dispatcher.stop()
     with pytest.raises(UsageError, match="in use by another sidecar"):
-        first = Dispatcher(_Given(LocalBackend()), tmp_path / "runs.db")
+        first = RunStore(_Given(LocalBackend()), tmp_path / "runs.db")
         try:
-            Dispatcher(_Given(LocalBackend()), tmp_path / "runs.db")
+            RunStore(_Given(LocalBackend()), tmp_path / "runs.db")
         finally:
             first.stop()
 

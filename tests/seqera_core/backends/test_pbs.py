@@ -6,19 +6,29 @@ captures). The Torque text is real output of Debian's slurm-wlm-torque ``qstat -
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
 
 from seqera_core.backends._batch import CommandResult, SchedulerError
-from seqera_core.backends.base import JobHandle, JobSpec, JobState
+from seqera_core.backends.base import (
+    NODE_FAILURE,
+    OTHER,
+    OUT_OF_MEMORY,
+    TIME_LIMIT,
+    JobHandle,
+    JobSpec,
+    JobState,
+)
 from seqera_core.backends.pbs import (
     PbsBackend,
     parse_pro_json,
     parse_torque,
     pbs_exit,
     pbs_job_name,
+    submission_keys,
 )
 from seqera_core.errors import UsageError
 from seqera_core.labels import decode_labels
@@ -98,10 +108,11 @@ def test_pro_submission_argv(tmp_path: Path) -> None:
     joined = " ".join(argv)
     assert "-l select=1:ncpus=2:mem=3072mb:ngpus=1 -l walltime=01:30:00" in joined
     assert "-q workq -A proj -P p1" in joined
-    variables = argv[argv.index("-v") + 1]
-    assert variables.startswith("SEQERA_LABELS=")
-    assert not set(variables) & set(",'\"\\")  # nothing qsub -v would parse
-    assert decode_labels(variables.removeprefix("SEQERA_LABELS=")) == {
+    key, labels = argv[argv.index("-v") + 1].split(",")
+    assert key == "SEQERA_SUBMISSION=seqera-" + Path(argv[-1]).parent.name.rpartition(".")[2]
+    assert labels.startswith("SEQERA_LABELS=")
+    assert not set(labels) & set(",'\"\\")  # nothing qsub -v would parse
+    assert decode_labels(labels.removeprefix("SEQERA_LABELS=")) == {
         "run": "r,1",
         "team": "a'b\"c",
     }
@@ -304,3 +315,88 @@ def test_torque_refuses_array_mode(tmp_path: Path) -> None:
     assert not PbsBackend(
         dialect="torque", work_dir=tmp_path, squash=SquashPolicy("squash")
     )._ARRAYS
+
+
+def _with_key(name: str, job_id: str, key: str) -> str:
+    # a real capture, with the variable qsub -v SEQERA_SUBMISSION=<key> would add
+    document = json.loads(fixture(name))
+    document["Jobs"][job_id]["Variable_List"]["SEQERA_SUBMISSION"] = key
+    return json.dumps(document)
+
+
+def test_submission_keys_are_read_from_variable_list_and_job_names() -> None:
+    assert submission_keys(fixture("finished.json")) == {}  # no job of ours there
+    text = _with_key("finished.json", "1005.pbs", "seqera-00aa11bb22cc")
+    assert submission_keys(text) == {"seqera-00aa11bb22cc": "1005.pbs"}
+    torque = TORQUE_WRAPPER.replace("Job_Name = tq", "Job_Name = tq.seqera-00aa11bb22cc-r1")
+    assert submission_keys(torque, "torque") == {"seqera-00aa11bb22cc-r1": "13"}
+    assert submission_keys(TORQUE_WRAPPER, "torque") == {}
+
+
+def test_a_pro_submission_that_timed_out_but_went_through_is_not_sent_twice(
+    tmp_path: Path,
+) -> None:
+    # Defect 2 (pbs.py never looked): qsub timed out after the server queued the job.
+    timeout = CommandResult(["qsub"], None)
+
+    class Listing(FakePbs):
+        def __call__(
+            self,
+            argv: Sequence[str],
+            timeout: float,
+            cwd: str | None,
+            env: Mapping[str, str] | None,
+        ) -> CommandResult:
+            if argv[0] == "qstat":
+                self.argvs.append(list(argv))
+                key = "seqera-" + next(tmp_path.glob("jobs/*/job.sh")).parent.name.split(".")[-1]
+                return result(_with_key("finished.json", "1005.pbs", key))
+            return super().__call__(argv, timeout, cwd, env)
+
+    runner = Listing({"qsub": [timeout, result("77.pbs\n")]})
+    [handle] = pbs(tmp_path, runner).submit([JobSpec("a", ["true"])])
+    assert handle.native_id == "1005.pbs"
+    assert [a[0] for a in runner.argvs] == ["qsub", "qstat"]
+    assert runner.argvs[1] == ["qstat", "-x", "-f", "-F", "json"]
+
+
+def test_torque_carries_its_key_in_the_job_name(tmp_path: Path) -> None:
+    runner = FakePbs({"qsub": [result("Connection refused", code=1), result("18\n")],
+                      "qstat": [result(TORQUE_WRAPPER)]})  # fmt: skip
+    [handle] = pbs(tmp_path, runner, "torque").submit([JobSpec("t", ["true"])])
+    first, listing, second = runner.argvs
+    name = first[first.index("-N") + 1]
+    assert name.startswith("t.seqera-") and listing == ["qstat", "-f", "-1"]
+    assert second == first and handle.native_id == "18"  # not there: sent again, same key
+
+
+def test_a_mother_superior_failure_is_a_node_failure_with_its_host() -> None:
+    seen = pbs_exit(-20)
+    assert seen.final_cause == NODE_FAILURE and seen.state is JobState.FAILED
+    # what baw-server's users met in production (see shared/fixtures/pbs/README.md)
+    assert pbs_exit(-32).final_cause == NODE_FAILURE
+    assert pbs_exit(-31).final_cause == OUT_OF_MEMORY
+    assert pbs_exit(-27).final_cause == OUT_OF_MEMORY
+    assert pbs_exit(-29).final_cause == TIME_LIMIT
+    assert pbs_exit(3).final_cause == OTHER and pbs_exit(0).final_cause is None
+    jobs = parse_pro_json(fixture("finished.json"))
+    assert jobs["1004.pbs"].node == "pbs"  # exec_host "pbs/0"
+    assert parse_pro_json(fixture("running.json"))["1.pbs"].node == "pbs"  # while it runs
+
+
+def test_a_node_failure_on_pbs_is_sent_again_once(tmp_path: Path) -> None:
+    failed = json.loads(fixture("failed.json"))
+    job = failed["Jobs"]["1010.pbs"]
+    job["Exit_status"] = -20
+    runner = FakePbs(
+        {
+            "qsub": [result("1010.pbs\n"), result("1011.pbs\n")],
+            "qstat": [result(json.dumps(failed)), result(fixture("finished.json"))],
+        }
+    )
+    backend = pbs(tmp_path, runner)
+    [handle] = backend.submit([JobSpec("a", ["true"])])
+    [status] = backend.poll([handle])
+    assert status.state is JobState.PENDING and status.resubmissions == 1
+    assert "node failure on pbs" in (status.reason or "")
+    assert [a[0] for a in runner.argvs].count("qsub") == 2

@@ -32,6 +32,7 @@ from seqera_core.backends.slurm import (
     parse_squeue,
     slurm_state,
 )
+from seqera_core.errors import ResourceError, UsageError
 from seqera_core.labels import decode_labels, encode_labels
 from seqera_core.models import Accelerator, ResourceRequest
 from seqera_core.units import GIB
@@ -115,10 +116,13 @@ def test_submission_argv_carries_every_resource_and_quoted_values(tmp_path: Path
     assert f"--output={tmp_path / 'w d'}/out%%j.txt" in argv  # % escaped for sbatch
     assert f"--chdir={tmp_path / 'w d'}" in argv
     comment = next(a for a in argv if a.startswith("--comment="))
+    key = "seqera-" + Path(argv[-1]).parent.name.rpartition(".")[2]
     assert decode_labels(comment.removeprefix("--comment=")) == {
+        "seqera-submission": key,  # first, so no label can push it out
         "run": "r1",
         "team": "a;b=c\nd",
     }
+    assert comment.startswith(f"--comment=seqera-submission={key};")
     for expected in (
         "--cpus-per-task=2",
         "--mem=3072M",
@@ -169,11 +173,34 @@ def test_a_job_that_cannot_be_written_fails_the_batch_before_any_submission(
 ) -> None:
     runner = FakeSlurm({"sbatch": [ok("1")]})
     slurm = backend(tmp_path, runner)
-    with pytest.raises(ValueError, match="not valid in a shell"):
+    with pytest.raises(UsageError, match=r"'j' cannot be submitted.*not valid in a shell"):
         slurm.submit([JobSpec("ok", ["true"]), JobSpec("j", ["true"], env={"A B": "x"})])
-    with pytest.raises(ValueError, match="empty command"):
+    with pytest.raises(UsageError, match="empty command"):
         slurm.submit([JobSpec("j", [])])
     assert slurm.calls["sbatch"] == 0
+    assert not list((tmp_path / "jobs").glob("*/job.sh"))  # nothing left behind
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("--qos='high", "slurm_extra: .*no closing quotation"),
+        ("--comment=mine", "other than --comment"),
+        ("-J other", "other than -J"),
+        ("--output=/tmp/x", "other than --output"),
+    ],
+)
+def test_a_bad_slurm_extra_fails_every_job_before_any_goes_out(
+    tmp_path: Path, extra: str, message: str
+) -> None:
+    # Defect 3: the first job used to reach sbatch before the second's argv raised.
+    runner = FakeSlurm({"sbatch": [ok("1")]})
+    slurm = backend(tmp_path, runner)
+    bad = ResourceRequest(extra={"slurm.extra": extra})
+    with pytest.raises(ResourceError, match=message) as error:
+        slurm.submit([JobSpec("ok", ["true"]), JobSpec("bad", ["true"], bad)])
+    assert isinstance(error.value, UsageError) and error.value.field == "slurm_extra"
+    assert slurm.calls["sbatch"] == 0 and runner.argvs == []
 
 
 def test_squeue_parser_on_recorded_output() -> None:
@@ -339,21 +366,30 @@ def test_exit_file_is_the_last_resort(tmp_path: Path) -> None:
 
 def test_transient_errors_are_retried_with_backoff(tmp_path: Path) -> None:
     down = fail("sbatch: error: Batch job submission failed: Unable to contact slurm controller")
-    runner = FakeSlurm({"sbatch": [down, down, fail("Socket timed out on send/recv"), ok("9")]})
+    runner = FakeSlurm(
+        {
+            "sbatch": [down, down, fail("Socket timed out on send/recv"), ok("9")],
+            "squeue": [ok("3|seqera-submission=seqera-0123456789ab|\n")],  # someone else's
+        }
+    )
     slurm = backend(tmp_path, runner)
     [handle] = slurm.submit([JobSpec("j", ["true"])])
     assert handle.native_id == "9"
     assert slurm.sleeps == [0.5, 1.0, 2.0]  # type: ignore[attr-defined]
-    assert slurm.calls["sbatch"] == 4
+    # each failure's outcome is unknown: the key was looked for before every resend
+    assert slurm.calls == {"sbatch": 4, "squeue": 3}
+    assert [a[0] for a in runner.argvs] == ["sbatch", "squeue"] * 3 + ["sbatch"]
 
 
 def test_retries_are_bounded_and_report_what_was_submitted(tmp_path: Path) -> None:
     busy = fail("Slurm temporarily unable to accept job, sleeping and retrying")
-    runner = FakeSlurm({"sbatch": [ok("1"), busy]})
+    runner = FakeSlurm({"sbatch": [ok("1"), busy], "squeue": [ok("")]})
     slurm = backend(tmp_path, runner, retry=RetryPolicy(attempts=3, first_delay=1, max_delay=1))
     with pytest.raises(SubmitError) as error:
-        slurm.submit([JobSpec("a", ["true"]), JobSpec("b", ["true"])])
+        slurm.submit([JobSpec("a", ["true"]), JobSpec("b", ["true"]), JobSpec("c", ["true"])])
     assert [h.native_id for h in error.value.submitted] == ["1"]
+    assert error.value.positions == (0,)
+    assert error.value.unknown == ()  # the scheduler answered: "b" is not there, "c" unsent
     assert slurm.calls["sbatch"] == 4 and slurm.sleeps == [1, 1]  # type: ignore[attr-defined]
 
 
@@ -366,14 +402,57 @@ def test_permanent_errors_are_not_retried(tmp_path: Path) -> None:
 
 
 def test_a_timed_out_submission_that_went_through_is_not_sent_twice(tmp_path: Path) -> None:
-    def listing(argv: Sequence[str]) -> CommandResult:
-        script = next(iter(tmp_path.glob("jobs/*/job.sh")))
-        return ok(f"12|{script}|\n13|/other/job.sh|\n")
-
-    runner = FakeSlurm({"sbatch": [CommandResult(["sbatch"], None)], "squeue": [listing]})
+    runner = FakeSlurm({"sbatch": [CommandResult(["sbatch"], None)], "squeue": [listing(tmp_path)]})
     slurm = backend(tmp_path, runner)
     [handle] = slurm.submit([JobSpec("a", ["true"])])
     assert handle.native_id == "12" and slurm.calls["sbatch"] == 1
+    assert runner.argvs[1] == ["squeue", "-h", "--me", "-t", "all", "-O", "ArrayJobID:|,Comment:|"]
+
+
+def listing(tmp_path: Path) -> Callable[[Sequence[str]], CommandResult]:
+    """squeue's answer when the job in tmp_path/jobs went through as job 12."""
+
+    def answer(argv: Sequence[str]) -> CommandResult:
+        directory = next(iter(tmp_path.glob("jobs/*/job.sh"))).parent
+        key = "seqera-" + directory.name.rpartition(".")[2]
+        return ok(f"12|seqera-submission={key};team=x|\n13|other comment|\n14||\n")
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation",
+        "sbatch: error: Batch job submission failed: Unable to contact slurm controller",
+    ],
+)
+def test_an_ambiguous_error_with_an_exit_status_is_not_sent_twice(
+    tmp_path: Path, error: str
+) -> None:
+    # Defect 2: slurmctld may accept the job and still fail the reply.
+    runner = FakeSlurm({"sbatch": [fail(error), ok("99")], "squeue": [listing(tmp_path)]})
+    slurm = backend(tmp_path, runner)
+    [handle] = slurm.submit([JobSpec("a", ["true"])])
+    assert handle.native_id == "12" and slurm.calls == {"sbatch": 1, "squeue": 1}
+
+
+def test_no_resend_while_the_controller_cannot_be_asked(tmp_path: Path) -> None:
+    down = fail("slurm_load_jobs error: Unable to contact slurm controller (connect failure)")
+    timeout = CommandResult(["sbatch"], None)
+    runner = FakeSlurm({"sbatch": [timeout], "squeue": [down, down, down, ok("")]})
+    slurm = backend(tmp_path, runner, retry=RetryPolicy(attempts=6, first_delay=1, max_delay=1))
+    with pytest.raises(SubmitError):  # sent again only after squeue answered; timed out again
+        slurm.submit([JobSpec("a", ["true"])])
+    programs = [a[0] for a in runner.argvs]
+    assert programs[:6] == ["sbatch", "squeue", "squeue", "squeue", "squeue", "sbatch"]
+    # it never answered: the outcome is unknown and the error says which job
+    runner = FakeSlurm({"sbatch": [ok("1"), timeout], "squeue": [down]})
+    slurm = backend(tmp_path, runner, retry=RetryPolicy(attempts=3, first_delay=1, max_delay=1))
+    with pytest.raises(SubmitError) as error:
+        slurm.submit([JobSpec("a", ["true"]), JobSpec("b", ["true"])])
+    assert error.value.positions == (0,) and error.value.unknown == (1,)
+    assert slurm.calls == {"sbatch": 2, "squeue": 3}
 
 
 def test_cancel_is_one_scancel_and_tolerates_finished_jobs(tmp_path: Path) -> None:
@@ -460,3 +539,20 @@ def test_array_elements_are_named_as_squeue_takes_them() -> None:
     assert set(jobs) == {"14", "15_0", "15_3"}
     assert jobs["15_3"].state is JobState.FAILED and jobs["15_3"].exit_code == 3
     assert jobs["15_0"].state is JobState.SUCCEEDED
+
+
+def test_a_job_that_went_through_and_left_squeue_is_found_by_its_start_mark(
+    tmp_path: Path,
+) -> None:
+    # Found by the fault suite: sbatch hung past the timeout, the job ran, ended and was
+    # purged (MinJobAge) before squeue was asked; its script's start mark still names it.
+    def purged(argv: Sequence[str]) -> CommandResult:
+        directory = next(iter(tmp_path.glob("jobs/*/job.sh"))).parent
+        env = {"SLURM_JOB_ID": "31", "PATH": "/usr/bin:/bin"}
+        subprocess.run(["sh", str(directory / "job.sh")], env=env, cwd=directory, check=True)
+        return ok("")
+
+    runner = FakeSlurm({"sbatch": [CommandResult(["sbatch"], None)], "squeue": [purged]})
+    slurm = backend(tmp_path, runner)
+    [handle] = slurm.submit([JobSpec("a", ["true"])])
+    assert handle.native_id == "31" and slurm.calls == {"sbatch": 1, "squeue": 1}

@@ -45,7 +45,7 @@ from .edge import DEFAULT_BODY_LIMIT, Refused, allowed_host, authorized, read_js
 from .openapi import bundled_spec
 from .poller import redact
 from .report import report_endpoint
-from .runs import Dispatcher, NotFound, SubmitFailed
+from .runs import NotFound, RunStore, SubmitFailed
 from .weblog import parse_event
 
 __all__ = ["create_app"]
@@ -62,7 +62,7 @@ def _problems(status: int, *problems: str) -> JSONResponse:
 class _DispatcherMetrics(Collector):
     """The poll loop's and the history hand-over's counts, read when scraped."""
 
-    def __init__(self, dispatcher: Dispatcher) -> None:
+    def __init__(self, dispatcher: RunStore) -> None:
         self.dispatcher = dispatcher
 
     def collect(self) -> Any:
@@ -107,7 +107,7 @@ def create_app(
     *,
     token: str | None = None,
     resolvers: list[Resolver] | None = None,
-    dispatcher: Dispatcher | None = None,
+    dispatcher: RunStore | None = None,
     hosts: frozenset[str] | None = None,
     body_limit: int = DEFAULT_BODY_LIMIT,
 ) -> Starlette:
@@ -249,7 +249,7 @@ def create_app(
 
         return wrapped
 
-    def runs() -> Dispatcher:
+    def runs() -> RunStore:
         if dispatcher is None:
             raise NotFound("this sidecar dispatches no tasks (start it with --backend)")
         return dispatcher

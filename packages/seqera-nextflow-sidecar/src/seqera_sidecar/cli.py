@@ -117,7 +117,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from .app import create_app
-    from .runs import Dispatcher
+    from .runs import RunStore
 
     state = Path(os.path.expanduser(args.state))
     jobs = state.parent / "jobs"
@@ -128,7 +128,7 @@ def _serve(args: argparse.Namespace) -> int:
         dispatcher = None
         if args.backend:
             state.parent.mkdir(parents=True, exist_ok=True)
-            dispatcher = Dispatcher(session, state)
+            dispatcher = RunStore(session, state)
         app = create_app(session.history, token=token, resolvers=session.resolvers,
                          dispatcher=dispatcher, hosts=_hosts(args),
                          body_limit=args.max_body)  # fmt: skip

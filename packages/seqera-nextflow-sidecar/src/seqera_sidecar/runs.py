@@ -49,7 +49,7 @@ from .poller import Supervisor, redact
 from .store import handle_from, handle_to, open_state, spec_from, spec_to
 from .submission import KEY_VARIABLE, Parsed, keyed, task_spec
 
-__all__ = ["KEY_VARIABLE", "Dispatcher", "NotFound", "SubmitFailed"]
+__all__ = ["KEY_VARIABLE", "NotFound", "RunStore", "SubmitFailed"]
 
 _log = logging.getLogger("seqera_sidecar")
 _ACTIVE = ("pending", "running", "unknown")
@@ -69,7 +69,7 @@ class SubmitFailed(SeqeraError):
         super().__init__(message)
 
 
-class Dispatcher:
+class RunStore:
     """Runs and tasks over one backend and one SQLite file; a supervised thread polls."""
 
     def __init__(self, session: Session, path: str | Path, *, interval: float = 1.0) -> None:

@@ -182,20 +182,20 @@ class Executor(RemoteExecutor):
         if not ready:
             return
         try:
-            handles = self._session.submit([spec for _, spec in ready])
+            sent = list(zip(ready, self._session.submit([spec for _, spec in ready]), strict=True))
         except SubmitError as exc:
-            # Jobs before the failure were submitted: keep them, fail the rest.
-            handles = list(exc.submitted)
-            failed, *unsent = ready[len(handles) :]
-            self.report_job_error(SubmittedJobInfo(failed[0]), msg=f"submission failed: {exc}. ")
-            for job, _ in unsent:
-                why = f"not submitted: the submission before it in the same batch failed ({exc}). "
-                self.report_job_error(SubmittedJobInfo(job), msg=why)
+            # The jobs that went out run: keep them (exc.positions says which, arrays can
+            # send them out of order), fail the others.
+            kept = dict(zip(exc.positions, exc.submitted, strict=True))
+            sent = [(ready[n], handle) for n, handle in sorted(kept.items())]
+            for n, (job, _) in enumerate(ready):
+                if n not in kept:
+                    self.report_job_error(SubmittedJobInfo(job), msg=f"submission failed: {exc}. ")
         except (SeqeraError, OSError, ValueError) as exc:
-            handles = []
+            sent = []
             for job, _ in ready:
                 self.report_job_error(SubmittedJobInfo(job), msg=f"submission failed: {exc}. ")
-        for (job, spec), handle in zip(ready, handles, strict=False):
+        for (job, spec), handle in sent:
             aux = {"handle": handle, "request": spec.request}
             self.report_job_submission(
                 SubmittedJobInfo(job, external_jobid=handle.native_id, aux=aux)

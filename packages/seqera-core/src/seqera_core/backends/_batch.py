@@ -1,24 +1,28 @@
 """The life cycle every batch scheduler shares; Slurm, PBS Pro and Torque fill in the verbs.
 
 A template-method base in the manner of psij-python's ``BatchSchedulerExecutor``:
-:class:`BatchBackend` writes each job's script into a directory of its own, submits it
-with bounded retries, polls many jobs with one native call, cancels many with one, and
-reads logs. A scheduler supplies only argv builders, output parsers and a state map.
+:class:`BatchBackend` writes each job's script into a directory of its own
+(``_jobdir``), submits it, polls many jobs with one native call, cancels many with one,
+and reads logs. A scheduler supplies only argv builders, output parsers and a state map;
+commands run through ``_commands`` and exit statuses are decoded by ``_exits``.
 
-Safety: commands are argv lists run without a shell. Inside the generated script every
-value from the caller (command, working directory, environment, labels) is quoted with
-:func:`shlex.quote`, its newlines spelled as a variable, so no line of the script starts
-with caller text and none can become an ``#SBATCH``/``#PBS`` directive. Scheduler options
-go as separate argv elements.
+Submission, in this order (what the issue tracker calls "nothing half sent, nothing
+sent twice"):
 
-Robustness: every command has a timeout, after which its whole process group is killed
-(wrappers such as Debian's Torque ``qsub`` spawn children that would keep the pipes
-open). Transient errors are retried with exponential backoff, bounded by
-:class:`RetryPolicy`. The script records the command's exit code in the job directory,
-so a job whose record the scheduler has already forgotten is not lost.
+1. Every job's script is written and every submission's argv built (options checked)
+   before anything reaches the scheduler: a job that cannot be expressed fails the whole
+   call with a :class:`~seqera_core.errors.UsageError` and nothing is submitted.
+2. Each submission carries a key unique to it (``_jobdir.submission_key``) in a field the
+   scheduler keeps (Slurm: the comment; PBS Pro: a job variable; Torque: the job name).
+3. A submission that fails for good refusal (bad account, invalid option) raises at once.
+   One whose outcome is unknown (the command timed out, or the scheduler said it was
+   busy or unreachable, when it may have accepted the job anyway) is never sent again
+   blindly: the scheduler is first asked for the key (one listing call), and the job is
+   sent again only once the scheduler has answered that it does not have it.
+4. If the batch fails part-way, :class:`SubmitError` carries what went out.
 
-Exit codes follow the shell: a normal exit N is N, death by signal S is 128 + S and
-``reason`` names the signal.
+Retries that act on the cause happen in :meth:`BatchBackend.poll`, the same for every
+engine; ``_recovery`` decides them (node failure, preemption; never OOM or time limit).
 """
 
 from __future__ import annotations
@@ -26,25 +30,37 @@ from __future__ import annotations
 import abc
 import contextlib
 import os
-import re
-import shlex
-import signal
-import subprocess
+import shutil
 import time
-import uuid
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
-from attrs import field, frozen
+from attrs import frozen
 
-from ..errors import SeqeraError
-from ..labels import env_name
-from ..squash import SquashPolicy, array_key
+from ..errors import UsageError
+from ..squash import SquashPolicy
+from ._arrays import array_shape, batches, write_array
+from ._commands import CommandResult, RetryPolicy, Runner, run_command
+from ._errors import SchedulerError, SubmitError, Unsent
+from ._exits import Observed, from_wait_status, reconcile, shell_exit
+from ._jobdir import (
+    EXIT_FILE,
+    JobFiles,
+    JobIndex,
+    job_environment,
+    job_labels,
+    job_script,
+    prepare_job,
+    started_id,
+    submission_key,
+)
+from ._recovery import RESUBMIT_LIMITS, Sent, next_submission, resubmitted
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = [
     "EXIT_FILE",
+    "RESUBMIT_LIMITS",
     "BatchBackend",
     "CommandResult",
     "JobFiles",
@@ -61,144 +77,16 @@ __all__ = [
     "shell_exit",
 ]
 
-EXIT_FILE = "exitcode"
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
-_NOT_FILE_NAME = re.compile(r"[^A-Za-z0-9._+-]", re.ASCII)
-
-
-class SchedulerError(SeqeraError):
-    """A scheduler command failed for good (after any retries)."""
-
-    def __init__(self, message: str, result: CommandResult | None = None) -> None:
-        self.result = result
-        detail = f": {result.describe()}" if result is not None else ""
-        super().__init__(message + detail)
-
-
-class SubmitError(SchedulerError):
-    """A submission failed; ``submitted`` holds the handles of the jobs submitted before it."""
-
-    def __init__(
-        self, message: str, result: CommandResult | None, submitted: Sequence[JobHandle]
-    ) -> None:
-        self.submitted = tuple(submitted)
-        super().__init__(message, result)
-
-
-def _strings(values: Sequence[str]) -> tuple[str, ...]:
-    return tuple(values)
-
 
 @frozen
-class CommandResult:
-    """What one native command did. ``returncode`` is None when it timed out and was killed."""
+class _Send:
+    """One submission, ready to go: which jobs, its argv, key and directory."""
 
-    argv: tuple[str, ...] = field(converter=_strings)
-    returncode: int | None
-    stdout: str = ""
-    stderr: str = ""
-
-    @property
-    def ok(self) -> bool:
-        """Whether the command exited with status 0."""
-        return self.returncode == 0
-
-    def describe(self) -> str:
-        """A one-line account for error messages."""
-        status = "timed out" if self.returncode is None else f"exit {self.returncode}"
-        text = (self.stderr.strip() or self.stdout.strip()).replace("\n", " | ")
-        return f"{shlex.join(self.argv)} ({status}) {text[:500]}".rstrip()
-
-
-# (argv, timeout, cwd, env) -> result
-Runner = Callable[[Sequence[str], float, str | None, Mapping[str, str] | None], CommandResult]
-
-
-def run_command(
-    argv: Sequence[str], timeout: float, cwd: str | None, env: Mapping[str, str] | None
-) -> CommandResult:
-    """Run argv without a shell; on timeout kill its whole process group."""
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=cwd,
-            env=None if env is None else dict(env),
-            start_new_session=True,
-        )
-    except OSError as exc:  # not installed, not executable
-        return CommandResult(argv, 127, "", str(exc))
-    with proc:
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            return CommandResult(argv, None, out, err)
-    return CommandResult(argv, proc.returncode, out, err)
-
-
-@frozen
-class RetryPolicy:
-    """Exponential backoff for transient scheduler errors: ``attempts`` tries in all."""
-
-    attempts: int = 6
-    first_delay: float = 0.5
-    factor: float = 2.0
-    max_delay: float = 8.0
-
-    def delays(self) -> Iterator[float]:
-        """The pause before each retry (``attempts - 1`` of them)."""
-        delay = self.first_delay
-        for _ in range(self.attempts - 1):
-            yield min(delay, self.max_delay)
-            delay *= self.factor
-
-
-@frozen
-class Observed:
-    """A scheduler's view of one job, before the base class settles its final status."""
-
-    state: JobState
-    exit_code: int | None = None
-    reason: str | None = None
-    out_of_memory: bool = False
-    time_limit: bool = False
-
-
-@frozen
-class JobFiles:
-    """Where one job's files live: its directory, script, outputs and exit-code file."""
-
+    positions: tuple[int, ...]
+    argv: tuple[str, ...]
+    key: str
     directory: Path
-    script: Path
-    stdout: Path
-    stderr: Path
-
-    @property
-    def exit_file(self) -> Path:
-        """The file the script writes the command's exit code to."""
-        return self.directory / EXIT_FILE
-
-
-def shell_exit(code: int | None, sig: int | None) -> tuple[int | None, str | None]:
-    """The shell's exit code for an exit status or a signal, and a reason for a signal."""
-    if sig:
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        return 128 + sig, f"killed by {name}"
-    return code, None
-
-
-def from_wait_status(raw: int) -> tuple[int | None, str | None]:
-    """Shell exit code and reason from a ``waitpid`` status (Slurm's ``exit_code`` field)."""
-    return shell_exit((raw >> 8) & 0xFF, raw & 0x7F)
+    array: bool
 
 
 class BatchBackend(Backend):
@@ -242,15 +130,24 @@ class BatchBackend(Backend):
         self._env = None if env is None else {**os.environ, **env}
         self._runner: Runner = runner or run_command
         self._sleep = sleep
-        self._dirs: dict[str, Path] = {}
+        self._index = JobIndex(self.work_dir)
+        self._jobs: dict[str, Sent] = {}  # by the id submit() returned
+        self._current: dict[str, str] = {}  # id submit() returned -> id of its latest run
         self._finished: dict[str, JobStatus] = {}
         self._cancelled: set[str] = set()
 
     # -- what each scheduler supplies ------------------------------------------------
 
     @abc.abstractmethod
-    def _submit_argv(self, spec: JobSpec, files: JobFiles) -> list[str]:
-        """The submission command for one job whose script is ``files.script``."""
+    def _submit_argv(
+        self, spec: JobSpec, files: JobFiles, key: str, exclude: Sequence[str] = ()
+    ) -> list[str]:
+        """The submission command for one job whose script is ``files.script``, carrying
+        ``key`` where the scheduler keeps it and avoiding the ``exclude`` nodes if it can.
+
+        Raises:
+            UsageError: an option that cannot be used; it must name the field.
+        """
 
     @abc.abstractmethod
     def _parse_submit(self, stdout: str) -> str:
@@ -272,7 +169,9 @@ class BatchBackend(Backend):
         """Whether a non-zero cancel means more than "already finished"."""
         return True
 
-    def _array_argv(self, spec: JobSpec, array: JobFiles, size: int, apart: bool) -> list[str]:
+    def _array_argv(
+        self, spec: JobSpec, array: JobFiles, size: int, apart: bool, key: str
+    ) -> list[str]:
         """One submission of an array of ``size`` elements shaped like ``spec``, running
         ``array.script``; element ``i``'s outputs are ``array.directory/<i>.out``/``.err``
         (one file when not ``apart``)."""
@@ -282,9 +181,13 @@ class BatchBackend(Backend):
         """The native id of element ``index`` of the array ``base``."""
         raise NotImplementedError(f"{self.name} has no job arrays")
 
-    def _find_submitted(self, files: JobFiles) -> str | None:
-        """After an ambiguous submission error, the id of the job if it went through anyway."""
-        return None
+    def _find_key(self, key: str) -> tuple[bool, str | None]:
+        """Ask the scheduler (one call) for the job carrying submission ``key``.
+
+        Returns (whether the scheduler answered, the job's id or None). The default
+        cannot ask: a submission with an unknown outcome is then never sent again.
+        """
+        return False, None
 
     def _settle(self, handle: JobHandle, seen: Observed) -> Observed:
         """Last scheduler-specific touch on a finished job (e.g. OOM from its log)."""
@@ -299,7 +202,7 @@ class BatchBackend(Backend):
 
     def _run(self, argv: Sequence[str], *, cwd: str | None = None) -> CommandResult:
         self.calls[argv[0]] += 1
-        return self._runner(argv, self.timeout, cwd, self._env)
+        return self._runner(list(argv), self.timeout, cwd, self._env)
 
     def _transient(self, result: CommandResult) -> bool:
         if result.returncode is None:
@@ -308,7 +211,10 @@ class BatchBackend(Backend):
         return any(marker.lower() in text for marker in self._TRANSIENT)
 
     def _run_retrying(self, argv: Sequence[str], *, cwd: str | None = None) -> CommandResult:
-        """Run argv, retrying transient failures with backoff; returns the last result."""
+        """Run argv, retrying transient failures with backoff; returns the last result.
+
+        Only for commands that are safe to repeat (listing, cancelling): never submission.
+        """
         delays = self.retry.delays()
         while True:
             result = self._run(argv, cwd=cwd)
@@ -319,180 +225,208 @@ class BatchBackend(Backend):
                 return result
             self._sleep(delay)
 
-    # -- the life cycle --------------------------------------------------------------
+    # -- submission ------------------------------------------------------------------
 
     def submit(self, jobs: Sequence[JobSpec]) -> list[JobHandle]:
         """Write each job's script and submit it; handles in the same order.
 
         With arrays on (``squash`` policy ``array`` or ``squash``), jobs that could be
         one array's elements go out as one array submission.
+
+        Raises:
+            UsageError: a job cannot be expressed (its script, or an option such as
+                ``slurm_extra``); raised before any job is submitted.
+            SubmitError: the scheduler refused, or stayed unreachable, part-way: see its
+                ``submitted``, ``positions`` and ``unknown``.
         """
-        # Every script is written first: a job that cannot be expressed fails the whole
-        # call (ValueError) before anything reaches the scheduler.
-        prepared = [(spec, self._prepare(spec)) for spec in jobs]
+        prepared: list[tuple[JobSpec, JobFiles]] = []
+        try:
+            for spec in jobs:
+                prepared.append((spec, self._prepare(spec)))
+            sends = [
+                self._plan(prepared, batch)
+                for batch in batches(prepared, self.squash, self._ARRAYS)
+            ]
+        except (ValueError, UsageError) as exc:
+            for _, files in prepared:  # nothing was sent: leave nothing behind
+                shutil.rmtree(files.directory, ignore_errors=True)
+            if isinstance(exc, UsageError):
+                raise
+            name = prepared[-1][0].name if len(prepared) == len(jobs) else jobs[len(prepared)].name
+            raise UsageError(f"job {name!r} cannot be submitted to {self.name}: {exc}") from exc
         handles: dict[int, JobHandle] = {}
-        for batch in self._batches(prepared):
-            members = [prepared[n] for n in batch]
+        for send in sends:
             try:
-                if len(batch) == 1:
-                    ids = [self._submit_one(*members[0])]
-                else:
-                    ids = self._submit_array(members)
-            except SchedulerError as exc:
-                done = [handles[n] for n in sorted(handles)]
-                names = ", ".join(repr(spec.name) for spec, _ in members[:3])
-                raise SubmitError(f"cannot submit {names}", exc.result, done) from exc
-            for n, native_id in zip(batch, ids, strict=True):
+                base = self._send(send.argv, send.key, send.directory)
+            except Unsent as exc:
+                done = sorted(handles)
+                names = ", ".join(repr(prepared[n][0].name) for n in send.positions[:3])
+                raise SubmitError(
+                    f"cannot submit {names}",
+                    exc.result,
+                    [handles[n] for n in done],
+                    positions=done,
+                    unknown=send.positions if exc.unknown else (),
+                ) from exc
+            ids = (
+                [self._element_id(base, i) for i in range(len(send.positions))]
+                if send.array
+                else [base]
+            )
+            for n, native_id in zip(send.positions, ids, strict=True):
                 spec, files = prepared[n]
-                self._remember(native_id, files.directory)
+                self._index.remember(native_id, files.directory)
+                self._jobs[native_id] = Sent(spec, files)
                 handles[n] = JobHandle(
                     self.name, native_id, spec.name, str(files.stdout), str(files.stderr)
                 )
         return [handles[n] for n in range(len(prepared))]
 
-    def _batches(self, prepared: Sequence[tuple[JobSpec, JobFiles]]) -> list[list[int]]:
-        """Which jobs go out together: lists of indices, in the order of their first job."""
-        if not (self._ARRAYS and self.squash.arrays):
-            return [[n] for n in range(len(prepared))]
-        groups: dict[Hashable, list[int]] = {}
-        for n, (spec, files) in enumerate(prepared):
-            key = (array_key(spec.request, job_labels(spec), self.squash),
-                   files.stdout == files.stderr)  # fmt: skip
-            groups.setdefault(key, []).append(n)
-        size = self.squash.max_jobs
-        return [
-            members[i : i + size]
-            for members in groups.values()
-            for i in range(0, len(members), size)
-        ]
+    def _plan(self, prepared: Sequence[tuple[JobSpec, JobFiles]], batch: Sequence[int]) -> _Send:
+        """The submission of one batch, argv built and checked; nothing is sent."""
+        if len(batch) == 1:
+            spec, files = prepared[batch[0]]
+            key = submission_key(files.directory)
+            argv = self._submit_argv(spec, files, key)
+            return _Send(tuple(batch), tuple(argv), key, files.directory, array=False)
+        members = [prepared[n] for n in batch]
+        array = write_array(self.work_dir, [files for _, files in members], self._ARRAY_INDEX)
+        first, apart = array_shape(members)
+        key = submission_key(array.directory)
+        argv = self._array_argv(first, array, len(members), apart, key)
+        return _Send(tuple(batch), tuple(argv), key, array.directory, array=True)
 
-    def _submit_array(self, members: Sequence[tuple[JobSpec, JobFiles]]) -> list[str]:
-        """Submit jobs as one array; each element runs its own script, with its own outputs."""
-        directory = self.work_dir / f"array.{uuid.uuid4().hex[:12]}"
-        directory.mkdir(parents=True)
-        apart = members[0][1].stdout != members[0][1].stderr
-        for index, (_, files) in enumerate(members):
-            # links, so the scheduler's per-index output pattern lands in each job's files
-            (directory / f"{index}.dir").symlink_to(files.directory)
-            (directory / f"{index}.out").symlink_to(files.stdout)
-            if apart:
-                (directory / f"{index}.err").symlink_to(files.stderr)
-        script = directory / "array.sh"
-        here = _sh(str(directory))
-        element = f'"${{{self._ARRAY_INDEX}}}"'
-        script.write_text(
-            "#!/bin/sh\n"
-            "# Written by seqera-core: element N of the array runs job N's own script.\n"
-            f"cd {here}/{element}.dir || exit 1\n"
-            f"exec {here}/{element}.dir/job.sh\n"
-        )
-        script.chmod(0o700)
-        shared = dict(members[0][0].labels)
-        for spec, _ in members[1:]:
-            shared = {k: v for k, v in shared.items() if spec.labels.get(k) == v}
-        first = attrs.evolve(members[0][0], labels=shared, workdir=None)
-        array = JobFiles(directory, script, directory / "array.out", directory / "array.err")
-        argv = self._array_argv(first, array, len(members), apart)
+    def _send(self, argv: Sequence[str], key: str, directory: Path) -> str:
+        """Submit once, whatever fails: after an unknown outcome, ask for ``key`` first.
+
+        Raises:
+            Unsent: refused, or retries exhausted (``unknown`` if never answered).
+        """
         delays = self.retry.delays()
         while True:
             result = self._run(argv, cwd=str(directory))
             if result.ok:
-                base = self._parse_submit(result.stdout)
-                break
-            if result.returncode is None and (found := self._find_submitted(array)):
-                base = found
-                break
-            delay = next(delays, None)
-            if delay is None or not self._transient(result):
-                raise SchedulerError("array submission failed", result)
-            self._sleep(delay)
-        return [self._element_id(base, i) for i in range(len(members))]
-
-    def _submit_one(self, spec: JobSpec, files: JobFiles) -> str:
-        argv = self._submit_argv(spec, files)
-        delays = self.retry.delays()
-        while True:
-            result = self._run(argv, cwd=str(files.directory))
-            if result.ok:
                 return self._parse_submit(result.stdout)
-            # A timed-out submission may have reached the scheduler: look before resending.
-            if result.returncode is None and (found := self._find_submitted(files)):
-                return found
-            delay = next(delays, None)
-            if delay is None or not self._transient(result):
-                raise SchedulerError("submission failed", result)
-            self._sleep(delay)
+            if not self._transient(result):
+                raise Unsent("submission refused", result, unknown=False)
+            # Timed out, or the scheduler was busy or unreachable: it may have the job.
+            while True:
+                answered, found = self._find_key(key)
+                # Not listed (any more)? A job that ran marked its directory on starting:
+                # looked at after the listing, a job cannot slip between the two.
+                found = found or started_id(directory)
+                if found:
+                    return found
+                delay = next(delays, None)
+                if delay is None:
+                    raise Unsent("submission failed", result, unknown=not answered)
+                self._sleep(delay)
+                if answered:
+                    break  # the scheduler says it has no such job: send it again
+
+    # -- polling and the cause-driven retries ----------------------------------------
 
     def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
         """Every handle's status: one listing call, plus one history call if any were missing.
 
+        A job that ended in a node failure or a preemption is sent again here (see the
+        module's docstring); its status then reads PENDING with ``resubmissions`` counted.
+
         Raises:
             SchedulerError: the listing failed for a reason retrying does not cure.
         """
-        ids = list(dict.fromkeys(h.native_id for h in handles if h.native_id not in self._finished))
-        seen: dict[str, Observed] = {}
-        unreachable: str | None = None
-        if ids:
-            try:
-                seen = self._active(ids)
-            except SchedulerError as exc:
-                # Still failing after the retries: the scheduler is down or overloaded, so
-                # say UNKNOWN (not finished: callers poll again). Anything else is a fault.
-                if exc.result is None or not self._transient(exc.result):
-                    raise
-                unreachable = str(exc)
-            missing = [i for i in ids if i not in seen]
-            if missing and unreachable is None:
-                with contextlib.suppress(SchedulerError):
-                    seen.update(self._finished_lookup(missing))
-        statuses: list[JobStatus] = []
+        current = {h.native_id: self._current.get(h.native_id, h.native_id) for h in handles}
+        ids = list(dict.fromkeys(current[h.native_id] for h in handles
+                                 if h.native_id not in self._finished))  # fmt: skip
+        seen, unreachable = self._observe(ids)
         ended: dict[str, JobStatus] = {}
+        live: dict[str, JobStatus] = {}
         for handle in handles:
-            cached = self._finished.get(handle.native_id)
-            if cached is not None:
-                statuses.append(attrs.evolve(cached, handle=handle))
+            original = handle.native_id
+            if original in self._finished or original in ended or original in live:
                 continue
-            status = self._status(handle, seen.get(handle.native_id), unreachable)
+            run = attrs.evolve(handle, native_id=current[original])
+            status = self._status(run, seen.get(run.native_id), unreachable)
+            job = self._jobs.get(original)
+            count = sum(job.resubmissions.values()) if job else 0
+            status = attrs.evolve(status, handle=handle, resubmissions=count)
             if status.state.finished:
-                ended[handle.native_id] = status
-            statuses.append(status)
+                status = self._resubmit(original, status)
+            (ended if status.state.finished else live)[original] = status
         if ended:
             # what they used: one accounting call for every job that ended in this poll
-            for native_id, (wall, peak) in self._usage(list(ended)).items():
-                if native_id in ended:
-                    ended[native_id] = attrs.evolve(
-                        ended[native_id], wall_seconds=wall, peak_memory_bytes=peak
+            runs = {current[o]: o for o in ended}
+            for native_id, (wall, peak) in self._usage(list(runs)).items():
+                if native_id in runs:
+                    original = runs[native_id]
+                    ended[original] = attrs.evolve(
+                        ended[original], wall_seconds=wall, peak_memory_bytes=peak
                     )
             self._finished.update(ended)
-            statuses = [
-                attrs.evolve(ended[s.handle.native_id], handle=s.handle)
-                if s.handle.native_id in ended
-                else s
-                for s in statuses
-            ]
-        return statuses
+        return [
+            attrs.evolve(
+                self._finished.get(h.native_id) or live[h.native_id],
+                handle=h,
+            )
+            for h in handles
+        ]
+
+    def _observe(self, ids: Sequence[str]) -> tuple[dict[str, Observed], str | None]:
+        seen: dict[str, Observed] = {}
+        if not ids:
+            return seen, None
+        try:
+            seen = self._active(ids)
+        except SchedulerError as exc:
+            # Still failing after the retries: the scheduler is down or overloaded, so say
+            # UNKNOWN (not finished: callers poll again). Anything else is a fault.
+            if exc.result is None or not self._transient(exc.result):
+                raise
+            return seen, str(exc)
+        missing = [i for i in ids if i not in seen]
+        if missing:
+            with contextlib.suppress(SchedulerError):
+                seen.update(self._finished_lookup(missing))
+        return seen, None
+
+    def _resubmit(self, original: str, status: JobStatus) -> JobStatus:
+        """Send a job that failed for its node's or a preemption's sake again, if allowed."""
+        job = self._jobs.get(original)
+        if job is None or original in self._cancelled:
+            return status
+        plan = next_submission(job, status)
+        if plan is None:
+            return status
+        job.files.forget_run()  # the new run writes its own
+        excluded = plan.excluded
+        try:
+            try:
+                argv = self._submit_argv(job.spec, job.files, plan.key, excluded)
+                new_id = self._send(argv, plan.key, job.files.directory)
+            except Unsent as exc:
+                if exc.unknown or not excluded:
+                    raise
+                # Refused with those nodes excluded (a one-node partition): the failed
+                # node may be back, and a job sent again beats a job lost.
+                excluded = ()
+                argv = self._submit_argv(job.spec, job.files, plan.key, excluded)
+                new_id = self._send(argv, plan.key, job.files.directory)
+        except SchedulerError as exc:
+            return attrs.evolve(status, reason=f"{status.reason}; not sent again: {exc}")
+        self._jobs[original] = attrs.evolve(job, excluded=excluded)
+        self._current[original] = new_id
+        self._index.remember(new_id, job.files.directory)
+        return resubmitted(status, new_id, plan.count)
 
     def _status(
         self, handle: JobHandle, seen: Observed | None, unreachable: str | None
     ) -> JobStatus:
         native_id = handle.native_id
+        recorded = self._index.exit_code(native_id)
+        seen = reconcile(seen, recorded, native_id in self._cancelled)
         if seen is None:
-            code = self._exit_file_code(native_id)
-            if code is not None:  # forgotten by the scheduler, but the script recorded its end
-                seen = Observed(JobState.SUCCEEDED if code == 0 else JobState.FAILED, code)
-            elif native_id in self._cancelled:
-                seen = Observed(JobState.CANCELLED, reason="cancelled")
-            else:
-                why = unreachable or f"{self.name} does not know job {native_id} (yet)"
-                return JobStatus(handle, JobState.UNKNOWN, reason=why)
-        elif seen.state.finished and seen.exit_code is None:
-            # The scheduler says it ended but not how (Torque through Slurm's wrappers).
-            code = self._exit_file_code(native_id)
-            if code is not None and seen.state in (JobState.SUCCEEDED, JobState.FAILED):
-                state = JobState.SUCCEEDED if code == 0 else JobState.FAILED
-                seen = attrs.evolve(seen, state=state, exit_code=code)
-            elif native_id in self._cancelled and seen.state is JobState.FAILED:
-                seen = attrs.evolve(seen, state=JobState.CANCELLED, reason="cancelled")
+            why = unreachable or f"{self.name} does not know job {native_id} (yet)"
+            return JobStatus(handle, JobState.UNKNOWN, reason=why)
         if seen.state.finished:
             seen = self._settle(handle, seen)
         return JobStatus(
@@ -502,117 +436,31 @@ class BatchBackend(Backend):
             reason=seen.reason,
             out_of_memory=seen.out_of_memory,
             time_limit=seen.time_limit,
+            cause=seen.final_cause,
+            node=seen.node,
         )
 
+    # -- cancel, logs ----------------------------------------------------------------
+
     def cancel(self, handles: Sequence[JobHandle]) -> None:
-        """Cancel every unfinished job with one command."""
-        ids = list(dict.fromkeys(h.native_id for h in handles if h.native_id not in self._finished))
+        """Cancel every unfinished job (its latest run) with one command."""
+        originals = [h.native_id for h in handles if h.native_id not in self._finished]
+        ids = list(dict.fromkeys(self._current.get(o, o) for o in originals))
         if not ids:
             return
         result = self._run_retrying(self._cancel_argv(ids))
         if not result.ok and self._cancel_failed(result):
             raise SchedulerError("cancel failed", result)
         self._cancelled.update(ids)
+        self._cancelled.update(originals)
 
     def logs(self, handle: JobHandle) -> str:
         """The job's stdout so far, then its stderr if kept apart."""
         paths = dict.fromkeys(p for p in (handle.stdout, handle.stderr) if p)
         return "".join(_read(Path(p)) for p in paths)
 
-    # -- job directories and scripts -------------------------------------------------
-
     def _prepare(self, spec: JobSpec) -> JobFiles:
         return prepare_job(self.work_dir, spec)
-
-    def _remember(self, native_id: str, directory: Path) -> None:
-        self._dirs[native_id] = directory
-        # A later process (a resumed workflow) finds the directory from the id alone.
-        link = self.work_dir / "by-id" / _NOT_FILE_NAME.sub("_", native_id)
-        with contextlib.suppress(OSError):
-            link.parent.mkdir(exist_ok=True)
-            link.unlink(missing_ok=True)
-            link.symlink_to(directory)
-
-    def _directory_of(self, native_id: str) -> Path | None:
-        directory = self._dirs.get(native_id)
-        if directory is None:
-            link = self.work_dir / "by-id" / _NOT_FILE_NAME.sub("_", native_id)
-            directory = link.resolve() if link.is_dir() else None
-        return directory
-
-    def _exit_file_code(self, native_id: str) -> int | None:
-        directory = self._directory_of(native_id)
-        if directory is None:
-            return None
-        with contextlib.suppress(OSError, ValueError):
-            return int((directory / EXIT_FILE).read_text().strip())
-        return None
-
-
-def prepare_job(work_dir: Path, spec: JobSpec) -> JobFiles:
-    """A new directory for ``spec`` under ``work_dir``, with its script written."""
-    stem = _NOT_FILE_NAME.sub("_", spec.name)[:60] or "job"
-    directory = work_dir / f"{stem}.{uuid.uuid4().hex[:12]}"
-    directory.mkdir(parents=True)
-    base = Path(spec.workdir) if spec.workdir else directory
-    stdout = base / spec.stdout if spec.stdout else directory / "stdout"
-    stderr = base / spec.stderr if spec.stderr else directory / "stderr"
-    files = JobFiles(directory, directory / "job.sh", stdout, stderr)
-    files.script.write_text(job_script(spec, files))
-    files.script.chmod(0o700)
-    return files
-
-
-def job_labels(spec: JobSpec) -> dict[str, str]:
-    """The labels of a job: its request's, overridden by the spec's own."""
-    return {**spec.request.labels, **spec.labels}
-
-
-def _sh(value: str) -> str:
-    # shlex.quote, but a newline becomes "$__seqera_nl": no line of the script can start
-    # with a caller's text, so none can look like a #SBATCH/#PBS directive.
-    if "\n" not in value:
-        return shlex.quote(value)
-    return '"$__seqera_nl"'.join(shlex.quote(part) for part in value.split("\n"))
-
-
-def job_environment(spec: JobSpec) -> dict[str, str]:
-    """The variables a job's script exports: its labels (as the local backend sets them),
-    then its own environment."""
-    variables = {env_name(k): v for k, v in job_labels(spec).items()}
-    variables.update(spec.env)
-    return variables
-
-
-def job_script(spec: JobSpec, files: JobFiles) -> str:
-    """The POSIX sh script for a job; every caller value is shell-quoted, none is in a comment."""
-    if not spec.command:
-        raise ValueError(f"job {spec.name!r} has an empty command")
-    lines = [
-        "#!/bin/sh",
-        "# Written by seqera-core. Scheduler options are given on the command line, not here.",
-        # Some submitters start jobs with an empty environment (Debian's Torque qsub -v).
-        'export PATH="${PATH:-/usr/local/bin:/usr/bin:/bin}"',
-        "__seqera_nl='",
-        "'",
-    ]
-    for name, value in job_environment(spec).items():
-        if not _ENV_NAME.fullmatch(name):
-            raise ValueError(f"environment variable name {name!r} is not valid in a shell")
-        lines.append(f"export {name}={_sh(value)}")
-    if spec.workdir:
-        lines.append(f"cd {_sh(spec.workdir)} || exit 1")
-    exit_file = _sh(str(files.exit_file))
-    partial = _sh(f"{files.exit_file}.part")
-    lines += [
-        " ".join(_sh(arg) for arg in spec.command),
-        "status=$?",
-        # Written then renamed, so a reader never sees half a number.
-        f"printf '%s\\n' \"$status\" > {partial} && mv {partial} {exit_file}",
-        'exit "$status"',
-        "",
-    ]
-    return "\n".join(lines)
 
 
 def _read(path: Path) -> str:

@@ -1,4 +1,9 @@
-"""The backend contract every dispatcher fills: submit, poll (one native call), cancel, logs."""
+"""The backend contract every dispatcher fills: submit, poll (one native call), cancel, logs.
+
+A finished job says why it ended in :attr:`JobStatus.cause`, one of :data:`CAUSES`, the
+same strings on every backend (the history keeps them in its ``cause`` column), so an
+engine's retry acts on the cause, not on a scheduler's spelling of it.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,35 @@ import enum
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from attrs import field, frozen
+from attrs import Factory, field, frozen
 
 from ..models import ResourceRequest, string_map
 
-__all__ = ["Backend", "JobHandle", "JobSpec", "JobState", "JobStatus"]
+__all__ = [
+    "CANCELLED",
+    "CAUSES",
+    "NODE_FAILURE",
+    "OTHER",
+    "OUT_OF_MEMORY",
+    "PREEMPTED",
+    "TIME_LIMIT",
+    "Backend",
+    "JobHandle",
+    "JobSpec",
+    "JobState",
+    "JobStatus",
+    "job_cause",
+]
+
+# Why a job ended without success (JobStatus.cause). Strings, not an enum: they are
+# stored as they are in the history and read by other processes.
+OUT_OF_MEMORY = "out_of_memory"  # killed for memory: the engine retries with more
+TIME_LIMIT = "time_limit"  # killed at its time limit: the engine retries with more
+NODE_FAILURE = "node_failure"  # its node died: batch backends resubmit it elsewhere
+PREEMPTED = "preempted"  # evicted for other work: batch backends resubmit it as is
+CANCELLED = "cancelled"  # cancelled by a user, an administrator or the engine
+OTHER = "other"  # anything else: the command's own non-zero exit, a launch failure
+CAUSES = (OUT_OF_MEMORY, TIME_LIMIT, NODE_FAILURE, PREEMPTED, CANCELLED, OTHER)
 
 
 def _argv(value: Iterable[str]) -> tuple[str, ...]:
@@ -35,6 +64,21 @@ class JobState(enum.Enum):
     def finished(self) -> bool:
         """Whether the job will not change state again."""
         return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
+
+def job_cause(state: JobState, out_of_memory: bool = False, time_limit: bool = False) -> str | None:
+    """The cause a backend that knows no more than its flags reports; None unless failed."""
+    if state is JobState.CANCELLED:
+        return CANCELLED
+    if state is not JobState.FAILED:
+        return None
+    if out_of_memory:
+        return OUT_OF_MEMORY
+    return TIME_LIMIT if time_limit else OTHER
+
+
+def _cause(status: JobStatus) -> str | None:
+    return job_cause(status.state, status.out_of_memory, status.time_limit)
 
 
 @frozen
@@ -64,7 +108,14 @@ class JobHandle:
 
 @frozen
 class JobStatus:
-    """Where a job is, and for a finished one how it ended."""
+    """Where a job is, and for a finished one how it ended.
+
+    ``cause`` is one of :data:`CAUSES` for a job that failed or was cancelled (None
+    otherwise); by default it follows the flags. ``node`` is where it last ran, when the
+    scheduler says. ``resubmissions`` counts how often the backend itself sent the job
+    again after a node failure or a preemption: the handle stays the one ``submit``
+    returned, and this status is the latest run's.
+    """
 
     handle: JobHandle
     state: JobState
@@ -74,9 +125,11 @@ class JobStatus:
     time_limit: bool = False
     wall_seconds: float | None = None
     peak_memory_bytes: int | None = None
-    # Why a job that did not succeed ended, when the scheduler says more than the flags:
-    # one of seqera_core.history.CAUSES ("node_failure", "preempted", ...).
-    cause: str | None = None
+    # Why a job that did not succeed ended: one of CAUSES, the strings of
+    # seqera_core.history.CAUSES; by default what the flags say (see the docstring).
+    cause: str | None = field(default=Factory(_cause, takes_self=True))
+    node: str | None = None
+    resubmissions: int = 0
 
 
 class Backend(abc.ABC):

@@ -8,6 +8,14 @@ PBS Pro lists finished jobs with ``-x`` while the server keeps job history
 (``job_history_enable``); Torque keeps completed jobs ``keep_completed`` seconds, and
 Debian's ``slurm-wlm-torque`` wrappers over Slurm report no exit status at all. Where the
 scheduler cannot say how a job ended, the exit code its script recorded is used (``_batch``).
+
+Every submission carries its key (``_jobdir.submission_key``): on PBS Pro as the job
+variable ``SEQERA_SUBMISSION`` (``qsub -v``, kept in ``Variable_List``), on Torque at the
+end of the job name (Debian's wrappers turn ``-v`` into a shell command line, so the name
+is the one field they pass on as it is). After an unknown outcome one ``qstat -f`` of
+every job finds it. A job whose mother superior failed (``JOB_EXEC_RERUN_MS_FAIL``) or
+aborted at MoM start-up (``JOB_EXEC_INITABT``) is a node failure: the base class sends
+it again once, on any node (``qsub`` has no way to exclude a host).
 """
 
 from __future__ import annotations
@@ -17,9 +25,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from ..dialects.pbs import pro_submission, torque_submission
 from ..errors import UsageError
-from ..labels import pbs_args
+from ..labels import pbs_variables
 from ..squash import SquashMode
 from ._batch import (
     BatchBackend,
@@ -30,9 +40,19 @@ from ._batch import (
     job_labels,
     shell_exit,
 )
-from .base import JobSpec, JobState
+from .base import NODE_FAILURE, JobSpec, JobState
 
-__all__ = ["PbsBackend", "parse_pro_json", "parse_torque", "pbs_exit", "pbs_job_name"]
+__all__ = [
+    "SUBMISSION_VARIABLE",
+    "PbsBackend",
+    "parse_pro_json",
+    "parse_torque",
+    "pbs_exit",
+    "pbs_job_name",
+    "submission_keys",
+]
+
+SUBMISSION_VARIABLE = "SEQERA_SUBMISSION"
 
 # PBS Professional Reference Guide 2021.1, "Job States" (also qstat(1B)).
 _PRO_STATES: dict[str, tuple[JobState, str | None]] = {
@@ -77,7 +97,13 @@ _EXEC_CODES = {
     -27: "JOB_EXEC_KILL_MEM: exceeded mem",
     -28: "JOB_EXEC_KILL_CPUT: exceeded cput",
     -29: "JOB_EXEC_KILL_WALLTIME: exceeded walltime",
+    -31: "JOB_EXEC_KILL_HPMEM: exceeded high-priority memory",
+    -32: "JOB_EXEC_RERUN_ZOMBIE_JOB: job lost by its MoM (re-imaged node)",
 }
+# The node, not the job, failed: mother superior lost, MoM restarted under the job, or
+# the MoM lost the job (re-imaged node). QutEcoacoustics/baw-server met -20 and -32 in
+# production (its spec/lib/gems/pbs/lib/pbs/exit_status_spec.rb, issues #879, #880).
+_NODE_FAILURES = (-20, -4, -32)
 _SUBSTATE_TERMINATED = 91  # finished because of qdel (job.h JOB_SUBSTATE_TERMINATED)
 _TRANSIENT = (
     "cannot connect to server",
@@ -122,7 +148,9 @@ def pbs_exit(exit_status: object, substate: object = None, comment: str | None =
     text = (comment or "").lower()
     time_limit = status == -29 or "exceeded resource walltime" in text
     oom = (
-        status in (-26, -27) or "exceeded resource mem" in text or "exceeded resource vmem" in text
+        status in (-26, -27, -31)
+        or "exceeded resource mem" in text
+        or "exceeded resource vmem" in text
     )
     code: int | None
     reason: str | None
@@ -145,7 +173,16 @@ def pbs_exit(exit_status: object, substate: object = None, comment: str | None =
         reason = "time limit reached"
     elif oom:
         reason = "out of memory"
-    return Observed(state, code, reason, out_of_memory=oom, time_limit=time_limit)
+    cause = NODE_FAILURE if status in _NODE_FAILURES else None
+    return Observed(state, code, reason, out_of_memory=oom, time_limit=time_limit, cause=cause)
+
+
+def _exec_host(value: object) -> str | None:
+    # "node01/0*2+node02/1": hosts joined by "+", each "host/cpu[*count]"
+    if not value:
+        return None
+    hosts = [part.split("/")[0] for part in str(value).split("+") if part]
+    return ",".join(dict.fromkeys(hosts)) or None
 
 
 def _observed(
@@ -156,9 +193,11 @@ def _observed(
     comment = job.get("comment")
     if not state.finished:
         # The scheduler's comment says why a job waits ("Not Running: Insufficient ...").
-        return Observed(state, None, comment if comment and state is JobState.PENDING else why)
+        why = comment if comment and state is JobState.PENDING else why
+        return Observed(state, None, why, node=_exec_host(job.get("exec_host")))
     exit_status = job.get("Exit_status", job.get("exit_status"))
-    return pbs_exit(exit_status, job.get("substate"), comment)
+    seen = pbs_exit(exit_status, job.get("substate"), comment)
+    return attrs.evolve(seen, node=_exec_host(job.get("exec_host")))
 
 
 def _match(found: Mapping[str, Observed], ids: Sequence[str]) -> dict[str, Observed]:
@@ -221,8 +260,15 @@ class PbsBackend(BatchBackend):
                 "Torque and its Slurm wrappers); use 'squash' or 'off'"
             )
 
-    def _submit_argv(self, spec: JobSpec, files: JobFiles) -> list[str]:
-        argv = ["qsub", "-N", pbs_job_name(spec.name)]
+    def _name(self, spec: JobSpec, key: str) -> str:
+        if self.dialect == "pro":
+            return pbs_job_name(spec.name)
+        return pbs_job_name(f"{pbs_job_name(spec.name)[: _MAX_NAME - len(key) - 1]}.{key}")
+
+    def _submit_argv(
+        self, spec: JobSpec, files: JobFiles, key: str, exclude: Sequence[str] = ()
+    ) -> list[str]:
+        argv = ["qsub", "-N", self._name(spec, key)]
         # qsub runs in the job directory: relative paths are relative to it (man qsub), and
         # the plain names survive wrappers that re-parse their command line.
         for flag, path in (("-o", files.stdout), ("-e", files.stderr)):
@@ -230,7 +276,7 @@ class PbsBackend(BatchBackend):
         if self.dialect == "pro":
             # d: write straight to the final path, so logs() sees output while it runs.
             argv += ["-k", "doe", *pro_submission(spec.request).args]
-            argv += pbs_args(job_labels(spec))
+            argv += _variables(key, job_labels(spec))
         else:
             # No -v: Debian's Torque qsub turns it into sbatch --export=NONE,... through a
             # shell. The labels are in the script's environment either way.
@@ -238,16 +284,32 @@ class PbsBackend(BatchBackend):
         argv.append(str(files.script))
         return argv
 
-    def _array_argv(self, spec: JobSpec, array: JobFiles, size: int, apart: bool) -> list[str]:
+    def _array_argv(
+        self, spec: JobSpec, array: JobFiles, size: int, apart: bool, key: str
+    ) -> list[str]:
         # ^array_index^ in -o/-e is each subjob's index (PBS Pro User's Guide, "Job Arrays");
         # the array's directory holds links to each job's own output files.
         out = f"{array.directory}/^array_index^.out"
         err = f"{array.directory}/^array_index^.err" if apart else out
         argv = ["qsub", "-J", f"0-{size - 1}", "-N", pbs_job_name(spec.name)]
         argv += ["-o", out, "-e", err, "-k", "doe", *pro_submission(spec.request).args]
-        argv += pbs_args(job_labels(spec))
+        argv += _variables(key, job_labels(spec))
         argv.append(str(array.script))
         return argv
+
+    def _find_key(self, key: str) -> tuple[bool, str | None]:
+        # Every job the server lists (an array once, as 1234[]), finished ones too on Pro.
+        argv = (
+            ["qstat", "-x", "-f", "-F", "json"] if self.dialect == "pro" else ["qstat", "-f", "-1"]
+        )
+        result = self._run(argv)
+        if not result.ok and not result.stdout.strip():
+            return False, None
+        try:
+            keys = submission_keys(result.stdout, self.dialect)
+        except ValueError:
+            return False, None
+        return True, keys.get(key)
 
     def _element_id(self, base: str, index: int) -> str:
         # qsub -J prints "1234[].server"; subjob 5 is "1234[5].server"
@@ -286,6 +348,37 @@ class PbsBackend(BatchBackend):
         lines = [line for line in text.splitlines() if line.strip()]
         # Debian's Torque qdel prints nothing for jobs that already ended.
         return not all(any(h in line for h in _HARMLESS_QDEL) for line in lines)
+
+
+def _variables(key: str, labels: Mapping[str, str]) -> list[str]:
+    # qsub splits -v at commas and ends a value at a quote (copy_env_value, OpenPBS
+    # src/cmds/qsub.c); neither the key nor the label encoding holds one.
+    variables = {SUBMISSION_VARIABLE: key, **pbs_variables(labels)}
+    return ["-v", ",".join(f"{k}={v}" for k, v in variables.items())]
+
+
+def submission_keys(text: str, dialect: str = "pro") -> dict[str, str]:
+    """Submission key -> job id, from ``qstat -x -f -F json`` (Pro: ``Variable_List``) or
+    ``qstat -f -1`` (Torque: the end of ``Job_Name``), for every job seqera submitted."""
+    found: dict[str, str] = {}
+    if dialect == "pro":
+        jobs = (json.loads(text, strict=False).get("Jobs") or {}) if text.strip() else {}
+        for job_id, job in jobs.items():
+            variables = job.get("Variable_List") or {}
+            key = variables.get(SUBMISSION_VARIABLE) if isinstance(variables, dict) else None
+            if key:
+                found[str(key)] = job_id
+        return found
+    job_id = ""
+    for line in text.splitlines():
+        if line.startswith("Job Id:"):
+            job_id = line.partition(":")[2].strip()
+        elif line.strip().startswith("Job_Name = ") and job_id:
+            name = line.partition(" = ")[2].strip()
+            _, dot, key = name.rpartition(".")
+            if dot and key.startswith("seqera-"):
+                found[key] = job_id
+    return found
 
 
 def _only_unknown(result: CommandResult) -> bool:

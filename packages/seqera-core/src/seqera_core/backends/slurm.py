@@ -16,17 +16,25 @@ the cgroup's high-water mark, ``jobacct_gather/linux`` samples every
 ``JobAcctGatherFrequency`` (30 s by default) and so misses a short job, or a spike
 between samples, entirely. Without accounting storage the first ``sacct`` fails and it
 is not asked again.
+
+Every submission carries its key (``_jobdir.submission_key``) as the first pair of its
+``--comment`` (``seqera-submission=<key>``, before the labels, within the 1024 bytes);
+after an unknown outcome one ``squeue --me -t all -O ArrayJobID,Comment`` finds it. The
+node a job ran on comes with its state (``NodeList``), for the node-failure retry,
+which resubmits with ``--exclude``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import attrs
 
 from ..dialects.slurm import parse_time, submission
 from ..errors import ResourceError
-from ..labels import slurm_comment_args
+from ..labels import SLURM_COMMENT_MAX, decode_labels, encode_labels
 from ._batch import (
     BatchBackend,
     CommandResult,
@@ -37,9 +45,21 @@ from ._batch import (
     job_labels,
     shell_exit,
 )
-from .base import JobHandle, JobSpec, JobState
+from .base import NODE_FAILURE, PREEMPTED, JobHandle, JobSpec, JobState
 
-__all__ = ["SlurmBackend", "parse_sacct", "parse_sacct_usage", "parse_squeue", "slurm_state"]
+__all__ = [
+    "SUBMISSION_LABEL",
+    "SlurmBackend",
+    "comment_args",
+    "parse_sacct",
+    "parse_sacct_usage",
+    "parse_squeue",
+    "slurm_state",
+    "submission_key_of",
+]
+
+# The comment pair that holds a submission's key; decode_labels() shows it like a label.
+SUBMISSION_LABEL = "seqera-submission"
 
 # Job state codes, ``man squeue`` (JOB STATE CODES) and ``man sacct`` (JOB STATE CODES),
 # Slurm 22.05. Value: (common state, reason when it says more than the state).
@@ -83,9 +103,11 @@ _TRANSIENT = (
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # ArrayJobID and ArrayTaskID name an array's element as squeue -j takes it (123_4);
 # with -r, pending elements get a line each instead of one "123_[5-9]".
-_SQUEUE_FORMAT = "JobID:|,ArrayJobID:|,ArrayTaskID:|,State:|,Reason:|,exit_code:|"
+_SQUEUE_FORMAT = "JobID:|,ArrayJobID:|,ArrayTaskID:|,State:|,Reason:|,exit_code:|,NodeList:|"
 # JobID is the job's id or an element's 123_4; JobIDRaw would be the element's own number.
-_SACCT_FIELDS = "JobID,State,ExitCode"
+_SACCT_FIELDS = "JobID,State,ExitCode,NodeList"
+# Causes the state says more precisely than the flags (the rest follow the flags).
+_CAUSES = {"NODE_FAIL": NODE_FAILURE, "BOOT_FAIL": NODE_FAILURE, "PREEMPTED": PREEMPTED}
 _USAGE_FIELDS = "JobID,Elapsed,MaxRSS"
 # sacct's sizes carry a binary suffix (K = KiB); a bare number is bytes.
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
@@ -96,7 +118,9 @@ _SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)")
 _OOM_MARKERS = ("Exceeded job memory limit", "exceeded memory limit", "oom-kill", "oom_kill")
 
 
-def slurm_state(name: str, exit_code: int | None = None, reason: str | None = None) -> Observed:
+def slurm_state(
+    name: str, exit_code: int | None = None, reason: str | None = None, node: str | None = None
+) -> Observed:
     """The common view of a Slurm state name (``CANCELLED by 0`` reads as ``CANCELLED``)."""
     word = name.split()[0].rstrip("+") if name.strip() else "UNKNOWN"
     state, why = _STATES.get(word, (JobState.UNKNOWN, f"Slurm state {name}"))
@@ -108,36 +132,45 @@ def slurm_state(name: str, exit_code: int | None = None, reason: str | None = No
         why,
         out_of_memory=word == "OUT_OF_MEMORY",
         time_limit=word == "TIMEOUT",
+        cause=_CAUSES.get(word),
+        node=node if node and node not in ("None", "(null)", "N/A") else None,
     )
 
 
 def _with_signal_reason(seen: Observed, signal_reason: str | None) -> Observed:
     if signal_reason is None or seen.state is not JobState.FAILED or seen.reason:
         return seen
-    return Observed(seen.state, seen.exit_code, signal_reason, seen.out_of_memory, seen.time_limit)
+    return attrs.evolve(seen, reason=signal_reason)
 
 
 def parse_squeue(text: str) -> dict[str, Observed]:
-    """Jobs from ``squeue -h -r -O JobID:|,ArrayJobID:|,ArrayTaskID:|,State:|,Reason:|,exit_code:|``
-    (array elements as ``123_4``), or the same without the two array fields."""
+    """Jobs from ``squeue -h -r -O JobID:|,ArrayJobID:|,ArrayTaskID:|,State:|,Reason:|,
+    exit_code:|,NodeList:|`` (array elements as ``123_4``), the same without NodeList, or
+    without the two array fields and NodeList."""
     jobs = {}
     for line in text.splitlines():
         fields = [f.strip() for f in line.split("|")]
-        if len(fields) >= 7:  # the trailing "|" leaves an empty last field
+        if fields and not fields[-1]:
+            fields.pop()  # the trailing "|"
+        node = None
+        if len(fields) >= 6:
             job_id, array_id, task_id = fields[:3]
             if task_id and task_id != "N/A" and array_id:
                 job_id = f"{array_id}_{task_id}"
-            fields = [job_id, *fields[3:]]
+            node = fields[6] if len(fields) >= 7 else None
+            fields = [job_id, *fields[3:6]]
         if len(fields) < 4 or not fields[0]:
             continue
         job_id, state, reason, raw = fields[:4]
         code, signal_reason = from_wait_status(int(raw)) if raw.isdigit() else (None, None)
-        jobs[job_id] = _with_signal_reason(slurm_state(state, code, reason), signal_reason)
+        seen = slurm_state(state, code, reason, node)
+        jobs[job_id] = _with_signal_reason(seen, signal_reason)
     return jobs
 
 
 def parse_sacct(text: str) -> dict[str, Observed]:
-    """Jobs from ``sacct -n -P -o JobID,State,ExitCode`` (``ExitCode`` is ``code:signal``)."""
+    """Jobs from ``sacct -n -P -o JobID,State,ExitCode[,NodeList]`` (``ExitCode`` is
+    ``code:signal``)."""
     jobs = {}
     for line in text.splitlines():
         fields = line.strip().split("|")
@@ -148,7 +181,9 @@ def parse_sacct(text: str) -> dict[str, Observed]:
         sig = int(sig_text) if sig_text.isdigit() else None
         shell_code, signal_reason = shell_exit(code, sig)
         # A requeued job has a line per run in the jobcomp file: the last one wins.
-        jobs[fields[0]] = _with_signal_reason(slurm_state(fields[1], shell_code), signal_reason)
+        node = fields[3] if len(fields) > 3 else None
+        seen = slurm_state(fields[1], shell_code, node=node)
+        jobs[fields[0]] = _with_signal_reason(seen, signal_reason)
     return jobs
 
 
@@ -185,6 +220,25 @@ def parse_sacct_usage(text: str) -> dict[str, tuple[float | None, int | None]]:
     return {job_id: (seconds, peaks.get(job_id)) for job_id, seconds in wall.items()}
 
 
+def comment_args(key: str, labels: Mapping[str, str]) -> list[str]:
+    """``["--comment=seqera-submission=<key>;<labels>"]``: the key first, then as many
+    labels as fit in slurmctld's 1024 bytes (``labels.encode_labels``). One argv element:
+    ``=`` binds the value, so a value can never be read as an option."""
+    head = encode_labels({SUBMISSION_LABEL: key})
+    rest = encode_labels(
+        {k: v for k, v in labels.items() if k != SUBMISSION_LABEL},
+        SLURM_COMMENT_MAX - len(head) - 1,
+    )
+    return [f"--comment={head};{rest}" if rest else f"--comment={head}"]
+
+
+def submission_key_of(comment: str) -> str | None:
+    """The submission key in a job's comment, or None for a job seqera did not submit."""
+    if not comment.startswith(SUBMISSION_LABEL + "="):
+        return None
+    return decode_labels(comment.partition(";")[0]).get(SUBMISSION_LABEL)
+
+
 def _pattern_path(path: str) -> str:
     # sbatch expands %j, %x, ... in --output/--error (man sbatch, "filename pattern").
     return path.replace("%", "%%")
@@ -210,7 +264,9 @@ class SlurmBackend(BatchBackend):
         self.history = history
         self._no_accounting = False  # sacct said accounting storage is off: not asked again
 
-    def _submit_argv(self, spec: JobSpec, files: JobFiles) -> list[str]:
+    def _submit_argv(
+        self, spec: JobSpec, files: JobFiles, key: str, exclude: Sequence[str] = ()
+    ) -> list[str]:
         argv = [
             "sbatch",
             "--parsable",
@@ -218,13 +274,17 @@ class SlurmBackend(BatchBackend):
             f"--output={_pattern_path(str(files.stdout))}",
             f"--error={_pattern_path(str(files.stderr))}",
             f"--chdir={spec.workdir or files.directory}",
+            *comment_args(key, job_labels(spec)),
+            *submission(spec.request).args,
         ]
-        argv += slurm_comment_args(job_labels(spec))  # within slurmctld's 1024 bytes
-        argv += submission(spec.request).args
+        if exclude:
+            argv.append(f"--exclude={','.join(exclude)}")
         argv.append(str(files.script))
         return argv
 
-    def _array_argv(self, spec: JobSpec, array: JobFiles, size: int, apart: bool) -> list[str]:
+    def _array_argv(
+        self, spec: JobSpec, array: JobFiles, size: int, apart: bool, key: str
+    ) -> list[str]:
         # %a is the element's index (man sbatch, "filename pattern"): its links in the
         # array's directory lead to that job's own output files.
         directory = _pattern_path(str(array.directory))
@@ -237,7 +297,7 @@ class SlurmBackend(BatchBackend):
             *([f"--error={directory}/%a.err"] if apart else []),
             f"--chdir={array.directory}",
         ]
-        argv += slurm_comment_args(job_labels(spec))
+        argv += comment_args(key, job_labels(spec))
         argv += submission(spec.request).args
         argv.append(str(array.script))
         return argv
@@ -252,15 +312,18 @@ class SlurmBackend(BatchBackend):
             raise SchedulerError(f"sbatch printed no job id: {stdout!r}")
         return job_id
 
-    def _find_submitted(self, files: JobFiles) -> str | None:
-        # The batch script's path is unique to the job: %o is the command squeue shows.
-        # ArrayJobID is the job's id, or an array's own id (what sbatch printed for it).
-        result = self._run(["squeue", "-h", "--me", "-t", "all", "-O", "ArrayJobID:|,Command:|"])
-        for line in result.stdout.splitlines() if result.ok else ():
-            job_id, _, command = line.partition("|")
-            if command.strip().rstrip("|") == str(files.script):
-                return job_id.strip()
-        return None
+    def _find_key(self, key: str) -> tuple[bool, str | None]:
+        # ArrayJobID is the job's id, or an array's own id (what sbatch printed for it);
+        # -t all: a job that already ended (within MinJobAge) counts too.
+        argv = ["squeue", "-h", "--me", "-t", "all", "-O", "ArrayJobID:|,Comment:|"]
+        result = self._run(argv)
+        if not result.ok:
+            return False, None
+        for line in result.stdout.splitlines():
+            job_id, _, comment = line.partition("|")
+            if submission_key_of(comment.strip().rstrip("|")) == key:
+                return True, job_id.strip()
+        return True, None
 
     def _active(self, ids: Sequence[str]) -> dict[str, Observed]:
         argv = ["squeue", "-h", "-r", "-t", "all", "-j", ",".join(ids), "-O", _SQUEUE_FORMAT]
@@ -305,7 +368,7 @@ class SlurmBackend(BatchBackend):
         if seen.state is JobState.FAILED and not seen.out_of_memory and seen.exit_code == 137:
             tail = _tail(handle.stderr) + _tail(handle.stdout)
             if any(marker in tail for marker in _OOM_MARKERS):
-                return Observed(seen.state, seen.exit_code, "out of memory", True, seen.time_limit)
+                return attrs.evolve(seen, reason="out of memory", out_of_memory=True)
         return seen
 
     def _cancel_argv(self, ids: Sequence[str]) -> list[str]:

@@ -24,7 +24,7 @@ from ..dialects._values import number
 from ..dialects.human import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size
 from ..errors import ResourceError, UsageError
 from ..models import Accelerator, ResourceRequest
-from ..outcomes import failure_message
+from ..outcomes import cause, failure_message
 from ..session import Finished, Session
 from ..units import format_bytes, format_seconds
 from ._args import key_value, settings
@@ -228,13 +228,8 @@ def _exit_status(status: JobStatus) -> int:
 
 def _report(status: JobStatus, request: ResourceRequest, verbose: bool) -> None:
     job = f"job {status.handle.native_id}"
-    if status.state is not JobState.SUCCEEDED and (
-        status.out_of_memory
-        or status.time_limit
-        or status.state is JobState.CANCELLED
-        or (status.exit_code or 0) >= 126
-        or status.cause
-    ):
+    # The command's own non-zero exit speaks for itself; anything else is said.
+    if cause(status) not in (None, "other") or (status.exit_code or 0) >= 126:
         _say(failure_message(status, request))
     if verbose:
         wall = "?" if status.wall_seconds is None else f"{status.wall_seconds:.2f} s"

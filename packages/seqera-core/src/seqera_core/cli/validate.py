@@ -9,6 +9,7 @@ import attrs
 
 from .. import platforms, wire
 from ..dialects.engines import translate
+from ..dialects.slurm import check_request
 from ..errors import UsageError
 from ._args import settings
 from .explain import (
@@ -42,6 +43,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Print the report; 2 on errors."""
     translation = translate(args.engine, declared(args), process=args.process)
+    check_request(translation.request)  # slurm_extra that sbatch could never take: exit 2
     path = settings(platform=args.platform).get("platform")
     if not path:
         raise UsageError(

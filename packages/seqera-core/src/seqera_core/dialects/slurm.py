@@ -15,7 +15,15 @@ from ..errors import ResourceError
 from ..models import ResourceRequest, Submission
 from ..units import GIB, KIB, MIB, TIB, ceil_div
 
-__all__ = ["format_memory", "format_time", "parse_memory", "parse_time", "submission"]
+__all__ = [
+    "check_request",
+    "extra_options",
+    "format_memory",
+    "format_time",
+    "parse_memory",
+    "parse_time",
+    "submission",
+]
 
 _MEMORY = re.compile(r"(\d+)([KMGT]?)", re.ASCII | re.IGNORECASE)
 _FACTORS = {"": MIB, "K": KIB, "M": MIB, "G": GIB, "T": TIB}
@@ -67,6 +75,57 @@ def parse_time(value: str, field: str = "--time") -> int | None:
     return g["a"] * 60
 
 
+# Options the backend sets on every job (man sbatch): one in slurm_extra would win over
+# the backend's (the later option wins), moving the job's outputs, dropping its
+# submission key from the comment or breaking the reading of sbatch's reply.
+_RESERVED = {
+    "--job-name": "-J",
+    "--output": "-o",
+    "--error": "-e",
+    "--chdir": "-D",
+    "--comment": None,
+    "--parsable": None,
+    "--array": "-a",
+    "--wrap": None,
+}
+
+
+def _reserved(arg: str) -> str | None:
+    for long, short in _RESERVED.items():
+        if arg == long or arg.startswith(f"{long}="):
+            return long
+        if short and arg.startswith(short):
+            return short
+    return None
+
+
+def extra_options(value: str) -> list[str]:
+    """``slurm_extra`` split into sbatch options as a shell would split it, and checked.
+
+    Raises:
+        ResourceError: unbalanced quotes (``shlex.split``'s "No closing quotation"), or
+            an option the backend sets itself (``--job-name``, ``--output``, ``--error``,
+            ``--chdir``, ``--comment``, ``--parsable``, ``--array``, ``--wrap``).
+    """
+    try:
+        args = shlex.split(value)
+    except ValueError as exc:
+        raise ResourceError(
+            "slurm_extra", value, f"sbatch options a shell can split ({str(exc).lower()})"
+        ) from None
+    for arg in args:
+        if reserved := _reserved(arg):
+            raise ResourceError(
+                "slurm_extra", value, f"sbatch options other than {reserved}, which seqera sets"
+            )
+    return args
+
+
+def check_request(request: ResourceRequest) -> None:
+    """Raise the :class:`ResourceError` :func:`submission` would raise for ``request``."""
+    submission(request)
+
+
 def _extra_args(request: ResourceRequest) -> list[str]:
     args = []
     for key, value in sorted(request.extra.items()):
@@ -75,7 +134,7 @@ def _extra_args(request: ResourceRequest) -> list[str]:
         name = key.removeprefix("slurm.")
         if name == "extra":
             # slurm_extra is a string of sbatch options, split as the user wrote them.
-            args.extend(shlex.split(value))
+            args.extend(extra_options(value))
         elif _OPTION.fullmatch(name):
             args.append(f"--{name}={value}")
         else:
