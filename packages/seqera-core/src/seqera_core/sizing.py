@@ -131,7 +131,7 @@ class UsageModel:
         alpha: float = 0.05,
         retry_cost: float = 10.0,
         budget: Budget | None = None,
-        min_runs: int = 3,
+        min_runs: int = 5,
         fallback_margin: float = 1.2,
         escalation: float = 2.0,
     ) -> None:

@@ -64,7 +64,7 @@ class PredictiveResolver(Resolver):
         alpha: float = 0.05,
         retry_cost: float = 10.0,
         window: int = 200,
-        min_runs: int = 3,
+        min_runs: int = 5,
         fallback_margin: float = 1.2,
         escalation: float = 2.0,
         floor_memory: int = 64 * MIB,
