@@ -167,9 +167,9 @@ class PredictiveResolver(Resolver):
     @staticmethod
     def _first(model: UsageModel, input_bytes: int | None, declared: int | None) -> float | None:
         size = model.upper(input_bytes)
-        if size is not None and declared:
+        if size is not None and declared and model.largest <= declared:
             # No more than declared unless this process has been seen to use more.
-            size = min(size, max(declared, model.largest))
+            size = min(size, declared)
         return size
 
     def _memory(self, model: UsageModel, request: ResourceRequest) -> float | None:
