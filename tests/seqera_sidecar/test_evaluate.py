@@ -12,7 +12,16 @@ import pytest
 from seqera_core.errors import UsageError
 from seqera_core.history import open_history
 from seqera_sidecar.cli import main
-from seqera_sidecar.evaluate import MIN_RUNS, evaluate, evaluate_time, split
+from seqera_sidecar.evaluate import (
+    MIN_RUNS,
+    Score,
+    _choose,
+    _Settings,
+    evaluate,
+    evaluate_time,
+    leave_one_out,
+    split,
+)
 from seqera_sidecar.trace import read_trace
 
 TRACE = Path(__file__).parent / "data" / "trace-iwd.csv.gz"
@@ -88,3 +97,53 @@ def test_cpu_report_from_the_trace(tmp_path: Path, capsys: pytest.CaptureFixture
     wasted = [u for u in open_history(tmp_path / "h.db").cpu_use() if u.unused > 0]
     assert wasted and all(f"| {u.process} |" in out for u in wasted)
     assert "--apply-cpus" in out
+
+
+# 4 of nf-core/eager's processes, MarkDuplicates among them
+EAGER = Path(__file__).parent / "data" / "trace-eager-slice.csv.gz"
+
+
+def test_leave_one_pipeline_out_scores_each_trace_with_settings_chosen_on_the_other() -> None:
+    traces = {"iwd": read_trace(TRACE), "eager": read_trace(EAGER)}
+    grid = ({"retry_cost": 10.0, "alpha": 0.05}, {"retry_cost": 30.0, "alpha": 0.02})
+    held = leave_one_out(traces, [0], grid=grid)
+    assert [(h.trace, h.seed) for h in held] == [("eager", 0), ("iwd", 0)]
+    builds = {_Settings(g).name: _Settings(g) for g in grid}
+    iwd = held[1]
+    assert iwd.score == evaluate(traces["iwd"], 0, builds[iwd.chosen])
+    assert iwd.maximum == evaluate(traces["iwd"], 0, "max")
+    assert iwd.score.wasted_gbh < iwd.maximum.wasted_gbh and iwd.score.retry_share <= 0.01
+    # eager's self-sizing MarkDuplicates (peaks that followed 2x and 3x allocations)
+    assert held[0].score.wasted_gbh < held[0].maximum.wasted_gbh / 3
+    assert all(h.time.killed_twice == 0 for h in held)
+
+
+def test_the_choice_puts_the_goals_first_then_the_least_waste() -> None:
+    def score(wasted: float, retries: int) -> Score:
+        return Score("x", 100, 50.0, wasted, retries)
+
+    maxima = {("a", 0): score(10.0, 1), ("b", 0): score(10.0, 1)}
+    scores = {
+        (0, "a", 0): score(2.0, 5), (0, "b", 0): score(2.0, 0),  # least waste, 5 % retries
+        (1, "a", 0): score(6.0, 1), (1, "b", 0): score(6.0, 1),
+        (2, "a", 0): score(4.0, 1), (2, "b", 0): score(5.0, 0),
+    }  # fmt: skip
+    assert _choose(scores, maxima, ["a", "b"], [0], 3) == 2
+    assert _choose(scores, maxima, ["b"], [0], 3) == 0
+
+
+def test_the_command_with_several_traces(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "seqera_sidecar", "evaluate", str(TRACE), str(EAGER),
+         "--seed", "0", "--seed", "1", "--predictor", "max"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stdout.splitlines() if line.endswith(")")] == [
+        f"trace-{name} (seed {seed})" for name in ("iwd", "eager-slice") for seed in (0, 1)
+    ]
+    alone = subprocess.run(
+        [sys.executable, "-m", "seqera_sidecar", "evaluate", str(TRACE), "--leave-one-out"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert alone.returncode == 2 and "--leave-one-out needs two traces" in alone.stderr

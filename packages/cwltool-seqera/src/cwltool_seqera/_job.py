@@ -27,6 +27,7 @@ from seqera_core.errors import SeqeraError
 from seqera_core.models import ResourceRequest
 from seqera_core.pipeline import Prepared
 from seqera_core.session import Finished, Session
+from seqera_core.sizing_guard import references_memory
 
 from ._dispatch import Dispatcher
 from ._staging import JobFiles, S3Staging, StagingError
@@ -241,7 +242,11 @@ class SeqeraCommandLineJob(CommandLineJob):
 
     def _prepare(self) -> Prepared:
         request = job_request(self.builder.resources, self.timelimit, self.name)
-        request = attrs.evolve(request, input_bytes=self._input_bytes())
+        request = attrs.evolve(
+            request,
+            input_bytes=self._input_bytes(),
+            self_sizing=references_memory(self.builder.bindings, self.requirements, self.hints),
+        )
         declared, _ = self.get_requirement("ResourceRequirement")
         if not any(k.startswith(("tmpdir", "outdir")) for k in declared or {}):
             # CWL's implicit 1 GiB tmpdir + outdir would become e.g. sbatch --tmp, which a

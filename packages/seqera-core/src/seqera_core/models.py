@@ -79,7 +79,8 @@ class ResourceRequest:
     """What a task declared, in canonical units: bytes, seconds, cores.
 
     ``None`` means the engine did not declare the value. ``extra`` carries
-    scheduler-specific pass-through options with a prefix (``slurm.qos``).
+    scheduler-specific pass-through options with a prefix (``slurm.qos``); ``self_sizing``
+    marks a tool whose peak follows its memory allocation.
     """
 
     cpus: float | None = field(default=None, converter=_number, validator=_positive_cpus)
@@ -98,6 +99,9 @@ class ResourceRequest:
     account: str | None = None
     labels: Mapping[str, str] = field(factory=dict, converter=string_map, hash=False)
     extra: Mapping[str, str] = field(factory=dict, converter=string_map, hash=False)
+    # The tool sizes itself from its memory allocation (a JVM's -Xmx from it, sort -S):
+    # a right-sizer never gives it less than declared (seqera_core.sizing_guard).
+    self_sizing: bool = field(default=False, validator=attrs.validators.instance_of(bool))
 
 
 @frozen

@@ -1,160 +1,248 @@
 """An online model of one quantity (peak memory, run time) of one process against its input.
 
-The estimate for an input is the largest use among the ``neighbours`` runs of the last
-``window`` whose input sizes are nearest (a local upper quantile: it follows a rising
-trend and a plateau alike); learning and predicting cost O(log window + k). Before a
-run is learned, the model records how far off its own prediction would have been
-(``usage / prediction``); the safety factor it applies to an input is the largest of
-those ratios among the ``margin_neighbours`` runs nearest to it, plus ``slack``, so a
-process, or a range of inputs, that the input explains well gets a small margin and an
-erratic one a large margin. It says "I do not know" (``None``) with too few runs or
-errors, or for an input larger than any it has seen.
+It keeps the last ``window`` successful runs (input size, use, weight, allocation) and the
+all-time count and largest use; learning a run is O(1), so a history of 100,000 attempts
+loads in a fraction of a second. When asked after new runs (a sixteenth of the window
+since the last fit), it fits the candidates of :mod:`seqera_core.sizing_fit` to the
+window, each at the miss rate (at most ``alpha``) where it costs least, a miss priced at
+``retry_cost`` x what a typical task of the whole history uses (:class:`Budget`), and
+keeps the cheapest:
+
+- with no run it has no opinion; with fewer than ``min_runs``, the largest use x
+  ``fallback_margin``;
+- within the inputs seen, never more than the calibrated per-process maximum; above
+  them, at least that; below them, at least the nearest inputs' bound;
+- a retry after a kill at ``failed`` gets the smallest of: the chosen candidate at the
+  least miss rate (its error distribution's far tail), the calibrated maximum, the
+  largest use seen, that exceeds ``failed`` by 5 % or more, and never more than
+  ``escalation`` x the larger of ``failed`` and the largest use; past all of them (a
+  use never seen), the failed allocation grown by the process's own spread (at least
+  10 %; ``escalation`` before any run). A miss thus escalates from how wrong the model
+  has been, not by a constant factor of the allocation that failed.
 """
 
 from __future__ import annotations
 
-import bisect
+import math
 from collections import deque
+from typing import NamedTuple
 
-__all__ = ["UsageModel"]
+from .sizing_fit import LEVELS, Candidate, Settings, fit_candidates
+from .sizing_guard import tracks_allocation
+
+__all__ = ["Budget", "UsageModel"]
+
+# A retry's allocation exceeds the one that failed by at least this much, and growing
+# past everything seen by at least the second.
+_RETRY_STEP = 1.05
+_MIN_GROWTH = 1.1
+# An input this far outside the sizes seen is not trusted to the candidate alone.
+_OUTSIDE = math.log(1.05)
+
+
+class Budget:
+    """What a typical task uses (weight x use), over every process of a history: the scale
+    at which a retry is priced, so retries go where they save the most waste."""
+
+    __slots__ = ("runs", "total")
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.total = 0.0
+
+    def add(self, usage: float, weight: float = 1.0) -> None:
+        """Count one successful run."""
+        self.runs += 1
+        self.total += usage * weight
+
+    @property
+    def mean(self) -> float:
+        """The mean weight x use of a run (0 before any)."""
+        return self.total / self.runs if self.runs else 0.0
+
+
+class _Run(NamedTuple):
+    input_bytes: int | None
+    usage: float
+    value: float  # log of the use
+    weight: float
+    allocation: float | None
+
+
+def _key(input_bytes: int) -> float:
+    return math.log(max(input_bytes, 1))
+
+
+def _best(candidates: list[Candidate], *kinds: str) -> Candidate:
+    return next(c for c in candidates if c.kind in kinds and c.local is None)
+
+
+class _Fit:
+    """The candidates of one window: over its runs with an input size, and over all."""
+
+    __slots__ = ("best_all", "best_sized", "high", "low", "neighbours", "quantile", "spread")
+
+    def __init__(self, runs: deque[_Run], settings: Settings) -> None:
+        values = [r.value for r in runs]
+        mean = sum(values) / len(values)
+        self.spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+        sized = sorted((_key(r.input_bytes), r.value, r.weight) for r in runs if r.input_bytes)
+        self.best_sized: Candidate | None = None
+        self.neighbours: Candidate | None = None
+        self.low = self.high = 0.0
+        if len(sized) >= 6:
+            keys = [k for k, _, _ in sized]
+            candidates = fit_candidates(
+                keys, [v for _, v, _ in sized], [w for _, _, w in sized], settings
+            )
+            self.best_sized = candidates[0]
+            self.low, self.high = keys[0], keys[-1]
+            self.quantile = _best(candidates, "quantile")
+            self.neighbours = next((c for c in candidates if c.kind == "neighbours"
+                                    and c.local is None), None)  # fmt: skip
+        if len(sized) < len(runs) or self.best_sized is None:
+            candidates = fit_candidates(None, values, [r.weight for r in runs], settings)
+            self.quantile = _best(candidates, "quantile")
+        # A request without an input size: the best of the candidates that need none.
+        self.best_all = _best(candidates, "quantile", "mean")
+
+    def upper(self, input_bytes: int | None) -> float:
+        """The calibrated log allocation for a first attempt."""
+        best = self.best_sized
+        if input_bytes is None or best is None:
+            return self.best_all.upper(None)
+        key = _key(input_bytes)
+        # Where the per-process maximum (calibrated) is less, it is the better bound.
+        bound = min(best.upper(key), self.quantile.upper(None))
+        if key > self.high + _OUTSIDE:
+            bound = max(bound, self.quantile.upper(key))
+        elif key < self.low - _OUTSIDE and self.neighbours is not None:
+            bound = max(bound, self.neighbours.upper(key))
+        return bound
 
 
 class UsageModel:
-    """Learns ``usage`` against ``input_bytes`` online; predicts with a self-chosen margin."""
+    """Learns ``usage`` against ``input_bytes`` online; bounds it at a self-chosen margin."""
 
     def __init__(
         self,
         *,
-        window: int = 256,
-        neighbours: int = 8,
-        margin_neighbours: int = 64,
-        errors: int = 256,
-        min_runs: int = 10,
-        slack: float = 0.01,
+        window: int = 200,
+        alpha: float = 0.05,
+        retry_cost: float = 10.0,
+        budget: Budget | None = None,
+        min_runs: int = 5,
+        fallback_margin: float = 1.2,
+        escalation: float = 2.0,
     ) -> None:
-        self.window = window
-        self.neighbours = neighbours
-        self.margin_neighbours = margin_neighbours
+        if (not 0 < alpha < 0.5 or retry_cost < 0 or min_runs < 3 or fallback_margin < 1
+                or escalation <= 1):  # fmt: skip
+            raise ValueError(
+                "alpha must be in (0, 0.5), retry_cost >= 0, min_runs >= 3, "
+                "fallback_margin >= 1 and escalation > 1"
+            )
+        self.alpha = alpha
+        # the miss rates a window may choose, from the least
+        self.levels = tuple(a for a in LEVELS if a <= alpha) or (alpha,)
+        self.retry_cost = retry_cost
+        self._own_budget = budget is None
+        self.budget = Budget() if budget is None else budget
         self.min_runs = min_runs
-        self.slack = slack
+        self.fallback_margin = fallback_margin
+        self.escalation = escalation
         self.runs = 0
         self.largest = 0.0  # over every run ever learned, not only the window
-        self._order = 0
-        self._points: deque[tuple[float | None, int, float]] = deque()
-        # The window's sized runs by input, and beside them (same index) their usage and
-        # error ratio (0 when not scored): max() over a slice of these is the hot path.
-        self._sorted: list[tuple[float, int, float]] = []
-        self._usages: list[float] = []
-        self._errors: list[float] = []
-        self._sum = 0.0
-        self.errors = errors
-        self._ratios: deque[float] = deque(maxlen=errors)
-        self._failed: deque[float] = deque(maxlen=16)
-        self._largest_input = 0.0
-
-    def _window(self, input_bytes: float, count: int) -> tuple[int, int]:
-        """[lo, hi) of the ``count`` sized runs nearest in input; a tie goes to the smaller."""
-        ranked = self._sorted
-        count = min(count, len(ranked))
-        right = bisect.bisect_left(ranked, (input_bytes, -1))
-        lo, hi = max(0, right - count), min(right, len(ranked) - count)
-        while lo < hi:  # slide the window towards the input while its far end is nearer
-            middle = (lo + hi) // 2
-            if input_bytes - ranked[middle][0] > ranked[middle + count][0] - input_bytes:
-                lo = middle + 1
-            else:
-                hi = middle
-        return lo, lo + count
-
-    def _estimate(self, input_bytes: float) -> float:
-        lo, hi = self._window(input_bytes, self.neighbours)
-        return max(self._usages[lo:hi])
-
-    def _worst(self, input_bytes: float) -> float | None:
-        lo, hi = self._window(input_bytes, self.margin_neighbours)
-        return max(self._errors[lo:hi]) or None  # 0: no scored run among them
-
-    def point(self, input_bytes: float | None) -> float | None:
-        """The model's central estimate (no margin), or ``None`` before any run."""
-        if not self._points:
-            return None
-        if input_bytes is None or not self._sorted:
-            return self._sum / len(self._points)
-        # The largest use among the runs with the nearest inputs: a local upper quantile,
-        # which follows a rising trend and a plateau alike.
-        return self._estimate(input_bytes)
+        self._window: deque[_Run] = deque(maxlen=window)
+        self._failed: deque[tuple[int | None, float]] = deque(maxlen=64)
+        self._fit: _Fit | None = None
+        self._stale = 0  # runs learned since the fit
+        self._tracks: bool | None = None
 
     def learn(
-        self, input_bytes: float | None, usage: float, *, score: bool = True, keep: bool = True
+        self,
+        input_bytes: int | None,
+        usage: float,
+        *,
+        weight: float = 1.0,
+        allocation: float | None = None,
     ) -> None:
-        """Learn one successful run: first score the prediction it would have had.
-
-        A bulk load that knows what comes next passes ``score=False`` for a run whose error
-        ``errors`` later sized runs push out anyway, and ``keep=False`` for one that leaves
-        the window before any kept error is scored: only the counts and maxima take it.
-        """
-        if not keep:
-            self.runs += 1
-            self._order += 1
-            self.largest = max(self.largest, usage)
-            if input_bytes is not None:
-                self._largest_input = max(self._largest_input, input_bytes)
+        """Learn one successful run; ``weight`` scales what over-allocating it wastes."""
+        if usage <= 0:
             return
-        ratio = None
-        if score and self.runs >= self.min_runs and input_bytes is not None:
-            estimate = self.point(input_bytes)
-            if estimate:
-                ratio = usage / estimate
-                self._ratios.append(ratio)
         self.runs += 1
-        self._order += 1
         self.largest = max(self.largest, usage)
-        self._points.append((input_bytes, self._order, usage))
-        self._sum += usage
-        if input_bytes is not None:
-            self._largest_input = max(self._largest_input, input_bytes)
-            entry = (input_bytes, self._order, usage)
-            index = bisect.bisect_left(self._sorted, entry)
-            self._sorted.insert(index, entry)
-            self._usages.insert(index, usage)
-            self._errors.insert(index, ratio or 0.0)
-        if len(self._points) > self.window:
-            old_x, order, old_y = self._points.popleft()
-            self._sum -= old_y
-            if old_x is not None:
-                index = bisect.bisect_left(self._sorted, (old_x, order))
-                del self._sorted[index], self._usages[index], self._errors[index]
+        if self._own_budget:
+            self.budget.add(usage, weight)
+        self._window.append(_Run(input_bytes, usage, math.log(usage), weight, allocation))
+        self._stale += 1
+        self._tracks = None
 
-    def fail(self, allocation: float) -> None:
-        """Record an attempt killed at ``allocation``: a lower bound, never a peak."""
-        self._failed.append(allocation)
+    def fail(self, input_bytes: int | None, allocation: float) -> None:
+        """Record an attempt killed at ``allocation``: a lower bound, never a use."""
+        self._failed.append((input_bytes, allocation))
+
+    def failed_at(self, input_bytes: int | None) -> float:
+        """The allocation a task of this input was last killed at (0 if none was).
+
+        The input size stands for the task: its retries read the same files. A kill
+        recorded without a size counts for any task, as does any kill for a task without
+        one.
+        """
+        for x, given in reversed(self._failed):
+            if input_bytes is None or x is None or x == input_bytes:
+                return given
+        return 0.0
+
+    def _fitted(self) -> _Fit | None:
+        if len(self._window) < self.min_runs:
+            return None
+        # One more run barely moves a fit of many: refit after a sixteenth of the window.
+        if self._fit is None or self._stale > len(self._window) // 16:
+            self._stale = 0
+            penalty = self.retry_cost * self.budget.mean
+            self._fit = _Fit(self._window, Settings(self.levels, penalty))
+        return self._fit
 
     @property
-    def failed(self) -> float:
-        """The largest allocation recent attempts were killed at (0 without any)."""
-        return max(self._failed, default=0.0)
+    def tracks_allocation(self) -> bool:
+        """Whether this quantity follows the allocation (see :mod:`.sizing_guard`)."""
+        if self._tracks is None:
+            self._tracks = tracks_allocation(
+                [(r.input_bytes, r.usage, r.allocation) for r in self._window]
+            )
+        return self._tracks
 
-    def margin(self, input_bytes: float | None = None) -> float | None:
-        """The safety factor from the errors near ``input_bytes`` (all recent errors
-        without one), or ``None`` with too few errors."""
-        if len(self._ratios) < self.min_runs:
+    def upper(self, input_bytes: int | None) -> float | None:
+        """The allocation for a first attempt, or ``None`` before any run."""
+        if not self._window:
             return None
-        worst = None
-        if input_bytes is not None and self._sorted:
-            worst = self._worst(input_bytes)
-        # A plateau and a steep rise of the same process deserve different margins.
-        return (max(self._ratios) if worst is None else worst) * (1 + self.slack)
+        fit = self._fitted()
+        if fit is None:
+            return self.largest * self.fallback_margin
+        return math.exp(fit.upper(input_bytes))
 
-    def predict(self, input_bytes: float | None) -> float | None:
-        """Estimate x margin, or ``None`` when the model does not know."""
-        if self.runs < self.min_runs:
-            return None
-        # Without an input size, or beyond the largest seen, its errors say nothing.
-        if input_bytes is None or input_bytes > self._largest_input * 1.05:
-            return None
-        if len(self._ratios) < self.min_runs or not self._sorted:
-            return None
-        estimate, worst = self._estimate(input_bytes), self._worst(input_bytes)
-        if not estimate:
-            return None
-        return estimate * (max(self._ratios) if worst is None else worst) * (1 + self.slack)
+    def retry(self, input_bytes: int | None, failed: float) -> float:
+        """The allocation for a retry after a kill at ``failed`` (see the module's rules)."""
+        fit = self._fitted()
+        least = failed * _RETRY_STEP
+        rungs = [self.largest * self.fallback_margin] if fit is None else []
+        spread = 0.0
+        if fit is not None:
+            best = fit.best_sized if input_bytes is not None and fit.best_sized else fit.best_all
+            key = None if input_bytes is None else _key(input_bytes)
+            rungs += [
+                math.exp(best.upper(key, safe=True)),
+                math.exp(fit.quantile.upper(None)),
+                self.largest,
+            ]
+            spread = fit.spread
+        # Never past ``escalation`` x what is known: a tail fitted to few errors can
+        # promise any size.
+        most = max(failed, self.largest) * self.escalation
+        above = [rung for rung in rungs if rung >= least]
+        if above:
+            return min(min(above), most)
+        # Nothing learned yet: no spread to go by, so the full step.
+        growth = self.escalation if fit is None else (
+            min(self.escalation, max(_MIN_GROWTH, math.exp(2 * spread))))  # fmt: skip
+        return max(failed, self.largest) * growth

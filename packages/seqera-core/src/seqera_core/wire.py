@@ -52,6 +52,12 @@ def _strict_number(value: Any, _: type) -> float:
     return value
 
 
+def _strict_bool(value: Any, _: type) -> bool:
+    if not isinstance(value, bool):  # cattrs would take "false" for True
+        raise TypeError(f"expected true or false, got {value!r}")
+    return value
+
+
 def _strict_str(value: Any, _: type) -> str:
     if not isinstance(value, str):
         raise TypeError(f"expected a string, got {value!r}")
@@ -90,6 +96,7 @@ def _make_converter() -> cattrs.Converter:
     converter.register_structure_hook(int, _strict_int)
     converter.register_structure_hook(float, _strict_number)
     converter.register_structure_hook(str, _strict_str)
+    converter.register_structure_hook(bool, _strict_bool)
     converter.register_structure_hook_func(lambda t: t == Mapping[str, str], _labels)
     for cls, renames in _RENAMES.items():
         fields: dict[str, Any] = {
@@ -115,7 +122,7 @@ def unstructure(obj: ResourceRequest | ResourceResponse) -> dict[str, Any]:
     """A JSON-ready dict for a request or response (``None`` values left out)."""
     result: dict[str, Any] = _CONVERTER.unstructure(obj)
     if isinstance(obj, ResourceRequest):
-        for key in ("labels", "extra"):
+        for key in ("labels", "extra", "self_sizing"):
             if not result.get(key):
                 result.pop(key, None)
     return result

@@ -179,40 +179,18 @@ def _cpus(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from .evaluate import PREDICTORS, evaluate, evaluate_time
-    from .trace import read_trace
+    from .evaluate import command
 
-    records = read_trace(args.trace)
-    names = args.predictor or list(PREDICTORS)
-    print(f"{args.trace} (seed {args.seed})")
-    print("| predictor | online tasks | used GB-h | wasted GB-h | MAQ | retries |")
-    print("|---|---|---|---|---|---|")
-    for name in names:
-        score = evaluate(records, args.seed, name)
-        print(f"| {name} | {score.tasks} | {score.used_gbh:.2f} | {score.wasted_gbh:.2f} | "
-              f"{score.maq:.3f} | {score.retries} ({score.retry_share:.2%}) |")  # fmt: skip
-    print("\nTime limits")
-    print("| predictor | online tasks | none declared | declared h | limits h | run h | kills "
-          "| killed twice | lost h |\n|---|---|---|---|---|---|---|---|---|")  # fmt: skip
-    for name in names:
-        time = evaluate_time(records, args.seed, name)
-        print(f"| {name} | {time.tasks} | {time.undeclared} | {time.declared_hours:.1f} | "
-              f"{time.limit_hours:.1f} | "
-              f"{time.run_hours:.1f} | {time.kills} ({time.kill_share:.2%}) | "
-              f"{time.killed_twice} | {time.lost_hours:.2f} |")  # fmt: skip
-    return 0
+    return command(args)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seqera-sidecar", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    from .evaluate import PREDICTORS
+    from .evaluate import add_arguments
 
-    evaluate = commands.add_parser("evaluate", help="replay a Nextflow trace against predictors")
-    evaluate.add_argument("trace", help="a trace file written with trace.raw = true (.csv/.gz)")
-    evaluate.add_argument("--seed", type=int, default=0)
-    evaluate.add_argument("--predictor", action="append", choices=list(PREDICTORS),
-                          help="repeat for several (default: all)")  # fmt: skip
+    evaluate = commands.add_parser("evaluate", help="replay Nextflow traces against predictors")
+    add_arguments(evaluate)
     evaluate.set_defaults(run=_evaluate)
     cpus = commands.add_parser("cpus", help="processes that never use the cores they reserve")
     cpus.add_argument("--history", help="SQLite path or sqlite:/// URL")

@@ -22,6 +22,7 @@ from seqera_core.dialects.snakemake import (
     request_from_resources,
 )
 from seqera_core.models import ResourceRequest
+from seqera_core.sizing_guard import references_memory
 
 __all__ = ["RUNNER_MEMORY", "default_memory", "input_bytes", "job_request", "task_labels"]
 
@@ -69,6 +70,11 @@ def job_request(
     total = input_bytes(job.input)
     labels = {**request.labels, **task_labels(job)}
     changes: dict[str, Any] = {"input_bytes": total, "labels": labels}
+    # {resources.mem_mb} in the command: the tool sizes itself, never shrink it
+    rules = [getattr(j, "rule", None) for j in (getattr(job, "jobs", None) or [job])]
+    changes["self_sizing"] = references_memory(
+        [(getattr(r, "shellcmd", None), getattr(r, "params", None)) for r in rules]
+    )
     if request.container is None and not job.is_group() and job.container_img_url:
         # The rule's `container:` image: a feature the right-sizer learns from.
         changes["container"] = str(job.container_img_url)

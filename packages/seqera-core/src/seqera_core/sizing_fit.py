@@ -1,0 +1,407 @@
+"""Calibrated upper bounds from a few runs or many: candidate predictors and their margins.
+
+Every candidate predicts the logarithm of a quantity (peak memory, run time) from the log of
+the task's input size. Each run of the window is scored by the candidate fitted to the
+*other* runs (leave-one-out: closed forms, no refit), and those residuals set the margin
+for a target miss rate ``alpha``:
+
+- with enough runs (``ceil((n + 1)(1 - alpha)) <= n``) the margin is that order statistic
+  of the residuals: the jackknife form of conformal prediction, whose coverage holds for
+  any distribution of exchangeable runs (Vovk, Gammerman & Shafer 2005; Barber et al.,
+  "Predictive inference with the jackknife+", Ann. Statist. 2021);
+- with fewer, no order statistic is far enough out: the margin is the larger of the
+  Student-t prediction bound ``mean + t(n-1, 1-alpha) s sqrt(1 + 1/n)`` and the largest
+  residual seen, so a process whose peak barely varies gets a margin of a few per cent
+  from a dozen runs, and an erratic one a wide one.
+
+The candidates: ``quantile`` (the largest use of the others: the per-process maximum, whose
+conformal margin makes it an upper order statistic), ``mean`` (their log-mean),
+``neighbours`` (the log-mean of the runs nearest in input) and ``power`` (least squares of
+log use on log input: a power law, the only one that extrapolates). A window picks the
+candidate whose calibrated allocations would have wasted least on its own runs, weighted
+(by run time for memory, so the waste is in GB-hours), a miss charged its whole allocation
+and a retry.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable, Sequence
+from statistics import NormalDist
+from typing import NamedTuple
+
+__all__ = [
+    "LEVELS",
+    "MISS_COST",
+    "RESOLUTION",
+    "Candidate",
+    "Settings",
+    "fit_candidates",
+    "margin",
+    "nearest",
+    "t_quantile",
+]
+
+# What a miss costs, in units of its allocation: the attempt thrown away plus a share of
+# the retry's own margin.
+MISS_COST = 1.5
+
+
+# The least log margin over a prediction: a peak is sampled (Nextflow reads /proc every
+# few seconds, a cgroup's counter is rounded to pages), so two runs that used "the same"
+# differ by about this much.
+RESOLUTION = 0.005
+# The most a margin may add: 64 x the prediction. Past it a tail fitted to a few wild
+# errors says nothing (and exp() overflows).
+MOST = math.log(64)
+
+# The miss rates a window chooses from: down to 1 in 2,000, which a process whose use
+# barely varies affords for a fraction of a per cent more.
+LEVELS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
+
+
+class Settings(NamedTuple):
+    """How a window is calibrated: the miss rates to choose from, and what a miss costs
+    on top of its allocation (in weight x use units: a retry is worth this much waste)."""
+
+    levels: tuple[float, ...] = LEVELS
+    penalty: float = 0.0
+
+
+_NORMAL = NormalDist()
+
+
+def t_quantile(p: float, dof: int) -> float:
+    """The ``p`` quantile of Student's t with ``dof`` degrees of freedom (``dof >= 1``).
+
+    Cornish-Fisher expansion in the normal quantile (Abramowitz & Stegun 26.7.5), exact
+    enough from 3 degrees of freedom on; 1 and 2 have closed forms.
+    """
+    if dof == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if dof == 2:
+        a = 4 * p * (1 - p)
+        return (2 * p - 1) * math.sqrt(2 / a)
+    z = _NORMAL.inv_cdf(p)
+    z2 = z * z
+    g1 = (z2 + 1) * z / 4
+    g2 = ((5 * z2 + 16) * z2 + 3) * z / 96
+    g3 = (((3 * z2 + 19) * z2 + 17) * z2 - 15) * z / 384
+    g4 = ((((79 * z2 + 776) * z2 + 1482) * z2 - 1920) * z2 - 945) * z / 92160
+    v = float(dof)
+    return z + g1 / v + g2 / v**2 + g3 / v**3 + g4 / v**4
+
+
+def margin(residuals: Sequence[float], alpha: float, *, parametric: bool = True) -> float:
+    """The log margin that ``1 - alpha`` of new runs stay under (see the module's rules).
+
+    ``parametric=False`` (for the ``quantile`` candidate, whose residuals are one-sided by
+    construction) replaces the t bound by the largest residual alone.
+    """
+    return _Residuals(residuals).margin(alpha, parametric=parametric)
+
+
+class _Residuals:
+    """Sorted residuals with what every miss rate's margin needs, computed once."""
+
+    __slots__ = ("mean", "ordered", "spread")
+
+    def __init__(self, residuals: Sequence[float]) -> None:
+        self.ordered = sorted(residuals)
+        n = len(self.ordered)
+        self.mean = sum(self.ordered) / n
+        self.spread = (
+            math.sqrt(sum((r - self.mean) ** 2 for r in self.ordered) / (n - 1)) if n > 1 else 0.0
+        )
+
+    def margin(self, alpha: float, *, parametric: bool) -> float:
+        ordered = self.ordered
+        n = len(ordered)
+        rank = math.ceil((n + 1) * (1 - alpha))
+        if rank <= n:
+            return ordered[rank - 1]
+        worst = ordered[-1]
+        if not parametric or n < 3:
+            return worst
+        bound = self.mean + t_quantile(1 - alpha, n - 1) * self.spread * math.sqrt(1 + 1 / n)
+        # Past the largest residual, an exponential tail fitted to the top third (at most
+        # ten) of them (the mean-excess estimator of peaks over a threshold): heavier than
+        # a normal tail, so a skewed process is not held to a symmetric bound.
+        top = max(2, min(10, n // 3))
+        threshold = ordered[n - 1 - top]
+        excess = sum(ordered[n - top :]) / top - threshold
+        tail = threshold + excess * math.log(top / ((n + 1) * alpha))
+        return max(bound, worst, tail)
+
+
+def nearest(keys: Sequence[float], key: float, count: int) -> tuple[int, int]:
+    """``[lo, hi)``: the ``count`` sorted ``keys`` nearest ``key`` (a tie goes to the smaller)."""
+    count = min(count, len(keys))
+    right = bisect.bisect_left(keys, key)
+    lo, hi = max(0, right - count), min(right, len(keys) - count)
+    while lo < hi:  # slide the window towards the key while its far end is nearer
+        middle = (lo + hi) // 2
+        if key - keys[middle] > keys[middle + count] - key:
+            lo = middle + 1
+        else:
+            hi = middle
+    return lo, lo + count
+
+
+def _windows(keys: Sequence[float], count: int) -> list[int]:
+    """For each sorted key, the ``lo`` of :func:`nearest` (``keys``, that key, ``count``):
+    the window only moves right as the key grows, so all of them cost one pass."""
+    n = len(keys)
+    count = min(count, n)
+    starts: list[int] = []
+    lo = right = 0
+    for i, key in enumerate(keys):
+        if i == 0 or key != keys[i - 1]:
+            right = i  # bisect_left: the first of equal keys
+        lo = max(lo, right - count)
+        top = min(right, n - count)
+        while lo < top and key - keys[lo] > keys[lo + count] - key:
+            lo += 1
+        starts.append(lo)
+    return starts
+
+
+class _Scale:
+    """How far off a candidate is near an input: the mean absolute residual of the runs
+    nearest in input (normalised conformal prediction, Papadopoulos et al. 2008), never
+    below a fiftieth of its mean over the window, so a run of identical uses cannot
+    promise an exact answer."""
+
+    __slots__ = ("floor", "keys", "prefix", "width")
+
+    def __init__(self, keys: Sequence[float], residuals: Sequence[float]) -> None:
+        n = len(keys)
+        self.keys = keys
+        self.width = max(5, min(30, n // 4))
+        self.prefix = [0.0]
+        for residual in residuals:
+            self.prefix.append(self.prefix[-1] + abs(residual))
+        self.floor = max(1e-4, self.prefix[-1] / n / 50)
+
+    def at(self, key: float) -> float:
+        lo, hi = nearest(self.keys, key, self.width)
+        return max(self.floor, (self.prefix[hi] - self.prefix[lo]) / (hi - lo))
+
+    def left_out(self) -> list[float]:
+        """Each run's scale from its neighbours, itself left out."""
+        keys, prefix, width = self.keys, self.prefix, self.width
+        scales = []
+        count = min(width + 1, len(keys))
+        for i, lo in enumerate(_windows(keys, count)):
+            hi = lo + count
+            own = prefix[i + 1] - prefix[i] if lo <= i < hi else prefix[hi] - prefix[hi - 1]
+            scales.append(max(self.floor, (prefix[hi] - prefix[lo] - own) / (hi - lo - 1)))
+        return scales
+
+
+class Candidate:
+    """One fitted predictor of a window: its log centre for an input, and its log margin
+    (in units of the local scale for a ``local`` one)."""
+
+    __slots__ = (
+        "cost", "intercept", "keys", "kind", "local", "margin", "prefix", "safe", "slope",
+        "width",
+    )  # fmt: skip
+
+    def __init__(self, kind: str, margin_: float, cost: float, safe: float) -> None:
+        self.kind = kind
+        self.margin = margin_
+        self.cost = cost
+        self.safe = safe  # the margin at the least miss rate: what a retry is sized at
+        self.intercept = 0.0  # quantile, mean: the centre; power: the intercept
+        self.slope = 0.0
+        self.keys: Sequence[float] = ()
+        self.prefix: list[float] = []
+        self.width = 0
+        self.local: _Scale | None = None
+
+    def centre(self, key: float | None) -> float:
+        """The log prediction (no margin) for log input ``key``."""
+        if self.kind == "power" and key is not None:
+            return self.intercept + self.slope * key
+        if self.kind == "neighbours" and key is not None:
+            lo, hi = nearest(self.keys, key, self.width)
+            return (self.prefix[hi] - self.prefix[lo]) / (hi - lo)
+        return self.intercept
+
+    def upper(self, key: float | None, *, safe: bool = False) -> float:
+        """The log allocation: centre plus margin (the least miss rate's if ``safe``)."""
+        margin_ = self.safe if safe else self.margin
+        if self.local is not None and key is not None:
+            return self.centre(key) + min(MOST, max(RESOLUTION, margin_ * self.local.at(key)))
+        return self.centre(key) + max(RESOLUTION, margin_)
+
+
+def _calibrated(
+    kind: str,
+    centres: Sequence[float],
+    values: Sequence[float],
+    weights: Sequence[float],
+    settings: Settings,
+    floor: Callable[[float], float] | None = None,
+    scales: Sequence[float] | None = None,
+) -> Candidate:
+    """The candidate at the miss rate, among ``settings.levels``, that costs least;
+    ``floor(alpha)``, when given, is the least margin at a miss rate; with ``scales``,
+    residuals are divided by them (and margins are in those units)."""
+    n = len(values)
+    residuals = [v - c for v, c in zip(values, centres, strict=True)]
+    if scales is not None:
+        residuals = [r / scale for r, scale in zip(residuals, scales, strict=True)]
+    order = sorted(range(n), key=residuals.__getitem__)
+    ordered = _Residuals(residuals)
+    # Over the runs by residual: sum of weight x centre, and of weight x use, so the cost
+    # of any margin is two prefix sums and a bisection.
+    allocated, used = [0.0], [0.0]
+    for i in order:
+        allocated.append(allocated[-1] + weights[i] * math.exp(centres[i]))
+        used.append(used[-1] + weights[i] * math.exp(values[i]))
+    local = [] if scales is None else [
+        (weights[i] * math.exp(centres[i]), scales[i]) for i in order]  # fmt: skip
+    best: Candidate | None = None
+    safe = -math.inf
+    for alpha in settings.levels:
+        margin_ = ordered.margin(alpha, parametric=floor is None)
+        if floor is not None:
+            margin_ = max(margin_, floor(alpha))
+        margin_ = min(margin_, MOST)
+        if scales is None:
+            margin_ = max(margin_, RESOLUTION)
+        covered = bisect.bisect_right(ordered.ordered, margin_)
+        if scales is None:
+            scale = math.exp(margin_)
+            given, total = scale * allocated[covered], scale * allocated[n]
+        else:  # each run its own scale: no common factor to take out
+            each = [a * math.exp(min(MOST, max(RESOLUTION, margin_ * s))) for a, s in local]
+            given = sum(each[:covered])
+            total = given + sum(each[covered:])
+        # Misses to expect among n new runs: a margin at the k-th of n residuals is passed
+        # by (n + 1 - k) / (n + 1) of new ones (the conformal rank argument), one past
+        # them all by alpha, as its bound was built for; never fewer than in the window.
+        rate = alpha if covered == n and margin_ > ordered.ordered[-1] else (
+            (n - covered + 1) / (n + 1))  # fmt: skip
+        cost = given - used[covered] + rate * n * (MISS_COST * total / n + settings.penalty)
+        safe = max(safe, margin_)
+        if best is None or cost < best.cost:
+            best = Candidate(kind, margin_, cost, 0.0)
+    assert best is not None
+    best.safe = safe
+    return best
+
+
+def _local(
+    base: Candidate,
+    keys: Sequence[float],
+    centres: Sequence[float],
+    values: Sequence[float],
+    weights: Sequence[float],
+    settings: Settings,
+) -> Candidate:
+    """``base`` with a margin that follows how far off it is near each input."""
+    scale = _Scale(keys, [v - c for v, c in zip(values, centres, strict=True)])
+    candidate = _calibrated(base.kind, centres, values, weights, settings,
+                            scales=scale.left_out())  # fmt: skip
+    candidate.intercept, candidate.slope = base.intercept, base.slope
+    candidate.keys, candidate.prefix, candidate.width = base.keys, base.prefix, base.width
+    candidate.local = scale
+    return candidate
+
+
+def _constant(
+    values: Sequence[float], weights: Sequence[float], settings: Settings
+) -> list[Candidate]:
+    n = len(values)
+    total = sum(values)
+    others_mean = [(total - v) / (n - 1) for v in values]
+    mean = _calibrated("mean", others_mean, values, weights, settings)
+    mean.intercept = total / n
+    top = max(range(n), key=values.__getitem__)
+    second = max((values[i] for i in range(n) if i != top), default=values[top])
+    others_max = [second if i == top else values[top] for i in range(n)]
+    spread = _Residuals([v - c for v, c in zip(values, others_mean, strict=True)])
+
+    def floor(alpha: float) -> float:
+        # Too few runs for an order statistic that far out: the maximum is no bound
+        # either; the log-normal prediction bound of the mean is, past the maximum.
+        if math.ceil((n + 1) * (1 - alpha)) <= n:
+            return -math.inf
+        return mean.intercept + spread.margin(alpha, parametric=True) - values[top]
+
+    quantile = _calibrated("quantile", others_max, values, weights, settings, floor)
+    quantile.intercept = values[top]
+    return [quantile, mean]
+
+
+def _neighbours(
+    keys: Sequence[float], values: Sequence[float], weights: Sequence[float], settings: Settings
+) -> tuple[Candidate, list[float]]:
+    n = len(keys)
+    width = max(3, min(16, round(math.sqrt(n))))
+    prefix = [0.0]
+    for value in values:
+        prefix.append(prefix[-1] + value)
+    centres = []
+    count = min(width + 1, n)
+    for i, lo in enumerate(_windows(keys, count)):
+        key, hi = keys[i], lo + count
+        if lo <= i < hi:
+            total = prefix[hi] - prefix[lo] - values[i]
+        elif key - keys[lo] > keys[hi - 1] - key:  # a tie took i's place: drop the far end
+            total = prefix[hi] - prefix[lo + 1]
+        else:
+            total = prefix[hi - 1] - prefix[lo]
+        centres.append(total / width)
+    candidate = _calibrated("neighbours", centres, values, weights, settings)
+    candidate.keys, candidate.prefix, candidate.width = keys, prefix, width
+    return candidate, centres
+
+
+def _power(
+    keys: Sequence[float], values: Sequence[float], weights: Sequence[float], settings: Settings
+) -> tuple[Candidate, list[float]] | None:
+    n = len(keys)
+    mean_key, mean_value = sum(keys) / n, sum(values) / n
+    sxx = sum((k - mean_key) ** 2 for k in keys)
+    if sxx < 1e-6 * n:  # (almost) one input size: no slope to learn
+        return None
+    slope = sum((k - mean_key) * (v - mean_value) for k, v in zip(keys, values, strict=True)) / sxx
+    intercept = mean_value - slope * mean_key
+    centres = []
+    for key, value in zip(keys, values, strict=True):
+        leverage = 1 / n + (key - mean_key) ** 2 / sxx
+        residual = value - intercept - slope * key
+        # the residual the fit without this run would have had (the hat-matrix identity)
+        centres.append(value - residual / (1 - leverage))
+    candidate = _calibrated("power", centres, values, weights, settings)
+    candidate.intercept, candidate.slope = intercept, slope
+    return candidate, centres
+
+
+def fit_candidates(
+    keys: Sequence[float] | None,
+    values: Sequence[float],
+    weights: Sequence[float],
+    settings: Settings,
+) -> list[Candidate]:
+    """Every candidate the window supports, each at its cheapest miss rate; cheapest
+    (least estimated waste) first. ``keys`` are log inputs sorted ascending (``values`` and
+    ``weights`` in the same order), or ``None`` when the runs have no input size.
+    Needs at least 3 runs; ``neighbours`` and ``power`` need 6 with an input size.
+    """
+    candidates = _constant(values, weights, settings)
+    if keys is not None and len(keys) >= 6:
+        fitted = [_neighbours(keys, values, weights, settings),
+                  _power(keys, values, weights, settings)]  # fmt: skip
+        for found in fitted:
+            if found is not None:
+                candidate, centres = found
+                candidates.append(candidate)
+                candidates.append(_local(candidate, keys, centres, values, weights, settings))
+    candidates.sort(key=lambda c: c.cost)  # stable: the simpler one wins a tie
+    return candidates

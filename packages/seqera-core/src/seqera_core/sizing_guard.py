@@ -1,0 +1,117 @@
+"""Tools that size themselves from their allocation, which a right-sizer must not shrink.
+
+A JVM started with ``-Xmx`` from the task's memory, ``sort -S``, a ``--max-mem`` option
+or anything else handed the allocation grows into what it is given: its measured peak
+follows the allocation, so the history cannot tell what a smaller one would have used,
+and shrinking it makes it fail or crawl. Two ways to tell:
+
+- :func:`references_memory`: the command, script or tool description references the
+  memory value the engine hands the task: Snakemake's ``{resources.mem_mb}`` (any
+  ``resources.mem*`` in a shell command, or a ``params`` function that takes
+  ``resources``, snakemake/rules.py ``apply_input_function``), Nextflow's ``task.memory``
+  (TaskConfig.getMemory), CWL's ``runtime.ram`` (CWL v1.2 §Runtime environment), a
+  scheduler's own variable (Slurm's ``SLURM_MEM_PER_NODE``/``SLURM_MEM_PER_CPU``,
+  sbatch(1) OUTPUT ENVIRONMENT VARIABLES) or a JVM sized as a share of its container's
+  limit (``-XX:MaxRAMPercentage``, JDK-8186248).
+- :func:`tracks_allocation`: in the history, runs given a much larger allocation than
+  runs of about the same input used most of it, and far more than those runs did.
+
+Detection is deliberately one-sided: a false alarm costs the margin the user declared,
+a miss costs failed tasks.
+"""
+
+from __future__ import annotations
+
+import bisect
+import inspect
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+__all__ = ["references_memory", "tracks_allocation"]
+
+_NEAR = math.log(1.25)  # inputs within 25 % are "about the same"
+
+_REFERENCES = re.compile(
+    r"""resources\s*(?:\.|\[\s*["']|\.get\(\s*["'])mem   # Snakemake: resources.mem_mb
+      | \btask\s*\.\s*memory\b                           # Nextflow: task.memory
+      | \bruntime\s*(?:\.\s*ram\b|\[\s*["']ram["'])      # CWL: runtime.ram
+      | \bSLURM_MEM_PER_(?:NODE|CPU)\b                   # Slurm's job environment
+      | -XX:(?:Max|Initial|Min)RAM(?:Percentage|Fraction) # a JVM sized from its cgroup
+    """,
+    re.VERBOSE,
+)
+
+
+def _takes_resources(function: Callable[..., object]) -> bool:
+    try:
+        return "resources" in inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+
+
+def references_memory(*sources: object) -> bool:
+    """Whether any source (text, or mappings/sequences of them, or functions) hands the
+    task's memory allocation to the tool. Walks nested mappings and sequences; a function
+    counts when it takes a ``resources`` argument (how Snakemake passes the job's
+    resources to ``params`` functions)."""
+    stack: list[object] = list(sources)
+    seen = 0
+    while stack and seen < 10_000:  # a bound: a tool description is never that large
+        seen += 1
+        item = stack.pop()
+        if isinstance(item, str):
+            if _REFERENCES.search(item):
+                return True
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, bytes | bytearray):
+            continue
+        elif isinstance(item, Iterable):
+            stack.extend(item)
+        elif callable(item) and _takes_resources(item):
+            return True
+    return False
+
+
+def tracks_allocation(
+    runs: Sequence[tuple[int | None, float, float | None]],
+    *,
+    step: float = 1.5,
+    share: float = 0.6,
+    evidence: int = 3,
+) -> bool:
+    """Whether peaks follow allocations in ``runs`` of successful attempts, each
+    ``(input_bytes, peak, allocation)``.
+
+    They do when at least ``evidence`` runs used ``share`` of their allocation or more
+    and peaked ``step`` x higher than every run of about the same input (within 25 %;
+    any input where a size is unknown) given ``step`` x less, with two such runs at least.
+    A tool that merely needed more for some inputs would not, time after time, use most
+    of whatever larger allocation it got while its neighbours in input used far less.
+    """
+    sized = sorted(
+        (math.log(max(x, 1)) if x is not None else math.inf, peak, given)
+        for x, peak, given in runs
+        if given
+    )
+    if len(sized) < evidence + 2:
+        return False
+    least = min(given for _, _, given in sized)
+    keys = [key for key, _, _ in sized]
+    unknown = [(peak, given) for key, peak, given in sized if key == math.inf]
+    found = 0
+    for key, peak, given in sized:
+        if given < least * step or peak < share * given:
+            continue
+        if key == math.inf:
+            near = [(p, g) for _, p, g in sized]
+        else:
+            lo, hi = bisect.bisect_left(keys, key - _NEAR), bisect.bisect_right(keys, key + _NEAR)
+            near = [(p, g) for _, p, g in sized[lo:hi]] + unknown
+        smaller = [p for p, g in near if g * step <= given]
+        if len(smaller) >= 2 and peak >= step * max(smaller):
+            found += 1
+            if found >= evidence:
+                return True
+    return False

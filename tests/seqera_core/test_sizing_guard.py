@@ -1,0 +1,60 @@
+"""Self-sizing tools: the command references its memory, or its peaks follow allocations."""
+
+from __future__ import annotations
+
+import pytest
+
+from seqera_core.sizing_guard import references_memory, tracks_allocation
+
+GB = 10**9
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "picard -Xmx{resources.mem_mb}M MarkDuplicates I={input}",  # Snakemake
+        "sort -S {resources.mem_mib}M {input}",
+        "java -Xmx${task.memory.toGiga()}g -jar gatk.jar",  # Nextflow
+        "$(runtime.ram)",  # CWL
+        "${ return Math.floor(runtime['ram'] * 0.8) }",
+        "spades.py --memory $((SLURM_MEM_PER_NODE / 1024))",
+        "java -XX:MaxRAMPercentage=80 -jar tool.jar",
+    ],
+)
+def test_commands_that_hand_the_allocation_to_the_tool(text: str) -> None:
+    assert references_memory(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["java -Xmx4g -jar tool.jar", "sort -S 2G", "echo {resources.runtime}", "", None]
+)
+def test_commands_that_do_not(text: str | None) -> None:
+    assert not references_memory(text)
+
+
+def test_nested_descriptions_and_functions_that_take_resources() -> None:
+    bindings = [{"position": [0, 1], "valueFrom": "-Xmx$(runtime.ram)m"}, {"datum": "x"}]
+    assert references_memory([], {"arguments": bindings})
+    assert references_memory([lambda wildcards, resources: resources.mem_mb // 2])
+    assert not references_memory([lambda wildcards: 1, {"a": [b"bytes", 3]}])
+
+
+def test_peaks_that_follow_a_doubled_allocation_are_found() -> None:
+    # nf-core/eager's MarkDuplicates (a JVM given -Xmx from task.memory): retried at 2x
+    # and 3x its 17.2 GB, it used 32 and 45 GB where first attempts of the same input
+    # size used 15.
+    usual = [(int((5 + i / 10) * GB), (14 + i / 20) * GB, 17.2 * GB) for i in range(30)]
+    retried = [(6 * GB, 32.1 * GB, 34.4 * GB), (6.4 * GB, 32.8 * GB, 34.4 * GB),
+               (7.2 * GB, 45.4 * GB, 51.5 * GB)]  # fmt: skip
+    assert tracks_allocation(usual + retried)
+    assert not tracks_allocation(usual + retried[:2])  # two are not yet evidence
+
+
+def test_ordinary_retries_and_right_sized_runs_are_not() -> None:
+    # A tool that needed a bit more than its first allocation: retried at 2x, used little
+    # of it; and runs sized to their input use most of what they get, as they should.
+    usual = [(int((5 + i / 10) * GB), (14 + i / 20) * GB, 17.2 * GB) for i in range(30)]
+    retried = [(int(6 * GB), 18.5 * GB, 34.4 * GB)] * 4
+    assert not tracks_allocation(usual + retried)
+    sized = [(int(x * GB), 0.9 * x * GB, x * GB) for x in range(1, 40)]
+    assert not tracks_allocation(sized)
