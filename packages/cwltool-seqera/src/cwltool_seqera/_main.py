@@ -20,11 +20,13 @@ from seqera_core.labels import run_labels
 from seqera_core.platforms import load as load_platform
 from seqera_core.resolvers import HttpResolver, PredictiveResolver, Resolver, discover
 
+from ._containers import ContainerPolicy
 from ._dispatch import Dispatcher
 from ._executor import DispatchingExecutor
-from ._job import RunSettings, make_tool_factory
+from ._job import RunSettings
 from ._options import SeqeraOptions, parse_options
 from ._staging import S3Staging
+from ._tool import make_tool_factory
 
 __all__ = ["main", "make_backend", "staging_arguments"]
 
@@ -153,6 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = RunSettings(
         dispatcher, platform, tuple(resolvers), labels, workdir / "logs",
         staging=staging, image=options.image, history=history, run_id=run_id,
+        containers=ContainerPolicy.for_executor(options.executor, options.pull_first),
     )  # fmt: skip
     loading = LoadingContext()
     loading.construct_tool_object = make_tool_factory(settings)

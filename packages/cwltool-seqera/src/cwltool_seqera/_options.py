@@ -33,6 +33,7 @@ class SeqeraOptions:
     image: str | None = None  # ECS: the image of a tool without a DockerRequirement
     unknown_timeout: float = 300.0  # seconds of continuous UNKNOWN status before giving up
     history: str | None = None  # task history (path or URL): sizes jobs, records each one
+    pull_first: bool = False  # container images made ready on this host before the jobs
 
 
 def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
@@ -61,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seqera-image")
     parser.add_argument("--seqera-unknown-timeout")
     parser.add_argument("--seqera-history")
+    parser.add_argument("--seqera-pull-first", action="store_true")
     return parser
 
 
@@ -109,5 +111,6 @@ def parse_options(argv: Sequence[str]) -> tuple[SeqeraOptions, list[str]]:
         image=ours.seqera_image,
         unknown_timeout=300.0 if unknown is None else unknown,
         history=ours.seqera_history,
+        pull_first=ours.seqera_pull_first,
     )
     return options, rest + args[cut:]
