@@ -5,7 +5,8 @@ Podman 4.3 as root works in this sandbox given a containers.conf with
 (crun's cgroup mode is refused). The image is imported (``podman import``) from a tarball
 of a root filesystem built here from the host's static busybox, with a marker file
 (``/etc/seqera-image``) only the image has. cwltool's Docker mode runs ``docker``: a
-shim on ``PATH`` logs the Slurm job it runs in with its argv, then execs ``podman``.
+shim on ``PATH`` logs the Slurm job it runs in (its id, and the cores and memory Slurm
+granted it, from the job's environment) with its argv, then execs ``podman``.
 
 When Podman cannot run, the tests skip on a developer machine and fail under CI.
 """
@@ -26,7 +27,7 @@ MARKER = "seqera-cwl-test-image"
 CONF = '[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = "runc"\n'
 APPLETS = ("sh", "cat", "echo", "id", "wc", "ls", "sleep", "env", "tr", "head", "sort", "touch")
 SHIM = """#!/bin/sh
-echo "job=${SLURM_JOB_ID:-none} $*" >> %s
+echo "job=${SLURM_JOB_ID:-none} cpus=${SLURM_CPUS_PER_TASK:-} mem=${SLURM_MEM_PER_NODE:-} $*" >> %s
 exec podman "$@"
 """
 

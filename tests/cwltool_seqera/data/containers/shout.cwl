@@ -7,6 +7,7 @@ requirements:
   DockerRequirement:
     dockerPull: localhost/seqera-cwl-test:1
   ResourceRequirement: {coresMin: 1, ramMin: 96}
+  ToolTimeLimit: {timelimit: 300}
 inputs:
   word: {type: string, inputBinding: {position: 1}}
 baseCommand:
