@@ -105,3 +105,77 @@ def podman_env(directory: Path, image: str = IMAGE, entrypoint: str | None = Non
         if done.returncode != 0:
             _unavailable(f"{' '.join(argv[:2])} failed ({done.returncode}): {done.stderr[-1500:]}")
     return Podman(env, log)
+
+
+ROOTLESS_USER = "seqera-rootless"
+
+
+@attrs.frozen
+class Rootless:
+    """Rootless Podman for a non-root user, and a cwltool-seqera that user can run."""
+
+    user: str
+    uid: int
+    env: dict[str, str]  # the whole environment of the user's commands
+    command: Path  # cwltool-seqera in a virtual environment the user can read
+    directory: Path  # owned by the user
+
+    def argv(self, *args: str) -> list[str]:
+        """``args`` run as the user, in their own environment only."""
+        pairs = [f"{k}={v}" for k, v in self.env.items()]
+        return ["runuser", "-u", self.user, "--", "env", "-i", *pairs, *args]
+
+
+def _check(argv: list[str], what: str, **kwargs: object) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, **kwargs)  # type: ignore[call-overload]
+    if done.returncode != 0:
+        _unavailable(f"{what} failed ({done.returncode}): {done.stderr[-1500:]}")
+
+
+def rootless_env(packages: list[Path]) -> Rootless:
+    """A user with subordinate uid/gid ranges (created when missing), a virtual environment
+    of ``packages`` on a Python outside /root, and the test image in the user's storage.
+
+    cwltool's ``--podman`` mode adds ``--userns=keep-id``, which only rootless Podman takes.
+    """
+    import pwd
+    import tempfile
+
+    if os.geteuid() != 0 or shutil.which("useradd") is None or shutil.which("runuser") is None:
+        _unavailable("creating the rootless Podman user needs root, useradd and runuser")
+    uv = shutil.which("uv")
+    python = next((p for p in ("/usr/bin/python3.11", "/usr/bin/python3") if Path(p).exists()), None)
+    if uv is None or python is None:
+        _unavailable("uv and a system Python (outside /root) are needed for the rootless user")
+        raise AssertionError  # not reached
+    try:
+        pwd.getpwnam(ROOTLESS_USER)
+    except KeyError:
+        _check(["useradd", "-m", "-s", "/bin/sh", ROOTLESS_USER], "useradd")
+    ranges = Path("/etc/subuid").read_text() if Path("/etc/subuid").exists() else ""
+    if not any(line.startswith(ROOTLESS_USER + ":") for line in ranges.splitlines()):
+        _check(["usermod", "--add-subuids", "300000-365535", "--add-subgids", "300000-365535",
+                ROOTLESS_USER], "usermod --add-subuids")  # fmt: skip
+    entry = pwd.getpwnam(ROOTLESS_USER)
+    # pytest's tmp_path lives under a 0700 directory of root's: this one the user reads.
+    directory = Path(tempfile.mkdtemp(prefix="seqera-rootless-", dir="/tmp"))
+    directory.chmod(0o755)
+    venv = directory / "venv"
+    _check([uv, "venv", "-q", "-p", python, str(venv)], "uv venv")
+    editable = [arg for p in packages for arg in ("-e", str(p))]
+    _check([uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), *editable],
+           "uv pip install")  # fmt: skip
+    conf = directory / "containers.conf"
+    conf.write_text(CONF)
+    tarball = rootfs_tarball(directory)
+    tarball.chmod(0o644)
+    work = directory / "work"
+    work.mkdir()
+    os.chown(work, entry.pw_uid, entry.pw_gid)
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": entry.pw_dir, "CONTAINERS_CONF": str(conf)}
+    rootless = Rootless(ROOTLESS_USER, entry.pw_uid, env, venv / "bin" / "cwltool-seqera", work)
+    _check(rootless.argv("podman", "import", "-q", str(tarball), IMAGE), "rootless podman import",
+           cwd=work)  # fmt: skip
+    _check(rootless.argv("podman", "run", "--rm", "--userns=keep-id", "--net=none", IMAGE, "cat",
+                         "/etc/seqera-image"), "rootless podman run", cwd=work)  # fmt: skip
+    return rootless
