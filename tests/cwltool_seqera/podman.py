@@ -179,3 +179,43 @@ def rootless_env(packages: list[Path]) -> Rootless:
     _check(rootless.argv("podman", "run", "--rm", "--userns=keep-id", "--net=none", IMAGE, "cat",
                          "/etc/seqera-image"), "rootless podman run", cwd=work)  # fmt: skip
     return rootless
+
+
+FAKE_BIN = Path(__file__).parent / "data" / "containers" / "bin"
+
+
+def fake_singularity_env(directory: Path) -> tuple[dict[str, str], Path]:
+    """A stand-in ``singularity`` on PATH (Apptainer cannot be installed here): it answers
+    cwltool's version and userns probes, "pulls" by creating the file, and logs every
+    command line it is asked to run with its ``SINGULARITYENV_*`` variables."""
+    cache = directory / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    log = directory / "singularity.log"
+    env = {
+        **os.environ,
+        "PATH": f"{FAKE_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "CWL_SINGULARITY_CACHE": str(cache),
+        "SEQERA_FAKE_SINGULARITY_LOG": str(log),
+    }
+    return env, log
+
+
+def command_shape(line: str) -> str:
+    """A logged command line with cwltool's random directory names taken out."""
+    import re
+
+    line = re.sub(r"\S*/[a-z0-9_]{8}(?=[:,\s]|$)", "DIR", line)  # mkdtemp directories
+    return re.sub(r"(?<=[:\s])/[A-Za-z]{6}(?=[\s,]|$)", "/OUTDIR", line)  # random outdir
+
+
+def singularity_runs(log: Path) -> list[str]:
+    """The ``run`` command lines the stand-in logged, each with its environment lines."""
+    if not log.exists():
+        return []
+    entries: list[str] = []
+    for line in log.read_text().splitlines():
+        if line.startswith("job="):
+            entries.append(line)
+        elif entries:
+            entries[-1] += "\n" + line
+    return [e for e in entries if " --quiet run " in e.splitlines()[0]]

@@ -18,8 +18,16 @@ from cwltool_seqera._containers import (
     runtime_with_limits,
 )
 
-from .podman import IMAGE, MARKER, Podman, podman_env
-from .test_local_runs import run_cwl
+from .podman import (
+    IMAGE,
+    MARKER,
+    Podman,
+    command_shape,
+    fake_singularity_env,
+    podman_env,
+    singularity_runs,
+)
+from .test_local_runs import COMMAND, run_cwl
 
 DATA = Path(__file__).parent / "data" / "containers"
 
@@ -132,3 +140,22 @@ def test_the_prelude_pulls_a_missing_image_and_says_when_it_cannot(
     done = _prelude(tmp_path, "podman", IMAGE, IMAGE, podman.env)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "ran\n"
+
+
+def test_singularity_runs_the_command_line_plain_cwltool_builds(tmp_path: Path) -> None:
+    env, log = fake_singularity_env(tmp_path)
+    tool = str(DATA / "greet.cwl")
+    plain = subprocess.run(
+        [str(Path(COMMAND).parent / "cwltool"), "--singularity", "--outdir",
+         str(tmp_path / "plain"), tool, "--word", "hi"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    done = run_cwl(["--singularity", "--executor", "local", tool, "--word", "hi"], tmp_path,
+                   env=env)  # fmt: skip
+    assert done.code == 0, done.stderr[-3000:]
+    assert "submitted to local" in done.stderr
+    ours, theirs = singularity_runs(log)[::-1]
+    assert command_shape(ours).split(" ", 1)[1] == command_shape(theirs).split(" ", 1)[1]
+    # The container's environment travels as SINGULARITYENV_* (cwltool/singularity.py).
+    assert "SINGULARITYENV_GREETING=hello" in ours

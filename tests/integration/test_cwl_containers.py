@@ -18,7 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from ..cwltool_seqera.podman import MARKER, Podman, podman_env
+from ..cwltool_seqera.podman import (
+    MARKER,
+    Podman,
+    command_shape,
+    fake_singularity_env,
+    podman_env,
+    singularity_runs,
+)
 from .conftest import SlurmCluster
 
 pytestmark = pytest.mark.integration
@@ -95,3 +102,28 @@ def test_containers_run_in_a_squashed_allocation(
     assert len(allocations) < 4, runs
     for job_id in allocations:
         assert _sacct(env, job_id, "JobName").startswith("squash-"), job_id
+
+
+def test_singularity_runs_cwltools_command_line_inside_the_slurm_job(
+    slurm: SlurmCluster, tmp_path: Path
+) -> None:
+    # Apptainer cannot be installed here: a stand-in logs what it is asked to run.
+    env, log = fake_singularity_env(tmp_path)
+    env = {**env, **slurm.env}
+    tool = str(DATA / "greet.cwl")
+    plain = subprocess.run(
+        [str(Path(COMMAND).parent / "cwltool"), "--singularity", "--outdir",
+         str(tmp_path / "plain"), tool, "--word", "hi"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    done = subprocess.run(
+        [COMMAND, "--singularity", "--executor", "slurm", "--outdir", str(tmp_path / "out"),
+         tool, "--word", "hi"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    (job_id,) = re.findall(r"submitted to slurm as (\S+)", done.stderr)
+    theirs, ours = singularity_runs(log)
+    assert theirs.startswith("job=none ") and ours.startswith(f"job={job_id} ")
+    assert command_shape(ours).split(" ", 1)[1] == command_shape(theirs).split(" ", 1)[1]
