@@ -144,7 +144,9 @@ def rootless_env(packages: list[Path]) -> Rootless:
     if os.geteuid() != 0 or shutil.which("useradd") is None or shutil.which("runuser") is None:
         _unavailable("creating the rootless Podman user needs root, useradd and runuser")
     uv = shutil.which("uv")
-    python = next((p for p in ("/usr/bin/python3.11", "/usr/bin/python3") if Path(p).exists()), None)
+    python = next(
+        (p for p in ("/usr/bin/python3.11", "/usr/bin/python3") if Path(p).exists()), None
+    )
     if uv is None or python is None:
         _unavailable("uv and a system Python (outside /root) are needed for the rootless user")
         raise AssertionError  # not reached
@@ -172,7 +174,11 @@ def rootless_env(packages: list[Path]) -> Rootless:
     work = directory / "work"
     work.mkdir()
     os.chown(work, entry.pw_uid, entry.pw_gid)
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": entry.pw_dir, "CONTAINERS_CONF": str(conf)}
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": entry.pw_dir,
+        "CONTAINERS_CONF": str(conf),
+    }
     rootless = Rootless(ROOTLESS_USER, entry.pw_uid, env, venv / "bin" / "cwltool-seqera", work)
     _check(rootless.argv("podman", "import", "-q", str(tarball), IMAGE), "rootless podman import",
            cwd=work)  # fmt: skip

@@ -59,7 +59,7 @@ def test_a_scattered_two_step_workflow_runs_each_job_in_its_container(
     # cwltool's own command line, unchanged: mounts, --cidfile, --user, the environment.
     assert all(re.search(r"--cidfile=\S+\.cid --env=TMPDIR=/tmp --env=HOME=", r) for r in runs)
     assert all("--user=0:0" in r and "--read-only=true" in r and "--net=none" in r for r in runs)
-    assert f"submitted to local as" in done.stderr
+    assert "submitted to local as" in done.stderr
     assert "Skipping Docker software container" not in done.stderr
 
 
@@ -79,7 +79,7 @@ def test_a_docker_file_is_refused_on_a_cluster_before_submission(tmp_path: Path)
     tool.write_text(
         "cwlVersion: v1.2\nclass: CommandLineTool\nrequirements:\n  DockerRequirement:\n"
         "    dockerImageId: seqera/built\n    dockerFile: 'FROM scratch'\n"
-        "inputs: []\noutputs: []\nbaseCommand: [\"true\"]\n"
+        'inputs: []\noutputs: []\nbaseCommand: ["true"]\n'
     )
     done = run_cwl(["--executor", "slurm", str(tool)], tmp_path,
                    env={**os.environ, "SLURM_CONF": str(tmp_path / "none.conf")})  # fmt: skip
@@ -97,7 +97,9 @@ def test_only_a_file_the_nodes_cannot_make_is_refused() -> None:
     assert node_image_refusal({"dockerFile": "FROM x", "dockerPull": "x"}, cluster) is None
     first = ContainerPolicy.for_executor("slurm", pull_first=True)
     assert node_image_refusal({"dockerLoad": "x.tar"}, first) is None
-    assert node_image_refusal({"dockerLoad": "x.tar"}, ContainerPolicy.for_executor("local")) is None
+    assert (
+        node_image_refusal({"dockerLoad": "x.tar"}, ContainerPolicy.for_executor("local")) is None
+    )
 
 
 def test_the_job_request_replaces_the_runtime_limits_and_rounds_memory_up() -> None:
@@ -110,11 +112,11 @@ def test_the_job_request_replaces_the_runtime_limits_and_rounds_memory_up() -> N
     assert runtime_with_limits(singularity, 2, 2**30) == singularity
 
 
-def _prelude(tmp_path: Path, exe: str, image: str, pull: str | None, env: dict[str, str]) -> (
-    subprocess.CompletedProcess[str]
-):
-    argv = container_argv([exe, "run", "--rm", image, "echo", "ran"], exe=exe, image=image, pull=pull,
-                          env={"SINGULARITYENV_X": "1"})  # fmt: skip
+def _prelude(
+    tmp_path: Path, exe: str, image: str, pull: str | None, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    command = [exe, "run", "--rm", image, "echo", "ran"]
+    argv = container_argv(command, exe=exe, image=image, pull=pull, env={"SINGULARITYENV_X": "1"})
     assert argv[:2] == ["env", "SINGULARITYENV_X=1"]
     return subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
 

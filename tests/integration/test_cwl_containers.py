@@ -10,7 +10,6 @@ against it.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys

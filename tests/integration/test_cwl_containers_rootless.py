@@ -44,7 +44,9 @@ def test_podman_mode_runs_each_job_in_a_rootless_container(rootless: Rootless) -
     lines = (out / "all.txt").read_text().splitlines()
     # Rootless Podman on cgroup v1 cannot enforce the memory limit (it says so and runs):
     # only the words and the image's own marker are checked.
-    assert [line.split(" mem=")[0] for line in lines[:2]] == [f"{w} {MARKER}" for w in ("one", "two")]
+    assert [line.split(" mem=")[0] for line in lines[:2]] == [
+        f"{w} {MARKER}" for w in ("one", "two")
+    ]
     assert lines[2] == f"gathered in {MARKER}"
     # cwltool's own --podman command line, run by that user: keep-id, their uid.
     assert done.stderr.count("podman run -i --userns=keep-id") == 3

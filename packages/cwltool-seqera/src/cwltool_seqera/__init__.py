@@ -1,8 +1,8 @@
 """cwltool-seqera: a drop-in cwltool command line that dispatches each CWL job to a backend."""
 
+from ._containers import ContainerPolicy
 from ._dispatch import Dispatcher
 from ._executor import DispatchingExecutor
-from ._containers import ContainerPolicy
 from ._job import RunSettings, SeqeraCommandLineJob, job_request
 from ._main import main, make_backend, staging_arguments
 from ._options import SeqeraOptions, parse_options

@@ -10,6 +10,7 @@ prelude, with the job's cores and memory added for Docker and Podman.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import MutableMapping
 from typing import Any
@@ -45,7 +46,8 @@ class SeqeraContainerJob(DispatchingJob, ContainerCommandLineJob):
         image file), else the image's name only: the job's prelude fetches it on the node."""
         policy = self.settings.containers
         if policy.images_here or isinstance(self, SingularityCommandLineJob):
-            return super().get_from_requirements(
+            # The run's class is (this, cwltool's concrete class): super() reaches the latter.
+            return super().get_from_requirements(  # type: ignore[safe-super]
                 r, pull_image, force_pull, tmp_outdir_prefix, image_base_path
             )
         refusal = node_image_refusal(r, policy)
@@ -64,7 +66,7 @@ class SeqeraContainerJob(DispatchingJob, ContainerCommandLineJob):
         """cwltool's command line; its --cpus/--memory are always the job's here, so its
         warning that they are skipped without --strict-*-limit would be wrong."""
         runtime_context.strict_cpu_limit = runtime_context.strict_memory_limit = True
-        return super().create_runtime(env, runtime_context)
+        return super().create_runtime(env, runtime_context)  # type: ignore[safe-super]
 
     def _argv(
         self, command: list[str], env: dict[str, str], stdin: str | None, prepared: Prepared
@@ -103,7 +105,6 @@ class SeqeraContainerJob(DispatchingJob, ContainerCommandLineJob):
             return
         for flag in runtime:
             if flag.startswith("--cidfile="):
-                try:
+                # never written when the container did not start
+                with contextlib.suppress(OSError):
                     os.unlink(flag.removeprefix("--cidfile="))
-                except OSError:
-                    pass  # never written: the container did not start

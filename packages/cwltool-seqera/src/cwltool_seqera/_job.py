@@ -51,7 +51,7 @@ class RunSettings:
     image: str | None = None  # ECS: for tools without a DockerRequirement
     history: History | None = None  # every finished job is recorded here
     run_id: str = ""
-    containers: ContainerPolicy = ContainerPolicy()  # where images are made ready
+    containers: ContainerPolicy = attrs.field(factory=ContainerPolicy)  # where images are ready
 
 
 def job_request(resources: Mapping[str, Any], timelimit: Any, name: str) -> ResourceRequest:
