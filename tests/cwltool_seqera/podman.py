@@ -39,11 +39,13 @@ class Podman:
     env: dict[str, str]
     log: Path
 
+    def calls(self) -> list[str]:
+        """Every ``docker`` command line the shim saw, in order."""
+        return self.log.read_text().splitlines() if self.log.exists() else []
+
     def runs(self) -> list[str]:
         """The ``docker run`` lines the shim saw, in order."""
-        if not self.log.exists():
-            return []
-        return [line for line in self.log.read_text().splitlines() if " run " in line]
+        return [line for line in self.calls() if " run " in line]
 
 
 def _unavailable(message: str) -> None:

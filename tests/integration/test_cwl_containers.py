@@ -68,10 +68,15 @@ def test_each_container_starts_inside_its_slurm_job_with_its_request(
     slurm: SlurmCluster, podman: Podman, tmp_path: Path
 ) -> None:
     env = {**podman.env, **slurm.env}
-    before = len(podman.runs())
+    before, calls_before = len(podman.runs()), len(podman.calls())
     _, ids = _run(tmp_path, env)
     assert len(ids) == 4, ids
     runs = podman.runs()[before:]
+    # Nothing ran the runtime on the submit host: the image checks (the prelude's
+    # `image inspect`) and the containers all happened inside the Slurm jobs.
+    calls = podman.calls()[calls_before:]
+    assert {c.split(" ", 1)[0] for c in calls} == {f"job={i}" for i in ids}, calls
+    assert sum(" image inspect " in c for c in calls) == 4, calls
     # Every `docker run` was started by a job script inside one of the submitted Slurm
     # jobs, one container per job.
     started_in = sorted(re.match(r"job=(\S+) ", r).group(1) for r in runs)  # type: ignore[union-attr]
