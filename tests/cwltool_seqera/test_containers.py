@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cwltool_seqera import parse_options
 from cwltool_seqera._containers import (
     ContainerPolicy,
     container_argv,
@@ -161,3 +162,11 @@ def test_singularity_runs_the_command_line_plain_cwltool_builds(tmp_path: Path) 
     assert command_shape(ours).split(" ", 1)[1] == command_shape(theirs).split(" ", 1)[1]
     # The container's environment travels as SINGULARITYENV_* (cwltool/singularity.py).
     assert "SINGULARITYENV_GREETING=hello" in ours
+
+
+def test_pull_first_is_this_commands_flag_and_only_clusters_pull_on_the_node() -> None:
+    options, rest = parse_options(["--executor", "slurm", "--seqera-pull-first", "--podman"])
+    assert options.pull_first and rest == ["--podman"]
+    assert not ContainerPolicy.for_executor("slurm").images_here
+    assert ContainerPolicy.for_executor("slurm", options.pull_first).images_here
+    assert ContainerPolicy.for_executor("local").images_here
