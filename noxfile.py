@@ -12,7 +12,7 @@ nox.options.default_venv_backend = "uv"
 nox.options.error_on_missing_interpreters = True
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
-CORE = "packages/seqera-core[http,ecs,postgresql]"
+CORE = "packages/seqera-core[http,ecs,postgresql,report]"
 SNAKEMAKE = "snakemake>=9,<10"
 
 # session name -> (packages to install editable, test folder, extra test requirements)
@@ -21,7 +21,8 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     "core": (
         (CORE, "tests/fixtures/seqera-test-resolver"),
         "tests/seqera_core",
-        (SNAKEMAKE, "cwltool>=3.1"),
+        # playwright drives Debian's chromium (the report's page in a real browser)
+        (SNAKEMAKE, "cwltool>=3.1", "playwright>=1.40"),
     ),
     "snakemake": (
         (CORE, "packages/snakemake-executor-plugin-seqera", "tests/fixtures/seqera-test-resolver"),
@@ -35,7 +36,12 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
         ("schemathesis>=4",),
     ),
     "integration": (
-        (CORE, "packages/snakemake-executor-plugin-seqera", "packages/cwltool-seqera"),
+        (
+            CORE,
+            "packages/snakemake-executor-plugin-seqera",
+            "packages/cwltool-seqera",
+            "packages/seqera-nextflow-sidecar",
+        ),
         "tests/integration",
         (SNAKEMAKE, "snakemake-storage-plugin-s3", "moto[server]>=5.0"),
     ),

@@ -30,7 +30,7 @@ def _one_by_one(backend: LocalBackend, specs: list[JobSpec]) -> list[JobHandle]:
 
 
 def _measure(jobs: int, cpus: float | None, poll: float, submit: Submitter) -> dict[str, object]:
-    with tempfile.TemporaryDirectory() as logs, LocalBackend(cpus=cpus, workdir=logs) as backend:
+    with tempfile.TemporaryDirectory() as logs, LocalBackend(cpus=cpus, work_dir=logs) as backend:
         # Any: base.JobSpec's bare `converter=tuple` leaves mypy an unsolved TypeVar.
         command: Any = ("true",)
         specs = [JobSpec(f"true{i}", command) for i in range(jobs)]

@@ -18,7 +18,7 @@ from pathlib import Path
 from seqera_core.history import TaskRecord, open_history
 from seqera_core.models import ResourceRequest
 from seqera_core.pipeline import DEFAULTS
-from seqera_core.resolvers import HistoryResolver, PredictiveResolver, Resolver, resolve
+from seqera_core.resolvers import MaximumResolver, PredictiveResolver, Resolver, resolve
 
 __all__ = ["main"]
 
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
                             input_bytes=rng.randrange(10**6, 10**10))
             for i in range(2000)
         ]  # fmt: skip
-        for name, build in (("predictive", PredictiveResolver), ("max", HistoryResolver)):
+        for name, build in (("predictive", PredictiveResolver), ("max", MaximumResolver)):
             started = time.perf_counter()
             resolver: Resolver = build(history)  # the predictive one reads the history here
             resolve(requests[0], [resolver], defaults=DEFAULTS)

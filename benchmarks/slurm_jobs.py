@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("(no local backend to compare with)", file=sys.stderr)
     else:
-        with tempfile.TemporaryDirectory() as logs, LocalBackend(workdir=logs) as local:
+        with tempfile.TemporaryDirectory() as logs, LocalBackend(work_dir=logs) as local:
             rows.append(_measure(local, args.jobs, min(args.poll, 0.05)))
     print(_table(rows))
     return 0

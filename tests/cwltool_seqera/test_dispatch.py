@@ -16,7 +16,7 @@ from seqera_core.backends import JobHandle, JobSpec, JobState, LocalBackend
 
 def test_a_job_past_its_limit_is_cancelled_and_reported_as_a_time_limit(tmp_path: Path) -> None:
     # No time in the request, so the backend itself sets no limit: only the dispatcher does.
-    dispatcher = Dispatcher(LocalBackend(workdir=tmp_path), interval=0.1)
+    dispatcher = Dispatcher(LocalBackend(work_dir=tmp_path), interval=0.1)
     started = time.monotonic()
     try:
         status = dispatcher.run(JobSpec("nap", ["sleep", "30"]), limit=1)
@@ -28,7 +28,7 @@ def test_a_job_past_its_limit_is_cancelled_and_reported_as_a_time_limit(tmp_path
 
 
 def test_a_job_within_its_limit_is_left_alone(tmp_path: Path) -> None:
-    dispatcher = Dispatcher(LocalBackend(workdir=tmp_path), interval=0.1)
+    dispatcher = Dispatcher(LocalBackend(work_dir=tmp_path), interval=0.1)
     try:
         status = dispatcher.run(JobSpec("quick", ["true"]), limit=30)
     finally:
@@ -44,7 +44,7 @@ class _Forgetful(LocalBackend):
 
 
 def test_a_job_whose_status_stays_unknown_is_given_up(tmp_path: Path) -> None:
-    dispatcher = Dispatcher(_Forgetful(workdir=tmp_path), interval=0.1, unknown_timeout=1)
+    dispatcher = Dispatcher(_Forgetful(work_dir=tmp_path), interval=0.1, unknown_timeout=1)
     started = time.monotonic()
     try:
         status = dispatcher.run(JobSpec("lost", ["true"]))

@@ -9,7 +9,7 @@ import pytest
 from cwltool_seqera import (
     SeqeraOptions,
     job_request,
-    make_backend,
+    make_session,
     parse_options,
     process_status,
     staging_arguments,
@@ -35,14 +35,14 @@ def test_own_options_are_taken_out_and_the_rest_passed_in_order() -> None:
 
 def test_arguments_after_a_double_dash_are_never_read() -> None:
     options, rest = parse_options(["tool.cwl", "--", "--executor", "pbs"])
-    assert options.executor == "local"
+    assert options.executor is None  # not given: seqera config decides (default local)
     assert rest == ["tool.cwl", "--", "--executor", "pbs"]
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--executor", "lsf"], "'lsf': expected one of local, slurm, pbs, ecs"),
+        (["--executor", "lsf"], "'lsf': expected one of local, slurm, pbs, torque, ecs"),
         (["--seqera-label", "team"], "expected KEY=VALUE"),
         (["--seqera-poll-interval", "0"], "expected a number greater than 0"),
         (["--seqera-local-cpus", "many"], "expected a number greater than 0"),
@@ -98,25 +98,29 @@ def test_no_time_limit_means_none() -> None:
 
 
 def test_cluster_staging_defaults_to_the_work_directory(tmp_path: Path) -> None:
-    slurm = SeqeraOptions(executor="slurm")
+    slurm = "slurm"
     added = staging_arguments(slurm, ["tool.cwl"], tmp_path)
     assert added == [f"--tmpdir-prefix={tmp_path}/tmp/", f"--tmp-outdir-prefix={tmp_path}/out/"]
     given = staging_arguments(slurm, ["--tmpdir-prefix=/shared/t/", "tool.cwl"], tmp_path)
     assert given == [f"--tmp-outdir-prefix={tmp_path}/out/"]
-    assert staging_arguments(SeqeraOptions(), ["tool.cwl"], tmp_path) == []
-    ecs = SeqeraOptions(executor="ecs")
+    assert staging_arguments("local", ["tool.cwl"], tmp_path) == []
+    ecs = "ecs"
     assert staging_arguments(ecs, ["tool.cwl"], tmp_path) == ["--no-container"]
     assert staging_arguments(ecs, ["--no-container", "tool.cwl"], tmp_path) == []
 
 
+def _config(backend: str) -> Config:
+    return Config({"backend": backend}, {"backend": "command line"})
+
+
 def test_ecs_needs_an_s3_prefix_and_the_cores_ecs_settings(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"--seqera-s3-prefix s3://BUCKET/PREFIX is required"):
-        make_backend(SeqeraOptions(executor="ecs"), tmp_path, Config())
+        make_session(SeqeraOptions(executor="ecs"), tmp_path, _config("ecs"))
     with pytest.raises(UsageError, match=r"ecs.cluster is required .*--seqera-ecs"):
-        make_backend(SeqeraOptions(executor="ecs", s3_prefix="s3://b/p"), tmp_path, Config())
+        make_session(SeqeraOptions(executor="ecs", s3_prefix="s3://b/p"), tmp_path, _config("ecs"))
     with pytest.raises(UsageError, match=r"takes none .*--seqera-ecs"):
         options = SeqeraOptions(executor="ecs", backend_options={"cluster": "x"})
-        make_backend(options, tmp_path, Config())
+        make_session(options, tmp_path, _config("ecs"))
 
 
 def test_ecs_settings_come_from_the_core_config_with_flags_on_top(
@@ -131,7 +135,7 @@ def test_ecs_settings_come_from_the_core_config_with_flags_on_top(
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("SEQERA_ECS_CLUSTER", "genomics")
     monkeypatch.setenv("SEQERA_ECS_REGION", "us-east-2")  # the flag wins
-    backend = make_backend(options, tmp_path)
+    backend = make_session(options, tmp_path).backend
     assert backend.name == "ecs"
     settings = backend.settings  # type: ignore[attr-defined]
     assert (settings.cluster, settings.region) == ("genomics", "eu-west-1")
@@ -148,13 +152,13 @@ def test_new_options_are_checked() -> None:
 
 
 def test_backends_are_built_from_the_options(tmp_path: Path) -> None:
-    local = make_backend(SeqeraOptions(local_cpus=64), tmp_path)
-    assert isinstance(local, LocalBackend) and local.capacity_cpus == 64
-    slurm = make_backend(
-        SeqeraOptions(executor="slurm", backend_options={"history": "none"}), tmp_path
-    )
-    assert slurm.name == "slurm"
-    pbs = make_backend(SeqeraOptions(executor="pbs"), tmp_path)
-    assert pbs.name == "pbs"
+    with make_session(SeqeraOptions(executor="local", local_cpus=64), tmp_path) as session:
+        local = session.backend
+        assert isinstance(local, LocalBackend) and local.capacity_cpus == 64
+    options = SeqeraOptions(executor="slurm", backend_options={"history": "none"})
+    with make_session(options, tmp_path) as session:
+        assert session.backend.name == "slurm"
+    with make_session(SeqeraOptions(executor="pbs"), tmp_path) as session:
+        assert session.backend.name == "pbs"
     with pytest.raises(UsageError, match="history"):
-        make_backend(SeqeraOptions(executor="slurm", backend_options={"history": "x"}), tmp_path)
+        make_session(SeqeraOptions(executor="slurm", backend_options={"history": "x"}), tmp_path)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from seqera_core.errors import ResourceError
-from seqera_core.history import History, TaskRecord, open_history
+from seqera_core.history import SqliteHistory, TaskRecord, open_history
 from seqera_core.units import GIB, MIB
 
 
@@ -35,7 +35,7 @@ def test_maxima_come_from_successful_attempts_only(tmp_path: Path) -> None:
 
 def test_a_replayed_attempt_replaces_itself_and_survives_reopening(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "history.db"
-    first = History(path)
+    first = SqliteHistory(path)
     first.record([_ok("1", 1 * GIB), _ok("1", 2 * GIB)])
     first.close()
     again = open_history(str(path))

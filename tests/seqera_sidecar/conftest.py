@@ -45,6 +45,15 @@ class Served:
     token: str | None
     history: Path
 
+    @property
+    def headers(self) -> dict[str, str]:
+        """The Authorization header, when it has a token."""
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def client(self) -> httpx.Client:
+        """An HTTP client for it, with its token."""
+        return httpx.Client(base_url=self.url, headers=self.headers, timeout=30)
+
 
 def _free_port() -> int:
     with socket.socket() as probe:
@@ -60,9 +69,10 @@ def start_sidecar(
     port = _free_port()
     argv = [sys.executable, "-m", "seqera_sidecar", "serve", "--port", str(port),
             "--history", str(history), *extra]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "SEQERA_SIDECAR_TOKEN"}
     if token:
-        argv += ["--token", token]
-    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+        env["SEQERA_SIDECAR_TOKEN"] = token  # not --token: that shows in ps
+    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -9,7 +9,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from seqera_core.history import open_history
-from seqera_core.resolvers import HistoryResolver, PredictiveResolver
+from seqera_core.resolvers import MaximumResolver, PredictiveResolver
 from seqera_sidecar import create_app
 from seqera_sidecar.nextflow_config import process_config
 
@@ -25,7 +25,7 @@ def client(tmp_path: Path) -> TestClient:
 
 def test_a_recorded_nf_core_run_feeds_history_resolution_and_config(tmp_path: Path) -> None:
     history = open_history(tmp_path / "h.db")
-    client = TestClient(create_app(history, token="t0ken", resolvers=[HistoryResolver(history)]))
+    client = TestClient(create_app(history, token="t0ken", resolvers=[MaximumResolver(history)]))
     events = recorded_events()
     for start in range(0, len(events), 500):  # as batches, and one by one below
         answer = client.post("/v1/weblog", json=events[start : start + 500], headers=AUTH)
@@ -40,7 +40,7 @@ def test_a_recorded_nf_core_run_feeds_history_resolution_and_config(tmp_path: Pa
     assert answer.json()["memory_bytes"] == math.ceil(peaks[process] * 1.2)
     unknown = client.post("/v1/resources/resolve", json={"process": "NEW"}, headers=AUTH)
     assert unknown.status_code == 204
-    config = process_config(history, HistoryResolver(history))
+    config = process_config(history, MaximumResolver(history))
     assert config.count("withName:") == len(peaks)
     mib = math.ceil(math.ceil(peaks[process] * 1.2) / 2**20)
     line = next(line for line in config.splitlines() if f"'{process}'" in line)
@@ -94,7 +94,8 @@ def test_bad_requests_get_400_naming_the_field(client: TestClient) -> None:
     answer = client.post("/v1/resources/resolve", json={"memory_bytes": "4 GB"}, headers=AUTH)
     assert answer.status_code == 400
     assert any("$.memory_bytes" in p for p in answer.json()["problems"])
-    broken = client.post("/v1/resources/resolve", content=b"{not json", headers=AUTH)
+    json_type = {**AUTH, "Content-Type": "application/json"}
+    broken = client.post("/v1/resources/resolve", content=b"{not json", headers=json_type)
     assert broken.status_code == 400
     too_many = {"requests": [{}] * 101}
     assert (

@@ -9,8 +9,9 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 
-from seqera_core.backends import LocalBackend
+from seqera_core.config import Config
 from seqera_core.history import open_history
+from seqera_core.session import Session
 from seqera_sidecar import create_app
 from seqera_sidecar.runs import Dispatcher
 
@@ -33,7 +34,9 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> object:
     history = open_history(directory / "history.db")
     # Runs exist only when created: fuzzed task submissions name runs that do not, so
     # nothing generated is ever executed.
-    dispatcher = Dispatcher(LocalBackend(workdir=directory / "jobs"), directory / "runs.db")
+    config = Config({"backend": "local", "history": str(directory / "history.db")})
+    session = Session(config, "seqera-sidecar", work_dir=directory / "jobs")
+    dispatcher = Dispatcher(session, directory / "runs.db")
     return create_app(history, token="t0ken", dispatcher=dispatcher)
 
 

@@ -67,7 +67,7 @@ def test_resolve_and_config_from_the_command_line(tmp_path: Path) -> None:
     assert lines[0] == "cpus 2" and lines[1].startswith("memory '") and "MB'" in lines[1]
     assert lines[3] == "// from predictive"
     kept = _cli("resolve", "--history", str(history), "--process", name, "--resolver", "max")
-    assert kept.returncode == 0 and kept.stdout.splitlines()[-1] == "// from history"
+    assert kept.returncode == 0 and kept.stdout.splitlines()[-1] == "// from maximum"
     config = tmp_path / "resources.config"
     assert _cli("config", "--history", str(history), "-o", str(config)).returncode == 0
     text = config.read_text()
@@ -79,3 +79,50 @@ def test_resolve_and_config_from_the_command_line(tmp_path: Path) -> None:
 def test_refuses_to_listen_beyond_loopback_without_a_token(tmp_path: Path) -> None:
     done = _cli("serve", "--host", "0.0.0.0", "--history", str(tmp_path / "h.db"))
     assert done.returncode == 2 and "token" in done.stderr
+
+
+def test_dispatching_needs_a_token(tmp_path: Path) -> None:
+    argv = ("serve", "--backend", "local", "--history", str(tmp_path / "h.db"),
+            "--state", str(tmp_path / "runs.db"))  # fmt: skip
+    done = _cli(*argv)
+    assert done.returncode == 2
+    assert "--backend local" in done.stderr and "--token-file" in done.stderr
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    assert _cli(*argv, "--token-file", str(empty)).returncode == 2
+    missing = _cli(*argv, "--token-file", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and "cannot be read" in missing.stderr
+
+
+def test_the_token_from_a_file_a_real_host_check_and_raw_header_bytes(tmp_path: Path) -> None:
+    secret = tmp_path / "token"
+    secret.write_text("fr0m-a-file\n")
+    secret.chmod(0o600)
+    extra = ("--token-file", str(secret), "--backend", "local", "--state", str(tmp_path / "r.db"))
+    process, served = start_sidecar(tmp_path / "h.db", None, *extra)
+    try:
+        good = {"Authorization": "Bearer fr0m-a-file"}
+        assert httpx.get(f"{served.url}/metrics", headers=good).status_code == 200
+        for raw in (b"Bearer \xff\xfe", "Bearer ñ".encode(), "Bearer fr0m-a-fil\xe9".encode()):
+            answer = httpx.get(f"{served.url}/metrics", headers={"Authorization": raw})
+            assert answer.status_code == 401, raw
+        rebound = httpx.get(f"{served.url}/health", headers={"Host": "attacker.example"})
+        assert rebound.status_code == 400
+        as_text = httpx.post(f"{served.url}/v1/weblog", content=b'{"event": "started"}',
+                             headers={**good, "Content-Type": "text/plain"})  # fmt: skip
+        assert as_text.status_code == 415
+        huge = httpx.post(f"{served.url}/v1/weblog", content=b"[" + b"1," * 5_000_000 + b"1]",
+                          headers={**good, "Content-Type": "application/json"})  # fmt: skip
+        assert huge.status_code == 413
+    finally:
+        stop_sidecar(process)
+
+
+def test_a_token_on_the_command_line_is_warned_about(tmp_path: Path) -> None:
+    process, served = start_sidecar(tmp_path / "h.db", None, "--token", "visible")
+    try:
+        answer = httpx.get(f"{served.url}/metrics", headers={"Authorization": "Bearer visible"})
+        assert answer.status_code == 200
+    finally:
+        stop_sidecar(process)
+    assert process.stderr is not None and "visible to every user in `ps`" in process.stderr.read()

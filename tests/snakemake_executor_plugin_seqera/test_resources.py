@@ -36,6 +36,7 @@ class Job:
     input: tuple[str, ...] = ()
     wildcards_dict: Mapping[str, str] = attrs.field(factory=dict)
     group: str | None = None
+    container_img_url: str | None = None
 
     @property
     def groupid(self) -> str | None:
@@ -119,3 +120,11 @@ def test_labels_in_every_form_configargparse_hands_over(given: object) -> None:
     from snakemake_executor_plugin_seqera.executor import _labels
 
     assert _labels(given) == {"project": "x", "team": "y"}  # type: ignore[arg-type]
+
+
+def test_the_rules_container_is_a_feature_of_the_request() -> None:
+    request, _ = job_request(
+        Job({"mem_mb": 1000}, container_img_url="docker://biocontainers/bwa:0.7")
+    )
+    assert request.container == "docker://biocontainers/bwa:0.7"
+    assert job_request(Job({"mem_mb": 1000}))[0].container is None

@@ -14,8 +14,9 @@ from seqera_core.backends import JobSpec, JobState, SubmitError
 from seqera_core.backends._ecs_usage import wrapped
 from seqera_core.backends.ecs import EcsBackend, EcsSettings
 from seqera_core.errors import ResourceError, UsageError
-from seqera_core.history import finished_record, open_history
+from seqera_core.history import open_history
 from seqera_core.models import Accelerator, ResourceRequest
+from seqera_core.outcomes import finished_record
 from seqera_core.resolvers import PredictiveResolver
 from seqera_core.units import GIB
 

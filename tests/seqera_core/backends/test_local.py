@@ -24,7 +24,7 @@ TIMED = ["sh", "-c", 'date +%s.%N >> "$OUT"; sleep "$NAP"; date +%s.%N >> "$OUT"
 
 @pytest.fixture
 def backend(tmp_path: Path) -> Iterator[LocalBackend]:
-    local = LocalBackend(cpus=2, workdir=tmp_path / "logs", kill_grace=0.3, sample_interval=0.05)
+    local = LocalBackend(cpus=2, work_dir=tmp_path / "logs", kill_grace=0.3, sample_interval=0.05)
     yield local
     local.close()
 
@@ -103,7 +103,7 @@ def test_never_oversubscribes_cores(backend: LocalBackend, tmp_path: Path) -> No
 
 
 def test_never_oversubscribes_memory(tmp_path: Path) -> None:
-    with LocalBackend(cpus=4, memory=1024 * MIB, workdir=tmp_path) as local:
+    with LocalBackend(cpus=4, memory=1024 * MIB, work_dir=tmp_path) as local:
         specs = [timed(tmp_path, f"m{i}", 0.2, memory=600 * MIB) for i in range(2)]
         wait(local, local.submit(specs))
     (_, end0), (start1, _) = sorted(span(tmp_path, f"m{i}") for i in range(2))
@@ -268,7 +268,7 @@ def test_poll_many_handles_in_one_call(backend: LocalBackend) -> None:
 
 
 def test_foreign_handles_are_unknown(backend: LocalBackend, tmp_path: Path) -> None:
-    other = LocalBackend(cpus=1, workdir=tmp_path)
+    other = LocalBackend(cpus=1, work_dir=tmp_path)
     (handle,) = other.submit([JobSpec("elsewhere", ["true"])])
     slurm = JobHandle("slurm", "123")
     assert [s.state for s in backend.poll([handle, slurm])] == [JobState.UNKNOWN] * 2
@@ -279,7 +279,7 @@ def test_foreign_handles_are_unknown(backend: LocalBackend, tmp_path: Path) -> N
 
 def test_idle_backend_keeps_no_thread_or_descriptors(tmp_path: Path) -> None:
     before = len(os.listdir("/proc/self/fd"))
-    local = LocalBackend(cpus=1, workdir=tmp_path)
+    local = LocalBackend(cpus=1, work_dir=tmp_path)
     wait(local, local.submit([JobSpec("t", ["true"])]))
     local.close()
     assert len(os.listdir("/proc/self/fd")) == before

@@ -25,7 +25,7 @@ SMALL = ResourceRequest(cpus=1, memory=64 * MIB, time=60)
 
 @pytest.fixture
 def local(tmp_path: Path) -> Iterator[LocalBackend]:
-    backend = LocalBackend(cpus=2, memory=4096 * MIB, workdir=tmp_path / "local", kill_grace=0.3)
+    backend = LocalBackend(cpus=2, memory=4096 * MIB, work_dir=tmp_path / "local", kill_grace=0.3)
     yield backend
     backend.close()
 

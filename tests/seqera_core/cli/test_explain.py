@@ -186,3 +186,14 @@ def test_squash_says_what_would_share_and_why(
     assert "squash.max_time (600 s)" in long["why"]
     assert main(["explain", *base, "--set", "runtime=5", "--squash", "array"]) == 0
     assert "array: goes out as one element of an array" in capsys.readouterr().out
+
+
+def test_snakemake_without_memory_shows_what_the_executor_submits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `snakemake --executor seqera` submits Snakemake's default (1000 MB without input).
+    doc = _json(capsys, "--engine", "snakemake", "--set", "threads=2", "--backend", "slurm")
+    effective = doc["effective"]
+    assert isinstance(effective, dict) and effective["memory_bytes"] == 1000 * 10**6
+    assert doc["native"]["args"][1] == "--mem=954M"  # type: ignore[index]
+    assert any("Snakemake's default" in note for note in doc["notes"])  # type: ignore[union-attr]

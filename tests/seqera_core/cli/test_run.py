@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from seqera_core.backends import _open as backend_factories
+from seqera_core.backends import registry
 from seqera_core.cli import main
 from seqera_core.cli.run import parse_duration, parse_size
 from seqera_core.errors import ResourceError
@@ -50,6 +50,7 @@ def test_success_with_resources_labels_and_workdir(
     assert status == 0
     assert out == f"{tmp_path}\nrnaseq demo\n"
     assert "submitted job" in err and "succeeded" in err and "wall" in err
+    assert "local backend neither reserves nor isolates accelerators" in err
 
 
 def test_command_options_belong_to_the_command(capfd: pytest.CaptureFixture[str]) -> None:
@@ -165,8 +166,8 @@ def test_killed_and_missing_commands(capfd: pytest.CaptureFixture[str]) -> None:
 def test_an_unavailable_backend_exits_2(
     capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    missing = ("seqera_core.backends.not_written_yet", "SlurmBackend", {})
-    monkeypatch.setitem(backend_factories._FACTORIES, "slurm", missing)
+    missing = registry.BackendEntry("slurm", "seqera_core.backends.not_written_yet", "X")
+    monkeypatch.setitem(registry._BY_NAME, "slurm", missing)
     assert main(["run", "--backend", "slurm", "--", "true"]) == 2
     assert "backend 'slurm' is not available" in capfd.readouterr().err
 

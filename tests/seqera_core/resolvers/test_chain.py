@@ -17,7 +17,7 @@ from seqera_core.history import open_history
 from seqera_core.resolvers import (
     ENTRY_POINT_GROUP,
     DefaultResolver,
-    HistoryResolver,
+    MaximumResolver,
     PredictiveResolver,
     Resolution,
     Resolver,
@@ -211,5 +211,5 @@ def test_inline_resolvers_are_called_on_the_callers_thread(
 
 def test_history_resolvers_are_inline_only_over_a_local_history(tmp_path: Path) -> None:
     history = open_history(tmp_path / "h.db")
-    assert PredictiveResolver(history).inline and HistoryResolver(history).inline
+    assert PredictiveResolver(history).inline and MaximumResolver(history).inline
     assert not Fixed("plain", 0, None).inline  # third-party resolvers keep the timeout

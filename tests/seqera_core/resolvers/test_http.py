@@ -284,37 +284,29 @@ def test_garbage_answer_is_rejected(
     assert "resolver http failed (WireError" in _warnings(caplog)[0]
 
 
-def test_from_env(serve: Serve) -> None:
-    assert HttpResolver.from_env({}) is None
-    server = serve(optimiser)
-    env = {"SEQERA_RESOLVER_URL": server.url + "/", "SEQERA_RESOLVER_TOKEN": "t"}
-    resolver = HttpResolver.from_env(env)
-    assert resolver is not None and resolver.endpoint == server.url
-    resolver.resolve(_request())
-    assert server.requests[0][2] == "Bearer t"
-
-
-def test_from_env_reads_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SEQERA_RESOLVER_URL", "http://127.0.0.1:1")
-    monkeypatch.setenv("SEQERA_RESOLVER_TIMEOUT", "0.5")
-    resolver = HttpResolver.from_env()
-    assert resolver is not None and resolver.endpoint == "http://127.0.0.1:1"
-
-
-@pytest.mark.parametrize(
-    ("env", "message"),
-    [
-        ({"SEQERA_RESOLVER_URL": "http://x", "SEQERA_RESOLVER_TIMEOUT": "soon"}, "TIMEOUT"),
-        ({"SEQERA_RESOLVER_URL": "http://x", "SEQERA_RESOLVER_TIMEOUT": "0"}, "timeout"),
-        ({"SEQERA_RESOLVER_URL": "ftp://x"}, "not an http"),
-    ],
-)
-def test_bad_settings_are_usage_errors(env: dict[str, str], message: str) -> None:
-    with pytest.raises(UsageError, match=message):
-        HttpResolver.from_env(env)
-
-
 def test_an_error_answer_is_a_seqera_error(serve: Serve) -> None:
     server = serve(lambda s, p, b: (403, {"error": "forbidden"}))
     with pytest.raises(SeqeraError, match="HTTP 403"):
         HttpResolver(server.url).resolve(_request())
+
+
+@pytest.mark.parametrize(
+    ("url", "timeout", "message"),
+    [("http://x", 0.0, "timeout"), ("ftp://x", 5.0, "not an http")],
+)
+def test_bad_settings_are_usage_errors(url: str, timeout: float, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        HttpResolver(url, timeout=timeout)
+
+
+def test_a_password_in_the_endpoint_never_shows(serve: Serve) -> None:
+    server = serve(lambda server, path, body: (400, {"detail": "no"}))
+    host = server.url.removeprefix("http://")
+    resolver = HttpResolver(f"http://bot:s3cret@{host}", retries=0)
+    with pytest.raises(SeqeraError) as caught:
+        resolver.resolve(_request())
+    assert "s3cret" not in str(caught.value) and "bot:***@" in str(caught.value)
+    assert "s3cret" not in repr(resolver)
+    with pytest.raises(UsageError) as refused:
+        HttpResolver("ftp://bot:s3cret@x")
+    assert "s3cret" not in str(refused.value)

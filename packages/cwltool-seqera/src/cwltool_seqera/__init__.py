@@ -4,7 +4,7 @@ from ._containers import ContainerPolicy
 from ._dispatch import Dispatcher
 from ._executor import DispatchingExecutor
 from ._job import RunSettings, SeqeraCommandLineJob, job_request
-from ._main import main, make_backend, staging_arguments
+from ._main import main, make_session, staging_arguments
 from ._options import SeqeraOptions, parse_options
 from ._staging import S3Staging, StagingError
 from ._status import process_status, status_message
@@ -24,7 +24,7 @@ __all__ = [
     "ToolFactory",
     "job_request",
     "main",
-    "make_backend",
+    "make_session",
     "make_tool_factory",
     "parse_options",
     "process_status",

@@ -8,7 +8,7 @@ import shutil
 import sys
 import tarfile
 import uuid
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,11 +21,9 @@ from cwltool.utils import bytes2str_in_dicts
 from seqera_core.backends import JobSpec, JobState, JobStatus
 from seqera_core.dialects.cwl import request_from_resources
 from seqera_core.errors import SeqeraError
-from seqera_core.history import History, finished_record
 from seqera_core.models import ResourceRequest
-from seqera_core.pipeline import Prepared, prepare
-from seqera_core.platforms import Platform
-from seqera_core.resolvers import Resolver
+from seqera_core.pipeline import Prepared
+from seqera_core.session import Finished, Session
 
 from ._containers import ContainerPolicy
 from ._dispatch import Dispatcher
@@ -40,17 +38,14 @@ _CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 @attrs.frozen
 class RunSettings:
-    """What every job of one run shares: the dispatcher, the checks and the labels."""
+    """What every job of one run shares: the run's session (platform, resolvers, labels,
+    history) and the dispatcher polling its backend."""
 
+    session: Session
     dispatcher: Dispatcher
-    platform: Platform | None = None
-    resolvers: Sequence[Resolver] = ()
-    run_labels: Mapping[str, str] = attrs.field(factory=dict)
     logdir: Path | None = None
     staging: S3Staging | None = None  # ECS: no shared filesystem, files go through S3
     image: str | None = None  # ECS: for tools without a DockerRequirement
-    history: History | None = None  # every finished job is recorded here
-    run_id: str = ""
     containers: ContainerPolicy = attrs.field(factory=ContainerPolicy)  # where images are ready
 
 
@@ -164,7 +159,7 @@ class DispatchingJob(JobBase):
                 staging.remove(files)
         self._relay(stdout, self.stdout, context.default_stdout)
         self._relay(stderr, self.stderr, context.default_stderr)
-        why = status_message(result)
+        why = status_message(result, prepared.request)
         code = result.exit_code
         if why is not None:
             _log.warning("[job %s] %s", self.name, why)
@@ -245,14 +240,8 @@ class DispatchingJob(JobBase):
         return True
 
     def _record(self, request: ResourceRequest, result: JobStatus) -> None:
-        history = self.settings.history
-        if history is None or result.state not in (JobState.SUCCEEDED, JobState.FAILED):
-            return
-        record = finished_record(request, result, run_id=self.settings.run_id, engine="cwltool")
-        try:
-            history.record([record])
-        except (SeqeraError, OSError) as err:  # the history informs; it never fails a job
-            _log.warning("[job %s] could not record it in the history: %s", self.name, err)
+        # The session's store never fails a job: a failing history only warns.
+        self.settings.session.record([Finished(request, result, task_id=self.name)])
 
     def _input_bytes(self) -> int | None:
         """The bytes of the job's input files (what the right-sizer sizes against)."""
@@ -268,13 +257,7 @@ class DispatchingJob(JobBase):
             # CWL's implicit 1 GiB tmpdir + outdir would become e.g. sbatch --tmp, which a
             # node without TmpDisk refuses: only a declared size goes to the scheduler.
             request = attrs.evolve(request, disk=None)
-        settings = self.settings
-        prepared = prepare(
-            request,
-            platform=settings.platform,
-            resolvers=settings.resolvers,
-            run_labels=settings.run_labels,
-        )
+        prepared = self.settings.session.prepare(request)
         if not prepared.ok:
             assert prepared.report is not None
             raise WorkflowException(

@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import getpass
+import logging
 import os
 import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
 import cwltool.main
 from cwltool.context import LoadingContext
 
-from seqera_core.backends import Backend, open_backend, squash_policy
+from seqera_core.backends.registry import entry
 from seqera_core.config import Config, load_config
 from seqera_core.errors import SeqeraError, UsageError
-from seqera_core.history import History, open_history
-from seqera_core.labels import run_labels
-from seqera_core.platforms import load as load_platform
-from seqera_core.resolvers import HttpResolver, PredictiveResolver, Resolver, discover
+from seqera_core.session import Session
 
 from ._containers import ContainerPolicy
 from ._dispatch import Dispatcher
@@ -28,67 +27,99 @@ from ._options import SeqeraOptions, parse_options
 from ._staging import S3Staging
 from ._tool import make_tool_factory
 
-__all__ = ["main", "make_backend", "staging_arguments"]
+__all__ = ["main", "make_session", "staging_arguments"]
 
-_SHARED_FS = ("slurm", "pbs")
+_log = logging.getLogger("cwltool")
 _STAGING_FLAGS = ("--tmpdir-prefix", "--tmp-outdir-prefix")
 
 
-def make_backend(options: SeqeraOptions, workdir: Path, config: Config | None = None) -> Backend:
-    """The backend ``--executor`` names, built by the core's ``open_backend``.
-
-    Slurm and PBS take ``--seqera-backend-option`` keywords; ECS takes the core's ``ecs.*``
-    configuration (seqera.yaml, ``$SEQERA_ECS_*``) with ``--seqera-ecs`` on top.
-    """
-    extra = dict(options.backend_options)
-    name = options.executor
-    if extra and name in ("local", "ecs"):
-        hint = " (use --seqera-ecs KEY=VALUE)" if name == "ecs" else ""
-        raise UsageError(
-            f"--seqera-backend-option {sorted(extra)[0]}: the {name} backend takes none{hint}"
-        )
-    if name == "local":
-        return open_backend(
-            name, cpus=options.local_cpus, memory=options.local_memory, workdir=workdir / "logs"
-        )
-    if name == "ecs":
-        if options.s3_prefix is None:
-            raise UsageError(
-                "--executor ecs: --seqera-s3-prefix s3://BUCKET/PREFIX is required (ECS jobs "
-                "have no shared filesystem; their inputs and outputs travel through S3)"
-            )
-        if config is None:
-            config = _config(options)
-        try:
-            return open_backend(name, **config.section("ecs"))
-        except UsageError as err:
-            raise UsageError(f"{err} (or --seqera-ecs KEY=VALUE)") from None
-        except TypeError as err:
-            raise UsageError(f"--seqera-ecs: {err}") from err
-    # arrays or squashed allocations when seqera config asks (squash.*, $SEQERA_SQUASH_*)
-    platform = load_platform(options.platform) if options.platform else None
-    policy = squash_policy(config or _config(options), platform)
-    try:
-        return open_backend(name, work_dir=workdir / "jobs", squash=policy, **extra)
-    except (TypeError, ValueError) as err:
-        raise UsageError(f"--seqera-backend-option for {name}: {err}") from err
-
-
 def _config(options: SeqeraOptions) -> Config:
-    flags = {f"ecs.{key}": value for key, value in options.ecs.items()}
+    """seqera config with this command's flags on top (the same layers every engine reads)."""
+    flags = {
+        "backend": options.executor,
+        "platform": None if options.platform is None else str(options.platform),
+        "resolver.url": options.resolver_url,
+        "history": options.history,
+        "labels": dict(options.labels) or None,
+        "local.cpus": options.local_cpus,
+        "local.memory": options.local_memory,
+        **{f"ecs.{key}": value for key, value in options.ecs.items()},
+    }
     return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
 
 
-def staging_arguments(options: SeqeraOptions, argv: Sequence[str], workdir: Path) -> list[str]:
+def make_session(
+    options: SeqeraOptions,
+    workdir: Path,
+    config: Config | None = None,
+    *,
+    run_id: str = "",
+    run_name: str = "cwl",
+) -> Session:
+    """The run's session: backend, platform, resolvers, history and labels from seqera
+    config (``seqera.yaml``, ``$SEQERA_*``) with ``--executor``/``--seqera-*`` on top.
+
+    Batch schedulers take ``--seqera-backend-option`` keywords and keep job files under
+    ``workdir/jobs``; the local backend's logs go to ``workdir/logs``; ECS takes the core's
+    ``ecs.*`` settings with ``--seqera-ecs`` on top.
+    """
+    config = config or _config(options)
+    if options.report is not None and not config.get("history"):
+        # A report needs what the jobs used: keep it beside the run's job files.
+        with_history = attrs.evolve(options, history=str(workdir / "history.db"))
+        config = _config(with_history)
+    backend = entry(str(config.get("backend")))
+    if options.backend_options and not backend.batch:
+        hint = " (use --seqera-ecs KEY=VALUE)" if backend.section == "ecs" else ""
+        raise UsageError(
+            f"--seqera-backend-option {sorted(options.backend_options)[0]}: the "
+            f"{backend.name} backend takes none{hint}"
+        )
+    if not backend.shared_fs and options.s3_prefix is None:
+        raise UsageError(
+            f"--executor {backend.name}: --seqera-s3-prefix s3://BUCKET/PREFIX is required "
+            "(its jobs have no shared filesystem; their inputs and outputs travel through S3)"
+        )
+    run_id = run_id or uuid.uuid4().hex[:12]
+    session = Session(
+        config,
+        "cwltool",
+        run_id=run_id,
+        label_prefix="cwl",
+        metadata={
+            "engine": "cwltool-seqera",
+            "run-name": run_name,
+            "run-id": run_id,
+            "user": getpass.getuser(),
+        },
+        work_dir=lambda found: workdir / ("jobs" if found.batch else "logs"),
+        backend_options=options.backend_options,
+        warn=lambda message: _log.warning("seqera: %s", message),
+    )
+    try:
+        session.backend  # noqa: B018 - open it now: a bad setting is an error before cwltool starts
+    except SeqeraError as err:
+        session.close()
+        if backend.section == "ecs" and "ecs." in str(err):
+            raise UsageError(f"{err} (or --seqera-ecs KEY=VALUE)") from None
+        if backend.batch:
+            raise UsageError(f"--seqera-backend-option for {backend.name}: {err}") from None
+        raise
+    return session
+
+
+def staging_arguments(backend: str, argv: Sequence[str], workdir: Path) -> list[str]:
     """cwltool flags putting staging and output directories where compute nodes read them.
 
-    Only for cluster backends, and only for flags the user did not give: cwltool's own
-    default is under /tmp, which is local to each node. On ECS, ``--no-container``: the
-    task's image is the job's container, and cwltool must not wrap it in another.
+    Only for batch schedulers, and only for flags the user did not give: cwltool's own
+    default is under /tmp, which is local to each node. Without a shared file system (ECS),
+    ``--no-container``: the task's image is the job's container, and cwltool must not wrap
+    it in another.
     """
-    if options.executor == "ecs" and "--no-container" not in argv:
+    found = entry(backend)
+    if not found.shared_fs and "--no-container" not in argv:
         return ["--no-container"]
-    if options.executor not in _SHARED_FS:
+    if not found.batch:
         return []
     given = {a.split("=", 1)[0] for a in argv}
     added = []
@@ -97,21 +128,6 @@ def staging_arguments(options: SeqeraOptions, argv: Sequence[str], workdir: Path
             (workdir / sub).mkdir(parents=True, exist_ok=True)
             added.append(f"{flag}={workdir / sub}{os.sep}")
     return added
-
-
-def _resolvers(options: SeqeraOptions, history: History | None) -> list[Resolver]:
-    found = discover()
-    if options.resolver_url:
-        found.append(HttpResolver(options.resolver_url))
-    if history is not None:
-        found.append(PredictiveResolver(history))
-    return found
-
-
-def _history(options: SeqeraOptions, config: Config) -> History | None:
-    """``--seqera-history``, else seqera config's ``history`` (``$SEQERA_HISTORY``)."""
-    location = options.history or config.get("history")
-    return open_history(os.path.expanduser(str(location))) if location else None
 
 
 def _workflow_name(argv: Sequence[str]) -> str:
@@ -127,48 +143,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         options, rest = parse_options(args)
         workdir = (options.workdir or Path.cwd() / "cwltool-seqera-work").absolute()
-        config = _config(options)
-        backend = make_backend(options, workdir, config)
-        platform = None if options.platform is None else load_platform(options.platform)
         run_id = uuid.uuid4().hex[:12]
-        staging = None
-        if options.executor == "ecs":
-            assert options.s3_prefix is not None  # make_backend refuses ECS without it
-            staging = S3Staging(options.s3_prefix, run_id)
-        labels = run_labels(
-            "cwl",
-            {
-                "engine": "cwltool-seqera",
-                "run-name": _workflow_name(rest),
-                "run-id": run_id,
-                "user": getpass.getuser(),
-            },
-            options.labels,
-        )
-        history = _history(options, config)
-        resolvers = _resolvers(options, history)
+        session = make_session(options, workdir, run_id=run_id, run_name=_workflow_name(rest))
     except (SeqeraError, OSError) as err:
         print(f"cwltool-seqera: error: {err}", file=sys.stderr)
         return 2
-    interval = options.poll_interval or (0.1 if options.executor == "local" else 1.0)
-    dispatcher = Dispatcher(backend, interval=interval, unknown_timeout=options.unknown_timeout)
-    settings = RunSettings(
-        dispatcher, platform, tuple(resolvers), labels, workdir / "logs",
-        staging=staging, image=options.image, history=history, run_id=run_id,
-        containers=ContainerPolicy.for_executor(options.executor, options.pull_first),
-    )  # fmt: skip
-    loading = LoadingContext()
-    loading.construct_tool_object = make_tool_factory(settings)
-    try:
-        return cwltool.main.main(
-            argsl=staging_arguments(options, rest, workdir) + rest,
-            executor=DispatchingExecutor(dispatcher),
-            loadingContext=loading,
+    with session:
+        staging = None
+        if not session.entry.shared_fs:
+            assert options.s3_prefix is not None  # make_session refuses ECS without it
+            staging = S3Staging(options.s3_prefix, run_id)
+        local = session.backend_name == "local"
+        interval = options.poll_interval or (0.1 if local else 1.0)
+        dispatcher = Dispatcher(
+            session.backend, interval=interval, unknown_timeout=options.unknown_timeout
         )
-    finally:
-        dispatcher.close()
-        close = getattr(backend, "close", None)
-        if callable(close):
-            close()
-        if history is not None:
-            history.close()
+        settings = RunSettings(
+            session, dispatcher, workdir / "logs", staging=staging, image=options.image,
+            containers=ContainerPolicy.for_executor(session.backend_name, options.pull_first),
+        )  # fmt: skip
+        loading = LoadingContext()
+        loading.construct_tool_object = make_tool_factory(settings)
+        try:
+            code: int = cwltool.main.main(
+                argsl=staging_arguments(session.backend_name, rest, workdir) + rest,
+                executor=DispatchingExecutor(dispatcher),
+                loadingContext=loading,
+            )
+        finally:
+            dispatcher.close()
+        _report(session, options.report)
+        return code
+
+
+def _report(session: Session, path: Path | None) -> None:
+    """The run's efficiency in a few lines, and its page where --seqera-report asks."""
+    for line in session.summary():
+        _log.info("seqera: %s", line)
+    if path is None:
+        return
+    try:
+        written = session.write_report(path)
+    except SeqeraError as err:
+        _log.warning("seqera: no report: %s", err)
+        return
+    _log.info("seqera: report of this run: %s", written.absolute())

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import attrs
 
+from seqera_core.backends.registry import BACKENDS
+from seqera_core.config import key_value
 from seqera_core.errors import UsageError
 
-__all__ = ["EXECUTORS", "SeqeraOptions", "parse_options"]
-
-EXECUTORS = ("local", "slurm", "pbs", "ecs")
+__all__ = ["SeqeraOptions", "parse_options"]
 
 
 @attrs.frozen
 class SeqeraOptions:
     """The ``--executor`` and ``--seqera-*`` values of one invocation."""
 
-    executor: str = "local"
+    executor: str | None = None  # None: seqera config's backend ($SEQERA_BACKEND), else local
     platform: Path | None = None
     resolver_url: str | None = None
     labels: Mapping[str, str] = attrs.field(factory=dict)
@@ -33,22 +33,17 @@ class SeqeraOptions:
     image: str | None = None  # ECS: the image of a tool without a DockerRequirement
     unknown_timeout: float = 300.0  # seconds of continuous UNKNOWN status before giving up
     history: str | None = None  # task history (path or URL): sizes jobs, records each one
+    report: Path | None = None  # the run's HTML report, written when the run ends
     pull_first: bool = False  # container images made ready on this host before the jobs
 
 
 def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
-    pairs = {}
-    for value in values:
-        key, sep, text = value.partition("=")
-        if not sep or not key:
-            raise UsageError(f"{flag} {value!r}: expected KEY=VALUE")
-        pairs[key] = text
-    return pairs
+    return dict(key_value(flag, value) for value in values)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    parser.add_argument("--executor", default="local")
+    parser.add_argument("--executor")
     parser.add_argument("--seqera-platform", type=Path)
     parser.add_argument("--seqera-resolver-url")
     parser.add_argument("--seqera-label", action="append", default=[])
@@ -62,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seqera-image")
     parser.add_argument("--seqera-unknown-timeout")
     parser.add_argument("--seqera-history")
+    parser.add_argument("--seqera-report", type=Path)
     parser.add_argument("--seqera-pull-first", action="store_true")
     return parser
 
@@ -86,8 +82,8 @@ def parse_options(argv: Sequence[str]) -> tuple[SeqeraOptions, list[str]]:
     args = list(argv)
     cut = args.index("--") if "--" in args else len(args)
     ours, rest = _parser().parse_known_args(args[:cut])
-    if ours.executor not in EXECUTORS:
-        raise UsageError(f"--executor {ours.executor!r}: expected one of {', '.join(EXECUTORS)}")
+    if ours.executor is not None and ours.executor not in BACKENDS:
+        raise UsageError(f"--executor {ours.executor!r}: expected one of {', '.join(BACKENDS)}")
     interval = _number("--seqera-poll-interval", ours.seqera_poll_interval, float)
     memory = _number("--seqera-local-memory", ours.seqera_local_memory, int)
     unknown = _number("--seqera-unknown-timeout", ours.seqera_unknown_timeout, float)
@@ -111,6 +107,7 @@ def parse_options(argv: Sequence[str]) -> tuple[SeqeraOptions, list[str]]:
         image=ours.seqera_image,
         unknown_timeout=300.0 if unknown is None else unknown,
         history=ours.seqera_history,
+        report=ours.seqera_report,
         pull_first=ours.seqera_pull_first,
     )
     return options, rest + args[cut:]

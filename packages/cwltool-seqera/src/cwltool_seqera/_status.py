@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from seqera_core.backends import JobState, JobStatus
+from seqera_core.models import ResourceRequest
+from seqera_core.outcomes import cause, failure_message
 
 __all__ = ["process_status", "status_message"]
 
@@ -32,14 +34,11 @@ def process_status(
     return "success" if code == 0 else "permanentFail"
 
 
-def status_message(status: JobStatus) -> str | None:
-    """Why the scheduler ended the job, when it was not the command's own exit."""
-    if status.time_limit:
-        return f"killed by the scheduler: time limit exceeded ({status.reason or 'timeout'})"
-    if status.out_of_memory:
-        return f"killed by the scheduler: out of memory ({status.reason or 'OOM'})"
-    if status.state is JobState.CANCELLED:
-        return f"cancelled ({status.reason or 'by the scheduler'})"
+def status_message(status: JobStatus, request: ResourceRequest | None = None) -> str | None:
+    """Why the scheduler ended the job, when it was not the command's own exit (in the
+    words every engine uses, :func:`seqera_core.outcomes.failure_message`)."""
     if status.state is JobState.UNKNOWN:
         return f"lost by the backend ({status.reason or 'unknown state'})"
-    return None
+    if cause(status) in (None, "other"):
+        return None  # the command's own exit code decides, by the tool's lists
+    return failure_message(status, request)

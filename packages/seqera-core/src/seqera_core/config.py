@@ -22,6 +22,10 @@ resolver: {url: "http://127.0.0.1:8080", timeout: 5}
 ecs: {cluster: genomics, execution_role: "arn:aws:iam::123456789012:role/ecsTaskExecutionRole"}
 ```
 
+``local.cpus`` and ``local.memory`` (``SEQERA_LOCAL_CPUS``, ``SEQERA_LOCAL_MEMORY``: cores,
+and bytes or a size such as ``8GiB``) are what the local backend shares between jobs
+(default: the whole machine).
+
 ``ecs.*`` keys configure the AWS ECS backend (``SEQERA_ECS_<KEY>`` in the environment):
 ``cluster`` and ``execution_role`` are required to run there; ``task_role``, ``subnets``
 and ``security_groups`` (lists, or comma-separated text), ``assign_public_ip`` (boolean),
@@ -40,12 +44,13 @@ from typing import Any
 import yaml
 from attrs import field, frozen
 
+from .backends.registry import BACKENDS
+from .dialects.human import SIZE_FORMS, parse_size
 from .errors import ResourceError
 from .labels import METADATA, string_labels
 
-__all__ = ["BACKENDS", "DEFAULTS", "KEYS", "Config", "load_config"]
+__all__ = ["DEFAULTS", "KEYS", "Config", "key_value", "load_config"]
 
-BACKENDS = ("local", "slurm", "pbs", "torque", "ecs")
 # key -> environment variable
 KEYS: dict[str, str] = {
     "backend": "SEQERA_BACKEND",
@@ -56,6 +61,8 @@ KEYS: dict[str, str] = {
     "auto_labels": "SEQERA_AUTO_LABELS",
     "labels": "SEQERA_LABELS",
     "history": "SEQERA_HISTORY",
+    "local.cpus": "SEQERA_LOCAL_CPUS",
+    "local.memory": "SEQERA_LOCAL_MEMORY",
     "ecs.cluster": "SEQERA_ECS_CLUSTER",
     "ecs.execution_role": "SEQERA_ECS_EXECUTION_ROLE",
     "ecs.task_role": "SEQERA_ECS_TASK_ROLE",
@@ -133,12 +140,22 @@ def _auto_labels(value: Any, where: str) -> str | list[str]:
     return cleaned
 
 
+def key_value(field: str, text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` split at the first ``=`` (the one parser of every ``KEY=VALUE`` flag and
+    variable); a missing ``=`` or key is a ResourceError naming ``field``."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ResourceError(field, text, "KEY=VALUE, e.g. project=rnaseq")
+    return key.strip(), value
+
+
 def _labels(value: Any, where: str) -> dict[str, str]:
     if isinstance(value, str):  # SEQERA_LABELS=team=genomics,project=x
-        pairs = [item.partition("=") for item in value.split(",") if item.strip()]
-        if any(not sep or not k.strip() for k, sep, _ in pairs):
-            raise ResourceError(f"{where}: labels", value, "KEY=VALUE[,KEY=VALUE...]")
-        return {k.strip(): v for k, _, v in pairs}
+        items = [item for item in value.split(",") if item.strip()]
+        try:
+            return dict(key_value(f"{where}: labels", item) for item in items)
+        except ResourceError:
+            raise ResourceError(f"{where}: labels", value, "KEY=VALUE[,KEY=VALUE...]") from None
     if not isinstance(value, Mapping) or any(
         isinstance(v, Mapping | list) or k in (None, "") for k, v in value.items()
     ):
@@ -177,6 +194,26 @@ def _count(key: str, value: Any, where: str) -> int:
     return int(text)
 
 
+def _cores(key: str, value: Any, where: str) -> float:
+    cores = -1.0
+    if not isinstance(value, bool):
+        with contextlib.suppress(TypeError, ValueError):
+            cores = float(value)
+    if not math.isfinite(cores) or cores <= 0:
+        raise ResourceError(f"{where}: {key}", value, "a number of cores > 0, e.g. 4 or 0.5")
+    return cores
+
+
+def _bytes(key: str, value: Any, where: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if isinstance(value, str) and value.strip().isdigit() and int(value) > 0:
+        return int(value)
+    if isinstance(value, str):
+        return parse_size(value, f"{where}: {key}")
+    raise ResourceError(f"{where}: {key}", value, f"whole bytes, or {SIZE_FORMS}")
+
+
 def _check(key: str, value: Any, where: str) -> Any:
     if key not in KEYS:
         raise ResourceError(f"{where}: {key}", value, f"one of the keys {', '.join(KEYS)}")
@@ -192,6 +229,10 @@ def _check(key: str, value: Any, where: str) -> Any:
         return _list(key, value, where)
     if key in ("ecs.assign_public_ip", "ecs.report_usage"):
         return _boolean(key, value, where)
+    if key == "local.cpus":
+        return _cores(key, value, where)
+    if key == "local.memory":
+        return _bytes(key, value, where)
     if key in ("ecs.max_spot_attempts", "squash.max_jobs", "squash.cpus"):
         return _count(key, value, where)
     return _text(key, value, where)

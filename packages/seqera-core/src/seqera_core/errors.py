@@ -3,12 +3,13 @@
 SeqeraError                 anything else, e.g. a scheduler failed (the CLI exits 1)
  ├── UsageError             invalid input, or a job that cannot run (the CLI exits 2)
  │    └── ResourceError     a resource value is malformed or out of range (ValueError)
+ ├── HistoryError           the task history could not be read or written (never fails a job)
  └── WireError              a JSON document does not match the wire format (ValueError)
 """
 
 from __future__ import annotations
 
-__all__ = ["ResourceError", "SeqeraError", "UsageError", "WireError"]
+__all__ = ["HistoryError", "ResourceError", "SeqeraError", "UsageError", "WireError"]
 
 
 class SeqeraError(Exception):
@@ -27,6 +28,11 @@ class ResourceError(UsageError, ValueError):
         self.value = value
         self.expected = expected
         super().__init__(f"{field}: {value!r} is not valid; expected {expected}")
+
+
+class HistoryError(SeqeraError):
+    """The history store failed (locked, unreachable, dropped connection). Callers that
+    record what a job used warn and carry on: the history informs, it never fails a job."""
 
 
 class WireError(SeqeraError, ValueError):

@@ -1,15 +1,19 @@
-"""The ASGI app: resource resolution, weblog ingestion, health and Prometheus metrics.
+"""The ASGI app: resource resolution, weblog ingestion, runs, health and Prometheus metrics.
 
 Every endpoint but ``/health`` and ``/openapi.json`` needs ``Authorization: Bearer
-<token>`` when a token is configured. Bad documents get 400 with ``{"problems": [...]}``,
-one message per fault naming its JSON path.
+<token>`` when a token is configured; ``edge`` holds the rules every request passes
+first (Host, token, JSON content type, body limit). Bad documents get 400 with
+``{"problems": [...]}``, one message per fault naming its JSON path; every refusal and
+error is counted in ``seqera_sidecar_errors_total``. Handlers that touch the backend, the
+history or the resolvers run in worker threads, so a slow ``sbatch`` or a locked
+database never holds up ``/health``. ``/health`` answers 503 with ``status: degraded``
+while the poll loop is failing (its failures, restarts and last error in the body).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hmac
-import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -21,7 +25,10 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
@@ -34,12 +41,16 @@ from seqera_core.pipeline import DEFAULTS
 from seqera_core.resolvers import BATCH_LIMIT, PredictiveResolver, Resolver, resolve
 
 from . import __version__
+from .edge import DEFAULT_BODY_LIMIT, Refused, allowed_host, authorized, read_json, token_bytes
 from .openapi import bundled_spec
-from .runs import Dispatcher, NotFound
+from .poller import redact
+from .report import report_endpoint
+from .runs import Dispatcher, NotFound, SubmitFailed
 from .weblog import parse_event
 
 __all__ = ["create_app"]
 
+_log = logging.getLogger("seqera_sidecar")
 _PUBLIC = frozenset({"/health", "/openapi.json"})
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
 
@@ -48,12 +59,28 @@ def _problems(status: int, *problems: str) -> JSONResponse:
     return JSONResponse({"problems": list(problems)}, status_code=status)
 
 
-async def _json(request: Request) -> Any:
-    body = await request.body()
-    try:
-        return json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise WireError([f"$: the body is not JSON ({exc})"]) from None
+class _DispatcherMetrics(Collector):
+    """The poll loop's and the history hand-over's counts, read when scraped."""
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+
+    def collect(self) -> Any:
+        poller = self.dispatcher.poller
+        yield CounterMetricFamily("seqera_sidecar_poll_failures", "Poll cycles that failed",
+                                  value=poller.failures)  # fmt: skip
+        yield CounterMetricFamily("seqera_sidecar_poll_restarts",
+                                  "Poll threads started again after dying",
+                                  value=poller.restarts)  # fmt: skip
+        yield CounterMetricFamily("seqera_sidecar_history_failures",
+                                  "History hand-overs that failed (records kept)",
+                                  value=self.dispatcher.history_failures)  # fmt: skip
+        yield CounterMetricFamily("seqera_sidecar_resubmitted",
+                                  "Tasks proven never submitted, sent again",
+                                  value=self.dispatcher.resubmitted)  # fmt: skip
+        yield GaugeMetricFamily("seqera_sidecar_poll_degraded",
+                                "1 while the poll loop is failing",
+                                value=float(poller.status()["state"] != "ok"))  # fmt: skip
 
 
 class _Metrics:
@@ -71,6 +98,8 @@ class _Metrics:
                                 registry=self.registry)  # fmt: skip
         self.resolved = Counter("seqera_sidecar_resolved", "Requests resolved, by source",
                                 ["resolver"], registry=self.registry)  # fmt: skip
+        self.errors = Counter("seqera_sidecar_errors", "Requests refused or failed, by kind",
+                              ["endpoint", "kind"], registry=self.registry)  # fmt: skip
 
 
 def create_app(
@@ -79,15 +108,24 @@ def create_app(
     token: str | None = None,
     resolvers: list[Resolver] | None = None,
     dispatcher: Dispatcher | None = None,
+    hosts: frozenset[str] | None = None,
+    body_limit: int = DEFAULT_BODY_LIMIT,
 ) -> Starlette:
     """The sidecar's app over ``history``; ``resolvers`` default to the predictive resolver.
 
     With a ``dispatcher``, the runs and tasks endpoints submit to its backend, and its
-    poller runs while the app does.
+    poller runs while the app does. ``hosts``: the names ``Host`` may carry (None: any;
+    ``edge.hosts()`` builds the loopback default). ``body_limit``: bytes (413 beyond).
     """
     chain = resolvers if resolvers is not None else [PredictiveResolver(history)]
     metrics = _Metrics()
+    if dispatcher is not None:
+        metrics.registry.register(_DispatcherMetrics(dispatcher))
     spec = bundled_spec()
+    secret = token_bytes(token)
+
+    async def _json(request: Request) -> Any:
+        return await read_json(request, body_limit)
 
     def answer(request: ResourceRequest) -> dict[str, Any] | None:
         resolution = resolve(request, chain, defaults=DEFAULTS)
@@ -98,7 +136,8 @@ def create_app(
 
     async def resolve_one(request: Request) -> Response:
         document = await _json(request)
-        result = answer(wire.structure(document, ResourceRequest))
+        parsed = wire.structure(document, ResourceRequest)
+        result = await run_in_threadpool(answer, parsed)
         return Response(status_code=204) if result is None else JSONResponse(result)
 
     async def resolve_batch(request: Request) -> Response:
@@ -116,7 +155,8 @@ def create_app(
                 problems += [p.replace("$", f"$.requests[{index}]", 1) for p in exc.problems]
         if problems:
             raise WireError(problems)
-        return JSONResponse({"responses": [answer(r) for r in requests]})
+        answers = await run_in_threadpool(lambda: [answer(r) for r in requests])
+        return JSONResponse({"responses": answers})
 
     async def weblog(request: Request) -> Response:
         document = await _json(request)
@@ -125,6 +165,10 @@ def create_app(
         for index, item in enumerate(events):
             try:
                 event = parse_event(item)
+            except RecursionError:
+                metrics.rejected.inc()
+                problems.append(f"$[{index}]: nested too deeply")
+                continue
             except WireError as exc:
                 # One bad event is refused alone: the others in the batch are kept.
                 metrics.rejected.inc()
@@ -136,15 +180,31 @@ def create_app(
             if event.record is not None:
                 records.append(event.record)
         if records:
-            history.record(records)
+            try:
+                await run_in_threadpool(history.record, records)
+            except Exception as exc:
+                _log.warning("history: weblog records not stored: %s", redact(str(exc)))
+                metrics.errors.labels("weblog", "history").inc()
+                return _problems(503, "the history store is unavailable; send the events again")
         status = 400 if problems and not accepted else 202
+        if problems:  # each refused event is in seqera_sidecar_weblog_rejected_total too
+            metrics.errors.labels("weblog", "invalid").inc()
         body: dict[str, Any] = {"accepted": accepted, "recorded": len(records)}
         if problems:
             body["problems"] = problems
         return JSONResponse(body, status_code=status)
 
     async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "version": __version__})
+        body: dict[str, Any] = {"status": "ok", "version": __version__}
+        if dispatcher is not None:
+            dispatcher.poller.check()  # a poll thread that died is started again
+            poller = dispatcher.poller.status()
+            body["poller"] = poller
+            body["history_failures"] = dispatcher.history_failures
+            if poller["state"] != "ok":
+                body["status"] = "degraded"
+                return JSONResponse(body, status_code=503)
+        return JSONResponse(body)
 
     async def prometheus(request: Request) -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
@@ -155,23 +215,34 @@ def create_app(
     def endpoint(name: str, handler: Callable[[Request], Awaitable[Response]]) -> Any:
         async def wrapped(request: Request) -> Response:
             started = time.perf_counter()
-            if token is not None and request.url.path not in _PUBLIC:
-                given = request.headers.get("authorization", "")
-                scheme, _, value = given.partition(" ")
-                if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip(), token):
-                    response: Response = _problems(401, "a valid bearer token is required")
-                    metrics.requests.labels(name, "401").inc()
-                    return response
+            kind = None
             try:
+                allowed_host(request, hosts)
+                if request.url.path not in _PUBLIC:
+                    authorized(request, secret)
                 response = await handler(request)
+            except Refused as exc:
+                response, kind = _problems(exc.status, exc.problem), exc.kind
             except WireError as exc:
-                response = _problems(400, *exc.problems)
+                response, kind = _problems(400, *exc.problems[:100]), "invalid"
+            except RecursionError:
+                response, kind = _problems(400, "$: nested too deeply"), "invalid"
             except NotFound as exc:
-                response = _problems(404, str(exc))
+                response, kind = _problems(404, str(exc)), "not_found"
             except ResourceError as exc:
-                response = _problems(409 if exc.field == "run" else 400, str(exc))
+                conflict = exc.field in ("run", "id")
+                response = _problems(409 if conflict else 400, str(exc))
+                kind = "conflict" if conflict else "invalid"
+            except SubmitFailed as exc:  # what went out is kept, and said
+                response = JSONResponse({"problems": [str(exc)], "tasks": exc.tasks}, 503)
+                kind = "backend"
             except SeqeraError as exc:  # the backend failed: worth a retry later
-                response = _problems(503, str(exc))
+                response, kind = _problems(503, redact(str(exc))), "backend"
+            except Exception:
+                _log.exception("%s: internal error", name)
+                response, kind = _problems(500, "internal error (logged)"), "internal"
+            if kind is not None:
+                metrics.errors.labels(name, kind).inc()
             metrics.requests.labels(name, str(response.status_code)).inc()
             metrics.latency.labels(name).observe(time.perf_counter() - started)
             return response
@@ -194,28 +265,32 @@ def create_app(
             or not all(isinstance(v, str | int | float | bool) for v in labels.values())
         ):
             raise WireError(["$.labels: expected an object of single values"])
-        return JSONResponse(runs().create_run(name, labels), status_code=201)
+        created = await run_in_threadpool(runs().create_run, name, labels)
+        return JSONResponse(created, status_code=201)
 
     async def submit_tasks(request: Request) -> Response:
         document = await _json(request)
         tasks = document.get("tasks") if isinstance(document, dict) else None
-        submitted = runs().submit(request.path_params["run"], tasks)
+        submitted = await run_in_threadpool(runs().submit, request.path_params["run"], tasks)
         return JSONResponse({"tasks": submitted}, status_code=202)
 
     async def describe_task(request: Request) -> Response:
         params = request.path_params
-        return JSONResponse(runs().task(params["run"], params["task"]))
+        return JSONResponse(await run_in_threadpool(runs().task, params["run"], params["task"]))
 
     async def cancel_task(request: Request) -> Response:
         params = request.path_params
-        return JSONResponse(runs().cancel(params["run"], params["task"]), status_code=202)
+        cancelled = await run_in_threadpool(runs().cancel, params["run"], params["task"])
+        return JSONResponse(cancelled, status_code=202)
 
     async def task_logs(request: Request) -> Response:
         params = request.path_params
-        return PlainTextResponse(runs().logs(params["run"], params["task"]))
+        return PlainTextResponse(await run_in_threadpool(runs().logs, params["run"],
+                                                         params["task"]))  # fmt: skip
 
     async def terminate_run(request: Request) -> Response:
-        return JSONResponse(runs().terminate(request.path_params["run"]), status_code=202)
+        run = await run_in_threadpool(runs().terminate, request.path_params["run"])
+        return JSONResponse(run, status_code=202)
 
     task_path = "/v1/runs/{run}/tasks/{task}"
     routes = [
@@ -231,6 +306,7 @@ def create_app(
         Route("/health", endpoint("health", health), methods=["GET"]),
         Route("/metrics", endpoint("metrics", prometheus), methods=["GET"]),
         Route("/openapi.json", endpoint("openapi", openapi), methods=["GET"]),
+        Route("/report", endpoint("report", report_endpoint(history)), methods=["GET"]),
     ]
 
     @contextlib.asynccontextmanager

@@ -5,18 +5,20 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from seqera_core import platforms
-from seqera_core.backends import BACKENDS, Backend, open_backend, squash_policy
-from seqera_core.config import load_config
+from seqera_core.backends.registry import BACKENDS
+from seqera_core.config import Config, load_config
 from seqera_core.dialects.nextflow import request_from_directives
 from seqera_core.errors import SeqeraError, UsageError
-from seqera_core.history import History, open_history
+from seqera_core.history import History
 from seqera_core.pipeline import DEFAULTS
-from seqera_core.resolvers import HistoryResolver, PredictiveResolver, Resolver, resolve
+from seqera_core.resolvers import MaximumResolver, PredictiveResolver, Resolver, resolve
+from seqera_core.session import Session
 
 from .nextflow_config import directives, process_config
 
@@ -25,15 +27,27 @@ __all__ = ["main"]
 DEFAULT_HISTORY = "~/.seqera/history.db"
 
 
-def _history(args: argparse.Namespace) -> History:
-    location = args.history or os.environ.get("SEQERA_HISTORY") or DEFAULT_HISTORY
-    return open_history(os.path.expanduser(location))
+def _settings(args: argparse.Namespace) -> Config:
+    """seqera config (``seqera.yaml``, ``$SEQERA_*``) with this command's flags on top; the
+    history defaults to ``~/.seqera/history.db``, since the sidecar always keeps one."""
+    flags = {"history": getattr(args, "history", None), "backend": getattr(args, "backend", None)}
+    config = load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
+    if not config.get("history"):
+        flags["history"] = DEFAULT_HISTORY
+        config = load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
+    return config
 
 
-def _resolver(args: argparse.Namespace, history: History) -> Resolver:
-    if args.resolver == "max":
-        return HistoryResolver(history, margin=args.margin)
-    return PredictiveResolver(history, apply_cpus=args.apply_cpus)
+def _sizing(args: argparse.Namespace) -> Callable[[History], Resolver]:
+    """The history's resolver ``--resolver`` asks for."""
+    if getattr(args, "resolver", "predictive") == "max":
+        return lambda history: MaximumResolver(history, margin=args.margin)
+    apply_cpus = getattr(args, "apply_cpus", False)
+    return lambda history: PredictiveResolver(history, apply_cpus=apply_cpus)
+
+
+def _session(args: argparse.Namespace, **options: Any) -> Session:
+    return Session(_settings(args), "seqera-sidecar", sizing=_sizing(args), **options)
 
 
 def _loopback(host: str) -> bool:
@@ -45,39 +59,80 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _backend(name: str, jobs: Path) -> Backend:
-    if name == "local":
-        return open_backend(name, workdir=jobs)
-    config = load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home())
-    if name == "ecs":
-        return open_backend(name, **config.section("ecs"))
-    # arrays or squashed allocations when seqera config asks (squash.* / $SEQERA_SQUASH_*)
-    platform = platforms.load(config.get("platform")) if config.get("platform") else None
-    return open_backend(name, work_dir=jobs, squash=squash_policy(config, platform))
+def _wildcard(host: str) -> bool:
+    return host in ("", "0.0.0.0", "::", "[::]")
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    """The token from --token-file, $SEQERA_SIDECAR_TOKEN or --token (in that order)."""
+    # Read once and removed from this process's environment: no job, local or batch,
+    # inherits it from the sidecar.
+    from_env = os.environ.pop("SEQERA_SIDECAR_TOKEN", None)
+    if args.token_file:
+        path = Path(args.token_file)
+        try:
+            mode = path.stat().st_mode
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--token-file: {args.token_file!r} cannot be read ({exc})") from None
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            print(f"seqera-sidecar: warning: --token-file {args.token_file!r} is readable by "
+                  "other users; chmod 600 it", file=sys.stderr)  # fmt: skip
+        token = text.strip()
+        if not token:
+            raise UsageError(f"--token-file: {args.token_file!r} is empty; expected a token")
+        return token
+    if from_env:
+        return from_env
+    if args.token:
+        print("seqera-sidecar: warning: --token is visible to every user in `ps`; use "
+              "--token-file or $SEQERA_SIDECAR_TOKEN", file=sys.stderr)  # fmt: skip
+        return str(args.token)
+    return None
+
+
+def _hosts(args: argparse.Namespace) -> frozenset[str] | None:
+    """The names ``Host`` may carry: loopback, the address served, and --allow-host."""
+    from .edge import hosts
+
+    extra = list(args.allow_host or [])
+    if _wildcard(args.host) and not extra:
+        return None  # every interface: the token guards it, any name reaches it
+    return hosts([*extra, *(() if _wildcard(args.host) else [args.host])])
 
 
 def _serve(args: argparse.Namespace) -> int:
-    token = args.token or os.environ.get("SEQERA_SIDECAR_TOKEN") or None
+    token = _token(args)
     if not _loopback(args.host) and token is None:
         raise UsageError(
             f"--host: {args.host!r} is reachable from other machines; set a token "
-            "(--token or $SEQERA_SIDECAR_TOKEN) or listen on 127.0.0.1"
+            "(--token-file or $SEQERA_SIDECAR_TOKEN) or listen on 127.0.0.1"
+        )
+    if args.backend and token is None:
+        raise UsageError(
+            f"--backend {args.backend}: dispatching runs commands as you for whoever reaches "
+            "the port (any local user on a shared machine); set a token with --token-file "
+            "or $SEQERA_SIDECAR_TOKEN"
         )
     import uvicorn
 
     from .app import create_app
     from .runs import Dispatcher
 
-    history = _history(args)
-    resolvers: list[Resolver] = [_resolver(args, history)]
-    dispatcher = None
-    if args.backend:
-        state = Path(os.path.expanduser(args.state))
-        state.parent.mkdir(parents=True, exist_ok=True)
-        backend = _backend(args.backend, state.parent / "jobs")
-        dispatcher = Dispatcher(backend, state, resolvers=resolvers, history=history)
-    app = create_app(history, token=token, resolvers=resolvers, dispatcher=dispatcher)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    state = Path(os.path.expanduser(args.state))
+    jobs = state.parent / "jobs"
+    # Local jobs recorded beside their logs: a restarted sidecar re-adopts them.
+    options = {"state": jobs / "records"} if args.backend == "local" else None
+    with _session(args, work_dir=jobs, backend_options=options) as session:
+        assert session.history is not None  # _config always names one
+        dispatcher = None
+        if args.backend:
+            state.parent.mkdir(parents=True, exist_ok=True)
+            dispatcher = Dispatcher(session, state)
+        app = create_app(session.history, token=token, resolvers=session.resolvers,
+                         dispatcher=dispatcher, hosts=_hosts(args),
+                         body_limit=args.max_body)  # fmt: skip
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     return 0
 
 
@@ -88,8 +143,8 @@ def _resolve(args: argparse.Namespace) -> int:
         process=args.process,
         attempt=args.attempt,
     )
-    history = _history(args)
-    resolution = resolve(request, [_resolver(args, history)], defaults=DEFAULTS)
+    with _session(args) as session:
+        resolution = resolve(request, session.resolvers, defaults=DEFAULTS)
     for key, value in directives(resolution.effective).items():
         print(f"{key} {value}")
     print(f"// from {resolution.resolver}" + "".join(f"; {n}" for n in resolution.notes))
@@ -97,8 +152,9 @@ def _resolve(args: argparse.Namespace) -> int:
 
 
 def _config(args: argparse.Namespace) -> int:
-    history = _history(args)
-    text = process_config(history, HistoryResolver(history, margin=args.margin))
+    with _session(args) as session:
+        assert session.history is not None
+        text = process_config(session.history, MaximumResolver(session.history, margin=args.margin))
     if args.output in (None, "-"):
         sys.stdout.write(text)
     else:
@@ -107,7 +163,9 @@ def _config(args: argparse.Namespace) -> int:
 
 
 def _cpus(args: argparse.Namespace) -> int:
-    wasted = [use for use in _history(args).cpu_use() if use.unused > 0]
+    with _session(args) as session:
+        assert session.history is not None
+        wasted = [use for use in session.history.cpu_use() if use.unused > 0]
     if not wasted:
         print("every process used the cores it reserved")
         return 0
@@ -177,7 +235,14 @@ def _parser() -> argparse.ArgumentParser:
         if name == "serve":
             sub.add_argument("--host", default="127.0.0.1")
             sub.add_argument("--port", type=int, default=8080)
-            sub.add_argument("--token", help="bearer token (or $SEQERA_SIDECAR_TOKEN)")
+            sub.add_argument("--token", help="bearer token; visible in ps: prefer --token-file "
+                             "or $SEQERA_SIDECAR_TOKEN")  # fmt: skip
+            sub.add_argument("--token-file", help="a file holding the bearer token (chmod 600)")
+            sub.add_argument("--allow-host", action="append", metavar="NAME",
+                             help="a name clients may reach this sidecar by (Host header), "
+                             "beyond 127.0.0.1, localhost and ::1; repeat for several")  # fmt: skip
+            sub.add_argument("--max-body", type=int, default=8 * 2**20, metavar="BYTES",
+                             help="largest body accepted (default 8 MiB)")  # fmt: skip
             sub.add_argument("--log-level", default="warning")
             sub.add_argument(
                 "--backend",

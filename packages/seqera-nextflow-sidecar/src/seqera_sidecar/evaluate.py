@@ -24,7 +24,7 @@ from attrs import frozen
 
 from seqera_core.history import History, TaskRecord, open_history
 from seqera_core.models import ResourceRequest
-from seqera_core.resolvers import HistoryResolver, PredictiveResolver, Resolver
+from seqera_core.resolvers import MaximumResolver, PredictiveResolver, Resolver
 
 __all__ = ["PREDICTORS", "Score", "TimeScore", "evaluate", "evaluate_time", "split"]
 
@@ -36,8 +36,8 @@ _GBH = 1e9 * 3600
 # A predictor is built over the history it may read; ``None`` means the trace's presets.
 PREDICTORS: dict[str, Callable[[History], Resolver] | None] = {
     "preset": None,
-    "max": lambda h: HistoryResolver(h, margin=1.0, escalation=2.0),
-    "max-1.2": lambda h: HistoryResolver(h, margin=1.2, escalation=2.0),
+    "max": lambda h: MaximumResolver(h, margin=1.0, escalation=2.0),
+    "max-1.2": lambda h: MaximumResolver(h, margin=1.2, escalation=2.0),
     # The default: a peak measured once is a sample, so the fallback keeps a 20 % margin.
     "predictive": lambda h: PredictiveResolver(h),
     # No margin on the fallback: less waste in replay, where a peak repeats exactly.

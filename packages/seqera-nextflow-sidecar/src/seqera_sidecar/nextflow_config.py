@@ -4,30 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from seqera_core.dialects.nextflow import format_duration, format_memory
+from seqera_core.dialects.nextflow import config_directives
 from seqera_core.history import History
 from seqera_core.models import ResourceRequest, ResourceResponse
-from seqera_core.resolvers import HistoryResolver
-from seqera_core.units import MIB, ceil_div
+from seqera_core.resolvers import MaximumResolver
 
 __all__ = ["directives", "process_config"]
 
 
 def directives(response: ResourceResponse) -> dict[str, str]:
-    """``cpus``/``memory``/``time`` as Nextflow writes them: memory up to whole MB (MiB),
-    time up to whole minutes, so the config stays readable and never gives less."""
-    memory = ceil_div(response.memory, MIB) * MIB
-    time = ceil_div(response.time, 60) * 60
-    cpus = ceil_div(int(response.cpus * 1000), 1000)
-    return {"cpus": str(cpus), "memory": f"'{format_memory(memory)}'",
-            "time": f"'{format_duration(time)}'"}  # fmt: skip
+    """``cpus``/``memory``/``time`` in Nextflow's config notation (the core's dialect)."""
+    return config_directives(response)
 
 
 def _quoted(name: str) -> str:
     return "'" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def process_config(history: History, resolver: HistoryResolver) -> str:
+def process_config(history: History, resolver: MaximumResolver) -> str:
     """A Nextflow config with one ``withName`` block per process the history knows."""
     lines = [
         "// Written by seqera-sidecar config from the task history: the largest use seen",

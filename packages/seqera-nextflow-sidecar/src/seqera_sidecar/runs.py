@@ -2,15 +2,30 @@
 
 A run's labels are the baseline every task starts from; a task adds its own delta. Each
 task goes through the core's pipeline (resolvers, then labels) before the backend sees
-it, and its row keeps the handle, so a restarted sidecar polls the same jobs again. A
-task a backend can no longer find after a restart (a local job dies with its parent)
-is failed with that reason rather than left running forever.
+it.
+
+Exactly once: a task may carry its own ``id``; a task sent again with the same run and
+id (a client retrying after a timeout or a 503) is answered from its row and never
+submitted again. The row is written before the backend is called (state
+``submitting``, with a unique submission key the job carries: ``$SEQERA_SUBMISSION_KEY``
+and the spec's ``key`` where the backend contract has one). A row left without a handle
+(the sidecar died mid-submit, or the backend failed in a way whose outcome is unknown)
+is reconciled by the poll loop: a backend that can look jobs up by key
+(``backend.find(keys) -> {key: handle}``) says whether the job exists; if it does not,
+the stored spec is submitted again. A backend that cannot look up is never asked twice:
+the task becomes ``unknown`` with the reason. A :class:`SubmitError`'s submitted
+handles are stored, so a partial failure loses no job.
+
+History: every finished task goes to the session's history (``Session.record``, which
+never raises and keeps what a locked SQLite or a dropped PostgreSQL connection refused for
+the next cycle), so a failing store delays the record, never the task.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
+import logging
+import os
 import threading
 import time
 import uuid
@@ -21,104 +36,59 @@ from typing import Any
 import attrs
 
 from seqera_core import wire
-from seqera_core.backends import Backend, JobHandle, JobSpec, JobState, JobStatus
+from seqera_core.backends import JobHandle, JobSpec, JobState, JobStatus, SubmitError
 from seqera_core.errors import ResourceError, SeqeraError, WireError
-from seqera_core.history import History, TaskRecord
 from seqera_core.labels import string_labels
 from seqera_core.models import ResourceRequest
+from seqera_core.outcomes import cause, failure_message
 from seqera_core.pipeline import prepare
-from seqera_core.resolvers import Resolver
+from seqera_core.session import Finished, Session
 
-__all__ = ["Dispatcher", "NotFound"]
+from .crashpoints import crash_point
+from .poller import Supervisor, redact
+from .store import handle_from, handle_to, open_state, spec_from, spec_to
+from .submission import KEY_VARIABLE, Parsed, keyed, task_spec
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT PRIMARY KEY, name TEXT NOT NULL, labels TEXT NOT NULL,
-    created REAL NOT NULL, terminated REAL
-);
-CREATE TABLE IF NOT EXISTS tasks (
-    id TEXT PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs(id), name TEXT NOT NULL,
-    process TEXT, state TEXT NOT NULL, exit_code INTEGER, reason TEXT,
-    attempts INTEGER NOT NULL DEFAULT 1, resources TEXT NOT NULL, handle TEXT,
-    created REAL NOT NULL, updated REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS tasks_active ON tasks (state);
-"""
+__all__ = ["KEY_VARIABLE", "Dispatcher", "NotFound", "SubmitFailed"]
+
+_log = logging.getLogger("seqera_sidecar")
 _ACTIVE = ("pending", "running", "unknown")
 MAX_TASKS = 100
+_COLUMNS = "id, name, state, exit_code, reason, attempts, resources, handle"
 
 
 class NotFound(SeqeraError):
     """No run or task with that id."""
 
 
-def _handle(text: str | None) -> JobHandle | None:
-    return None if not text else JobHandle(**json.loads(text))
+class SubmitFailed(SeqeraError):
+    """The backend failed; ``tasks`` are those that went out anyway (kept, never lost)."""
 
-
-def _task_spec(index: int, document: Any) -> tuple[JobSpec, ResourceRequest]:
-    where = f"$.tasks[{index}]"
-    if not isinstance(document, Mapping):
-        raise WireError([f"{where}: expected an object"])
-    unknown = set(document) - {"name", "image", "command", "environment", "resources", "labels"}
-    if unknown:
-        raise WireError([f"{where}.{sorted(unknown)[0]}: unexpected key"])
-    command = document.get("command")
-    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
-        raise WireError([f"{where}.command: expected a non-empty list of strings (an argv)"])
-    name = document.get("name") or f"task-{index}"
-    environment = document.get("environment") or {}
-    labels = document.get("labels") or {}
-    for key, value in (("name", name), ("image", document.get("image") or "")):
-        if not isinstance(value, str):
-            raise WireError([f"{where}.{key}: expected a string"])
-    for key, mapping in (("environment", environment), ("labels", labels)):
-        if not isinstance(mapping, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()
-        ):
-            raise WireError([f"{where}.{key}: expected an object of strings"])
-    try:
-        request = wire.structure(document.get("resources") or {}, ResourceRequest)
-    except WireError as exc:
-        raise WireError([p.replace("$", f"{where}.resources", 1) for p in exc.problems]) from None
-    if document.get("image"):
-        request = attrs.evolve(request, container=document["image"])
-    request = attrs.evolve(request, labels={**request.labels, **labels},
-                           process=request.process or name)  # fmt: skip
-    spec = JobSpec(name=name, command=tuple(command), request=request, env=environment)
-    return spec, request
+    def __init__(self, message: str, tasks: list[dict[str, Any]]) -> None:
+        self.tasks = tasks
+        super().__init__(message)
 
 
 class Dispatcher:
-    """Runs and tasks over one backend and one SQLite file; a thread polls active tasks."""
+    """Runs and tasks over one backend and one SQLite file; a supervised thread polls."""
 
-    def __init__(
-        self,
-        backend: Backend,
-        path: str | Path,
-        *,
-        resolvers: Sequence[Resolver] = (),
-        history: History | None = None,
-        interval: float = 1.0,
-    ) -> None:
-        self.backend = backend
-        self.resolvers = list(resolvers)
-        self.history = history
-        self.interval = interval
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+    def __init__(self, session: Session, path: str | Path, *, interval: float = 1.0) -> None:
+        self.session = session
+        self.backend = session.backend
+        self._db, self._lockfd = open_state(Path(path))
         self._lock = threading.RLock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(_SCHEMA)
+        self._inflight: set[str] = set()  # keys being submitted by a request right now
+        self.history_failures = 0
+        self.resubmitted = 0
+        self.poller = Supervisor("seqera-poll", self.cycle, interval=interval)
 
     # -- runs ------------------------------------------------------------------------
 
     def create_run(self, name: str, labels: Mapping[str, Any]) -> dict[str, Any]:
-        """A new run; its labels are the baseline of every task."""
+        """A new run; its labels, over the session's (seqera config, ``$SEQERA_LABELS``), are
+        the baseline of every task."""
         run_id = uuid.uuid4().hex
-        baseline = string_labels(labels)
+        baseline = {**self.session.labels, **string_labels(labels)}
         with self._lock:
             self._db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, NULL)",
                              (run_id, name, json.dumps(baseline), time.time()))  # fmt: skip
@@ -130,7 +100,7 @@ class Dispatcher:
             row = self._db.execute("SELECT id, name, labels, terminated FROM runs WHERE id = ?",
                                    (run_id,)).fetchone()  # fmt: skip
         if row is None:
-            raise NotFound(f"no run {run_id!r}")
+            raise NotFound(f"no run {run_id[:128]!r}")
         return {"id": row[0], "name": row[1], "labels": json.loads(row[2]),
                 "terminated": row[3] is not None}  # fmt: skip
 
@@ -143,156 +113,300 @@ class Dispatcher:
                 (run_id,),
             ).fetchall()
             self._db.execute("UPDATE runs SET terminated = ? WHERE id = ?", (time.time(), run_id))
-        self._cancel([r[0] for r in rows], [h for _, t in rows if (h := _handle(t))])
+        self._cancel(run_id, [r[0] for r in rows], [h for _, t in rows if (h := handle_from(t))])
         return self.run(run_id)
 
     # -- tasks -----------------------------------------------------------------------
 
     def submit(self, run_id: str, documents: Any) -> list[dict[str, Any]]:
-        """Validate every task first, then submit them all with one backend call."""
+        """Validate every task, write their rows, then submit the new ones in one call."""
         run = self.run(run_id)
         if run["terminated"]:
             raise ResourceError("run", run_id, "a run that has not been terminated")
         if not isinstance(documents, list) or not 1 <= len(documents) <= MAX_TASKS:
             raise WireError([f"$.tasks: expected a list of 1 to {MAX_TASKS} tasks"])
-        parsed = [_task_spec(i, d) for i, d in enumerate(documents)]
-        specs, ids, resources = [], [], []
-        for spec, request in parsed:
-            prepared = prepare(request, resolvers=self.resolvers, run_labels=run["labels"])
-            specs.append(attrs.evolve(spec, request=prepared.request, labels=prepared.labels))
-            ids.append(uuid.uuid4().hex)
-            resources.append(wire.unstructure(prepared.request))
-        handles = self.backend.submit(specs)
+        parsed = [task_spec(i, d) for i, d in enumerate(documents)]
+        given = [p.id for p in parsed if p.id is not None]
+        if len(set(given)) < len(given):
+            raise WireError(["$.tasks: two tasks have the same id"])
+        ids, fresh = self._claim(run_id, run["labels"], parsed)
+        if fresh:
+            self._submit(run_id, fresh)
+        return [self.task(run_id, task_id) for task_id in ids]
+
+    def _claim(
+        self, run_id: str, baseline: Mapping[str, str], parsed: list[Parsed]
+    ) -> tuple[list[str], list[tuple[str, str, JobSpec]]]:
+        """Rows for tasks not seen before (state ``submitting``); ids of every task."""
+        # Resolvers may call out (HTTP): asked before the lock, even for retries.
+        specs = []
+        for item in parsed:
+            prepared = prepare(item.spec.request, platform=self.session.platform,
+                               resolvers=self.session.resolvers, run_labels=baseline)  # fmt: skip
+            specs.append(attrs.evolve(item.spec, request=prepared.request, labels=prepared.labels))
+        ids, rows, fresh = [], [], []
+        now = time.time()
+        with self._lock:
+            for item, prepared_spec in zip(parsed, specs, strict=True):
+                task_id = item.id or uuid.uuid4().hex
+                ids.append(task_id)
+                found = self._db.execute("SELECT digest FROM tasks WHERE run_id = ? AND id = ?",
+                                         (run_id, task_id)).fetchone()  # fmt: skip
+                if found is not None:
+                    if found[0] != item.digest:
+                        raise ResourceError("id", task_id, "a task id not used before in this "
+                                            "run for a different task")  # fmt: skip
+                    continue  # a retry: answered from its row, never submitted again
+                key = f"seqera-{uuid.uuid4().hex}"
+                spec = keyed(prepared_spec, key)
+                fresh.append((task_id, key, spec))
+                rows.append((run_id, task_id, spec.name, spec.request.process,
+                             json.dumps(wire.unstructure(spec.request)), key, spec_to(spec),
+                             item.digest, now, now))  # fmt: skip
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(
+                    "INSERT INTO tasks (run_id, id, name, process, state, resources, key, "
+                    "spec, digest, created, updated) "
+                    "VALUES (?, ?, ?, ?, 'submitting', ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            self._inflight.update(key for _, key, _ in fresh)
+        return ids, fresh
+
+    def _submit(self, run_id: str, fresh: list[tuple[str, str, JobSpec]]) -> None:
+        keys = [key for _, key, _ in fresh]
+        crash_point("row-written")
+        try:
+            handles: list[JobHandle | None] = list(self.backend.submit([s for _, _, s in fresh]))
+            crash_point("submitted")
+        except ResourceError:
+            self._forget(keys)  # refused before anything was sent
+            raise
+        except Exception as exc:
+            gone = exc.submitted if isinstance(exc, SubmitError) else ()
+            mapped = self._after_failure(fresh, gone)
+            self._store(keys, mapped)
+            unknown = [k for k, h in zip(keys, mapped, strict=True) if h is None]
+            if isinstance(exc, SubmitError) or self._finder() is not None:
+                self._forget(unknown)  # provably never reached the backend: a retry resends
+            else:
+                self._unknown(unknown, f"submission failed: {type(exc).__name__}")
+            sent = [task_id for (task_id, _, _), h in zip(fresh, mapped, strict=True) if h]
+            raise SubmitFailed(redact(f"{exc}"), [self.task(run_id, t) for t in sent]) from exc
+        finally:
+            with self._lock:
+                self._inflight.difference_update(keys)
+        self._store(keys, handles)
+
+    def _finder(self) -> Any:
+        find = getattr(self.backend, "find", None)
+        return find if callable(find) else None
+
+    def _after_failure(
+        self, fresh: list[tuple[str, str, JobSpec]], submitted: Sequence[JobHandle]
+    ) -> list[JobHandle | None]:
+        """Which of ``fresh`` reached the backend: by key when it can tell, else by name."""
+        find = self._finder()
+        if find is not None:
+            found: Mapping[str, JobHandle] = find([key for _, key, _ in fresh])
+            return [found.get(key) for _, key, _ in fresh]
+        # SubmitError lists handles in task order; names match them to their tasks.
+        left = list(submitted)
+        mapped: list[JobHandle | None] = []
+        for _, _, spec in fresh:
+            match = next((h for h in left if h.name == spec.name), None)
+            if match is not None:
+                left.remove(match)
+            mapped.append(match)
+        return mapped
+
+    def _store(self, keys: Sequence[str], handles: Sequence[JobHandle | None]) -> None:
         now = time.time()
         with self._lock:
             self._db.executemany(
-                "INSERT INTO tasks VALUES (?, ?, ?, ?, 'pending', NULL, NULL, 1, ?, ?, ?, ?)",
-                [(task_id, run_id, spec.name, spec.request.process, json.dumps(res),
-                  json.dumps(attrs.asdict(handle)), now, now)
-                 for task_id, spec, res, handle in zip(ids, specs, resources, handles,
-                                                       strict=True)],
-            )  # fmt: skip
-        return [self.task(run_id, task_id) for task_id in ids]
+                "UPDATE tasks SET handle = ?, state = 'pending', updated = ? "
+                "WHERE key = ? AND state = 'submitting'",
+                [(handle_to(h), now, k) for k, h in zip(keys, handles, strict=True) if h],
+            )
+
+    def _forget(self, keys: Sequence[str]) -> None:
+        with self._lock:
+            self._db.executemany("DELETE FROM tasks WHERE key = ? AND handle IS NULL",
+                                 [(k,) for k in keys])  # fmt: skip
+
+    def _unknown(self, keys: Sequence[str], why: str) -> None:
+        reason = (f"{why}; the backend cannot look jobs up by submission key, so the task is "
+                  "not sent again (it may or may not be running)")  # fmt: skip
+        with self._lock:
+            self._db.executemany(
+                "UPDATE tasks SET state = 'unknown', reason = ?, updated = ? WHERE key = ?",
+                [(reason, time.time(), k) for k in keys],
+            )
 
     def task(self, run_id: str, task_id: str) -> dict[str, Any]:
         """A task as last seen: state, exit code, reason, attempts, resources granted."""
         with self._lock:
-            row = self._db.execute(
-                "SELECT id, name, state, exit_code, reason, attempts, resources, handle "
-                "FROM tasks WHERE id = ? AND run_id = ?", (task_id, run_id),
-            ).fetchone()  # fmt: skip
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE id = ? AND run_id = ?",
+                                   (task_id, run_id)).fetchone()  # fmt: skip
         if row is None:
-            raise NotFound(f"no task {task_id!r} in run {run_id!r}")
-        handle = _handle(row[7])
+            raise NotFound(f"no task {task_id[:128]!r} in run {run_id[:128]!r}")
+        handle = handle_from(row[7])
         return {"id": row[0], "name": row[1], "state": row[2], "exit_code": row[3],
                 "reason": row[4], "attempts": row[5], "resources": json.loads(row[6]),
                 "backend": handle.backend if handle else None,
                 "native_id": handle.native_id if handle else None}  # fmt: skip
 
-    def cancel(self, run_id: str, task_id: str) -> dict[str, Any]:
-        """Cancel one task (a finished one is left as it ended)."""
+    def _row(self, run_id: str, task_id: str) -> tuple[JobHandle | None, str]:
         with self._lock:
             row = self._db.execute("SELECT handle, state FROM tasks WHERE id = ? AND run_id = ?",
                                    (task_id, run_id)).fetchone()  # fmt: skip
         if row is None:
-            raise NotFound(f"no task {task_id!r} in run {run_id!r}")
-        handle = _handle(row[0])
-        if row[1] in _ACTIVE and handle is not None:
-            self._cancel([task_id], [handle])
+            raise NotFound(f"no task {task_id[:128]!r} in run {run_id[:128]!r}")
+        return handle_from(row[0]), row[1]
+
+    def cancel(self, run_id: str, task_id: str) -> dict[str, Any]:
+        """Cancel one task (a finished one is left as it ended)."""
+        handle, state = self._row(run_id, task_id)
+        if state in (*_ACTIVE, "submitting"):
+            self._cancel(run_id, [task_id], [handle] if handle else [])
         return self.task(run_id, task_id)
 
     def logs(self, run_id: str, task_id: str) -> str:
         """The task's output so far."""
-        with self._lock:
-            row = self._db.execute("SELECT handle FROM tasks WHERE id = ? AND run_id = ?",
-                                   (task_id, run_id)).fetchone()  # fmt: skip
-        if row is None:
-            raise NotFound(f"no task {task_id!r} in run {run_id!r}")
-        handle = _handle(row[0])
+        handle, _ = self._row(run_id, task_id)
         return "" if handle is None else self.backend.logs(handle)
 
-    def _cancel(self, ids: list[str], handles: list[JobHandle]) -> None:
+    def _cancel(self, run_id: str, ids: list[str], handles: list[JobHandle]) -> None:
         if handles:
             self.backend.cancel(handles)
+        # A task still being submitted is cancelled once its handle is stored (poll_once).
         with self._lock:
             self._db.executemany(
-                "UPDATE tasks SET state = 'cancelled', reason = 'cancelled', updated = ? "
-                "WHERE id = ? AND state IN ('pending', 'running', 'unknown')",
-                [(time.time(), i) for i in ids],
+                "UPDATE tasks SET state = CASE WHEN handle IS NULL THEN state ELSE 'cancelled' "
+                "END, reason = 'cancelled', updated = ? WHERE run_id = ? AND id = ? AND state "
+                "IN ('pending', 'running', 'unknown', 'submitting')",
+                [(time.time(), run_id, i) for i in ids],
             )
 
-    # -- polling ---------------------------------------------------------------------
+    # -- the poll cycle ----------------------------------------------------------------
+
+    def cycle(self) -> None:
+        """One supervised cycle: reconcile rows without handles, poll, hand records over."""
+        self.reconcile()
+        self.poll_once()
+        if self.session.unrecorded:
+            self.session.record([])  # what the history refused before: offered again
+
+    def reconcile(self) -> int:
+        """Rows left ``submitting`` by a crash: found by key, else resubmitted (or unknown)."""
+        with self._lock:
+            rows = [r for r in self._db.execute(
+                "SELECT key, spec, reason FROM tasks WHERE state = 'submitting'"
+                " AND handle IS NULL").fetchall() if r[0] not in self._inflight]  # fmt: skip
+            self._inflight.update(r[0] for r in rows)
+        if not rows:
+            return 0
+        keys = [r[0] for r in rows]
+        try:
+            find = self._finder()
+            if find is None:
+                self._unknown(keys, "the sidecar stopped while submitting")
+                return len(rows)
+            found: Mapping[str, JobHandle] = find(keys)
+            self._store(keys, [found.get(k) for k in keys])
+            missing = [r for r in rows if r[0] not in found]
+            dropped = [r[0] for r in missing if r[2] == "cancelled"]
+            if dropped:  # cancelled before it was ever sent: it never will be
+                with self._lock:
+                    self._db.executemany(
+                        "UPDATE tasks SET state = 'cancelled', updated = ? WHERE key = ?",
+                        [(time.time(), k) for k in dropped],
+                    )
+            missing = [r for r in missing if r[2] != "cancelled"]
+            if missing:
+                # Proven absent: the job never reached the backend. Sent now, once.
+                try:
+                    handles = self.backend.submit([spec_from(r[1]) for r in missing])
+                except ResourceError as exc:  # refused before anything went out: for good
+                    with self._lock:
+                        self._db.executemany(
+                            "UPDATE tasks SET state = 'failed', reason = ?, updated = ? "
+                            "WHERE key = ?",
+                            [(f"cannot be submitted: {exc}", time.time(), r[0]) for r in missing],
+                        )
+                    return len(rows)
+                self.resubmitted += len(missing)
+                self._store([r[0] for r in missing], handles)
+            return len(rows)
+        finally:
+            with self._lock:
+                self._inflight.difference_update(keys)
 
     def poll_once(self) -> int:
         """One backend poll for every active task; returns how many are still active."""
         with self._lock:
             rows = self._db.execute(
-                f"SELECT id, handle, resources, run_id FROM tasks WHERE state IN {_ACTIVE}"
+                "SELECT id, handle, resources, run_id, reason FROM tasks WHERE handle IS NOT "
+                f"NULL AND state IN {_ACTIVE}"
             ).fetchall()
-        active = [(r[0], h, r[2], r[3]) for r in rows if (h := _handle(r[1])) is not None]
+        active = [(r[0], h, r[2], r[3], r[4]) for r in rows if (h := handle_from(r[1]))]
         if not active:
             return 0
-        statuses = self.backend.poll([handle for _, handle, _, _ in active])
-        finished: list[TaskRecord] = []
+        late = [h for _, h, _, _, why in active if why == "cancelled"]
+        if late:  # cancelled while it was being submitted
+            self.backend.cancel(late)
+        statuses = self.backend.poll([handle for _, handle, _, _, _ in active])
+        now = time.time()
+        finished: list[Finished] = []
         with self._lock:
-            for (task_id, _, resources, run_id), status in zip(active, statuses, strict=True):
+            for (task_id, _, resources, run_id, _), status in zip(active, statuses, strict=True):
                 state, reason = self._state(status)
                 self._db.execute(
                     "UPDATE tasks SET state = ?, exit_code = ?, reason = ?, updated = ? "
-                    "WHERE id = ?", (state, status.exit_code, reason, time.time(), task_id),
-                )  # fmt: skip
-                if status.state.finished and status.state is not JobState.CANCELLED:
-                    finished.append(_record(run_id, task_id, json.loads(resources), status))
-        if finished and self.history is not None:
-            self.history.record(finished)  # what dispatched tasks used feeds the resolver
+                    "WHERE run_id = ? AND id = ?",
+                    (state, status.exit_code, reason, now, run_id, task_id),
+                )
+                if status.state.finished:
+                    request = wire.structure(json.loads(resources), ResourceRequest)
+                    finished.append(Finished(request, status, task_id=task_id, run_id=run_id))
+        if finished:
+            # What dispatched tasks used feeds the resolver; a failing store never fails a
+            # task: the session keeps the rows and says so.
+            self.session.record(finished)
+            if self.session.unrecorded:
+                self.history_failures += 1
         return sum(not s.state.finished for s in statuses)
+
+    def unrecorded(self) -> int:
+        """Finished tasks the history has not taken yet."""
+        return self.session.unrecorded
 
     def _state(self, status: JobStatus) -> tuple[str, str | None]:
         if status.state is JobState.UNKNOWN and status.handle.backend == "local":
-            # Local jobs are children of the sidecar: after a restart they are gone. A
-            # scheduler's unknown job may only be late to show; it is asked again.
-            return "failed", "lost: the sidecar restarted while this local job ran"
-        reason = status.reason
-        if status.out_of_memory:
-            reason = "out of memory" + (f": {reason}" if reason else "")
-        elif status.time_limit:
-            reason = "time limit" + (f": {reason}" if reason else "")
+            # Re-adoption (the local backend's state directory) knows every job it ran;
+            # one it does not know is gone with its record.
+            return "failed", "lost: the local backend has no record of this job"
+        # Why it failed in the words every engine uses.
+        reason = failure_message(status) if cause(status) else status.reason
         return status.state.value, reason
 
     def start(self) -> None:
-        """Poll in a background thread until :meth:`stop`."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="seqera-poll", daemon=True)
-            self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.poll_once()
-            except SeqeraError:
-                continue  # the scheduler is busy or restarting: ask again next time
+        """Poll in a supervised background thread until :meth:`stop`."""
+        self.poller.start()
 
     def stop(self) -> None:
-        """Stop polling (submitted jobs keep running) and close the database."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-        close = getattr(self.backend, "close", None)
-        if callable(close):
-            close()
+        """Stop polling and close the database; the session, which owns the backend, is
+        closed by whoever opened it. Submitted jobs keep running: a backend that can
+        re-adopt its jobs (``detach()``) leaves them for the next sidecar."""
+        self.poller.stop()
+        detach = getattr(self.backend, "detach", None)
+        if callable(detach):
+            detach()
         with self._lock:
             self._db.close()
-
-
-def _record(
-    run_id: str, task_id: str, resources: Mapping[str, Any], status: JobStatus
-) -> TaskRecord:
-    return TaskRecord(
-        run_id=run_id, task_id=task_id, process=str(resources.get("process") or "task"),
-        succeeded=status.state is JobState.SUCCEEDED, engine="seqera-sidecar",
-        exit_code=status.exit_code, out_of_memory=status.out_of_memory,
-        time_limit=status.time_limit, cpus=resources.get("cpus"),
-        memory=resources.get("memory_bytes"), time=resources.get("time_seconds"),
-        peak_memory=status.peak_memory_bytes, realtime=status.wall_seconds,
-        finished=time.time(),
-    )  # fmt: skip
+        os.close(self._lockfd)  # the next sidecar may take the state now

@@ -7,6 +7,7 @@ import gzip
 from pathlib import Path
 from typing import IO
 
+from seqera_core.dialects.nextflow import seconds_from_millis
 from seqera_core.errors import UsageError
 from seqera_core.history import TaskRecord
 
@@ -62,7 +63,7 @@ def read_trace(path: str | Path, run_id: str = "trace") -> list[TaskRecord]:
                     engine="nextflow",
                     cpus=cpus,
                     memory=None if memory is None else int(memory),
-                    time=None if time is None else int(time // 1000),
+                    time=None if time is None else seconds_from_millis(time),
                     peak_memory=None if rss is None else int(rss),
                     cpu_percent=cpu,
                     realtime=None if realtime is None else realtime / 1000,

@@ -22,6 +22,7 @@ from typing import Any
 
 from attrs import frozen
 
+from seqera_core.dialects.nextflow import seconds_from_millis
 from seqera_core.errors import WireError
 from seqera_core.history import TaskRecord
 
@@ -55,7 +56,7 @@ def _number(trace: Mapping[str, Any], key: str, problems: list[str]) -> float | 
         return None
     try:
         number = float(str(value).rstrip("%")) if isinstance(value, str) else float(value)
-    except ValueError:
+    except (TypeError, ValueError, OverflowError):  # an object, a list, an int past floats
         problems.append(f"$.trace.{key}: {value!r} is not a number")
         return None
     if not math.isfinite(number) or number < 0:
@@ -103,7 +104,7 @@ def _record(run_id: str, trace: Mapping[str, Any], problems: list[str]) -> TaskR
     else:
         try:
             exit_code = int(exit_code)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # 1e999 is a float infinity
             problems.append(f"$.trace.exit: {exit_code!r} is not an exit code")
             exit_code = None
         if exit_code is not None and not -_LARGEST - 1 <= exit_code <= _LARGEST:
@@ -121,7 +122,7 @@ def _record(run_id: str, trace: Mapping[str, Any], problems: list[str]) -> TaskR
     if problems:
         return None
     realtime = None if values["realtime"] is None else values["realtime"] / 1000
-    time = None if time_ms is None else math.ceil(time_ms / 1000)
+    time = None if time_ms is None else seconds_from_millis(time_ms)
     succeeded = status == "COMPLETED" and exit_code in (0, None)
     out_of_memory = not succeeded and (
         exit_code in _OOM_EXITS or (peak is not None and memory is not None and peak >= memory)
@@ -162,7 +163,7 @@ def parse_event(document: Any) -> WeblogEvent:
         raise WireError([f"$: expected a weblog event object, got {type(document).__name__}"])
     problems: list[str] = []
     event = document.get("event")
-    if event not in EVENTS:
+    if not isinstance(event, str) or event not in EVENTS:  # a list is not even hashable
         problems.append(f"$.event: {event!r} is not one of {', '.join(sorted(EVENTS))}")
     run_id = _text(document, "runId", problems)
     run_name = _text(document, "runName", problems)

@@ -22,23 +22,12 @@ from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 from snakemake_interface_executor_plugins.settings import SharedFSUsage
 
-from seqera_core import platforms
-from seqera_core.backends import (
-    Backend,
-    JobSpec,
-    JobState,
-    JobStatus,
-    SquashBackend,
-    SubmitError,
-    open_backend,
-    squash_policy,
-)
-from seqera_core.config import Config, load_config
+from seqera_core.backends import JobSpec, JobState, JobStatus, SquashBackend, SubmitError
+from seqera_core.config import Config, key_value, load_config
 from seqera_core.errors import SeqeraError
-from seqera_core.history import finished_record, open_history
-from seqera_core.labels import run_labels
-from seqera_core.pipeline import Prepared, prepare
-from seqera_core.resolvers import PredictiveResolver, Resolver, close_all, configured
+from seqera_core.outcomes import failure_message
+from seqera_core.pipeline import Prepared
+from seqera_core.session import Finished, Session
 from seqera_core.units import format_bytes, format_seconds
 
 from .resources import RUNNER_MEMORY, job_request
@@ -55,22 +44,25 @@ def _labels(pairs: Sequence[str] | str | None) -> dict[str, str] | None:
         # "[project=x, team=y]" or "project=x,team=y".
         loaded = yaml.safe_load(pairs) if pairs.lstrip().startswith("[") else None
         pairs = [str(p) for p in loaded] if isinstance(loaded, list) else pairs.split(",")
-    labels = {}
-    for pair in pairs:
-        key, sep, value = pair.strip().partition("=")
-        if not sep or not key.strip():
-            raise WorkflowError(f"--seqera-labels: {pair!r} is not KEY=VALUE (e.g. project=rnaseq)")
-        labels[key.strip()] = value
-    return labels
+    return dict(key_value("--seqera-labels", pair.strip()) for pair in pairs)
 
 
-def _config(settings: ExecutorSettings) -> Config:
+def _config(settings: ExecutorSettings, jobdir: Path) -> Config:
+    config = _layered(settings, None)
+    if settings.report is not None and not config.get("history"):
+        # A report needs what the jobs used: keep it beside the job files.
+        config = _layered(settings, str(jobdir / "history.db"))
+    return config
+
+
+def _layered(settings: ExecutorSettings, default_history: str | None) -> Config:
     flags = {
         "backend": settings.backend,
         "platform": None if settings.platform is None else str(settings.platform),
         "resolver.url": settings.resolver_url,
         "resolver.token": settings.resolver_token,
-        "history": settings.history,
+        "history": settings.history or default_history,
+        "local.cpus": settings.local_cores,
         "labels": _labels(settings.labels),
         "ecs.cluster": settings.ecs_cluster,
         "ecs.execution_role": settings.ecs_execution_role,
@@ -89,6 +81,7 @@ def _config(settings: ExecutorSettings) -> Config:
 
 
 PRELOAD = ("snakemake.cli:get_argument_parser",)
+
 # Shell syntax that makes a job command more than one program's argv.
 _SHELL = frozenset({"&&", "||", ";", "|", "&", ">", ">>", "<", "(", ")"})
 
@@ -137,57 +130,41 @@ class Executor(RemoteExecutor):
             raise WorkflowError(f"seqera executor: {exc}") from None
 
     def _setup(self, settings: ExecutorSettings) -> None:
-        config = _config(settings)
-        self._run_id = str(uuid.uuid4())
-        path = config.get("platform")
-        self._platform = platforms.load(path) if path else None
-        self._backend_name = str(config.get("backend"))
-        if self._platform is not None and config.sources["backend"] == "default":
-            self._backend_name = self._platform.scheduler
-        self._resolvers: list[Resolver] = configured(config)
-        location = config.get("history")
-        # sized from what this rule used before; every finished job adds to it
-        self._history = open_history(os.path.expanduser(location)) if location else None
-        if self._history is not None:
-            self._resolvers.append(PredictiveResolver(self._history))
-        metadata = {
-            "engine": "snakemake",
-            "run-id": self._run_id,
-            "user": getpass.getuser(),
-            "project": Path(self.workflow.workdir_init).name,
-        }
-        self._run_labels = run_labels(
-            "snakemake", metadata, config.get("labels"), auto=config.get("auto_labels")
+        workdir = Path(self.workflow.workdir_init)
+        jobdir = (settings.jobdir or workdir / ".snakemake" / "seqera").absolute()
+        run_id = str(uuid.uuid4())
+        self._session = Session(
+            _config(settings, jobdir),
+            "snakemake",
+            run_id=run_id,
+            work_dir=jobdir,
+            metadata={
+                "run-id": run_id,
+                "user": getpass.getuser(),
+                "project": workdir.name,
+            },
+            # In a squashed allocation every job is `python -m snakemake ...`: the launcher
+            # loads Snakemake and its plugins once and starts each job as a fork of itself.
+            preload=PRELOAD,
+            warn=lambda message: self.logger.warning(f"seqera: {message}"),
         )
+        self._run_id = run_id
         self._settings = settings
-        jobdir = settings.jobdir or Path(self.workflow.workdir_init) / ".snakemake" / "seqera"
-        self._jobdir = Path(jobdir).absolute()
-        self._backend = self._open(self._backend_name, settings, config)
-        self._squashed = isinstance(self._backend, SquashBackend)
+        self._jobdir = jobdir
+        self._backend_name = self._session.backend_name
+        self._squashed = isinstance(self._session.backend, SquashBackend)
         self._image = settings.image or _snakemake_image()
         if self._backend_name == "local":
             # A local poll is a look at this process's own table: no need to wait long.
             every = self.workflow.remote_execution_settings.seconds_between_status_checks
             self._next_seconds_between_status_checks = min(every, 1)
-        if self._backend_name == "ecs" and (
+        if not self._session.entry.shared_fs and (
             SharedFSUsage.INPUT_OUTPUT in self.workflow.storage_settings.shared_fs_usage
         ):
             raise WorkflowError(
-                "seqera executor: backend ecs has no shared filesystem; run with "
-                "--default-storage-provider (e.g. s3) and --shared-fs-usage none"
+                f"seqera executor: backend {self._backend_name} has no shared filesystem; run "
+                "with --default-storage-provider (e.g. s3) and --shared-fs-usage none"
             )
-
-    def _open(self, name: str, settings: ExecutorSettings, config: Config) -> Backend:
-        policy = squash_policy(config, self._platform)  # with --seqera-squash* over it
-        if name == "local":
-            return open_backend(
-                name, cpus=settings.local_cores, workdir=self._jobdir, squash=policy
-            )
-        if name == "ecs":
-            return open_backend(name, squash=policy, **config.section("ecs"))
-        # In a squashed allocation every job is `python -m snakemake ...`: the launcher
-        # loads Snakemake and its plugins once and starts each job as a fork of itself.
-        return open_backend(name, work_dir=self._jobdir, squash=policy, preload=PRELOAD)
 
     # -- submission ------------------------------------------------------------------
 
@@ -205,7 +182,7 @@ class Executor(RemoteExecutor):
         if not ready:
             return
         try:
-            handles = self._backend.submit([spec for _, spec in ready])
+            handles = self._session.submit([spec for _, spec in ready])
         except SubmitError as exc:
             # Jobs before the failure were submitted: keep them, fail the rest.
             handles = list(exc.submitted)
@@ -229,8 +206,7 @@ class Executor(RemoteExecutor):
             request, warnings = job_request(
                 job, queue=self._settings.queue, account=self._settings.account
             )
-            prepared = prepare(request, platform=self._platform, resolvers=self._resolvers,
-                               run_labels=self._run_labels)  # fmt: skip
+            prepared = self._session.prepare(request)
         except SeqeraError as exc:
             self.report_job_error(SubmittedJobInfo(job), msg=f"invalid resources: {exc}. ")
             return None
@@ -248,7 +224,7 @@ class Executor(RemoteExecutor):
         logdir = self._jobdir / "logs" / name
         logdir.mkdir(parents=True, exist_ok=True)
         log = logdir / f"{self._run_id[:8]}.log"
-        shared = self._backend_name != "ecs"
+        shared = self._session.entry.shared_fs
         # One log for both streams, as the Slurm plugin keeps it; PBS copies each stream
         # back on its own, so there the errors get their own file.
         apart = self._backend_name in ("pbs", "torque")
@@ -257,7 +233,9 @@ class Executor(RemoteExecutor):
             # a resolver sized the rule's command alone; the job also runs Snakemake
             request = attrs.evolve(request, memory=RUNNER_MEMORY)
         if not shared:
-            request = attrs.evolve(request, container=request.container or self._image)
+            # The job runs Snakemake itself: the task's image is Snakemake's, whatever
+            # image the rule's own command uses.
+            request = attrs.evolve(request, container=self._image)
         return JobSpec(
             name=f"smk-{name}",
             command=_command(self.format_job_exec(job), squashed=self._squashed),
@@ -280,7 +258,7 @@ class Executor(RemoteExecutor):
         handles = [info.aux["handle"] for info in active_jobs]
         async with self.status_rate_limiter:
             try:
-                statuses = self._backend.poll(handles)
+                statuses = self._session.poll(handles)
             except SeqeraError as exc:
                 self.logger.warning(f"seqera: status query failed, retrying later: {exc}")
                 for info in active_jobs:
@@ -294,20 +272,15 @@ class Executor(RemoteExecutor):
             elif status.state is JobState.SUCCEEDED:
                 self.report_job_success(info)
             else:
-                self.report_job_error(info, msg=_failure(status), aux_logs=self._logs(status))
+                message = failure_message(status, info.aux["request"])
+                # Snakemake appends its own hint right after the message.
+                self.report_job_error(info, msg=f"{message}. ", aux_logs=self._logs(status))
 
     def _record(self, ended: list[tuple[SubmittedJobInfo, JobStatus]]) -> None:
-        if self._history is None or not ended:
-            return
-        records = [
-            finished_record(info.aux["request"], status, run_id=self._run_id, engine="snakemake")
+        self._session.record(
+            Finished(info.aux["request"], status, task_id=f"{info.job.jobid}")
             for info, status in ended
-            if status.state is not JobState.CANCELLED
-        ]
-        try:
-            self._history.record(records)
-        except (SeqeraError, OSError) as exc:  # the history informs; it never fails a job
-            self.logger.warning(f"seqera: could not record finished jobs in the history: {exc}")
+        )
 
     def _logs(self, status: JobStatus) -> list[str]:
         handle = status.handle
@@ -316,7 +289,7 @@ class Executor(RemoteExecutor):
             return paths
         # No shared filesystem (ECS): keep a local copy of what the backend can fetch.
         try:
-            text = self._backend.logs(handle)
+            text = self._session.logs(handle)
         except SeqeraError as exc:
             text = f"(the job's log could not be fetched: {exc})\n"
         path = self._jobdir / "logs" / f"{handle.name}.{handle.native_id.rsplit('/', 1)[-1]}.log"
@@ -327,29 +300,25 @@ class Executor(RemoteExecutor):
     def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]) -> None:
         """Cancel every active job with one backend call."""
         handles = [info.aux["handle"] for info in active_jobs if info.aux]
-        if handles:
-            self._backend.cancel(handles)
+        self._session.cancel(handles)
 
     def shutdown(self) -> None:
         super().shutdown()
-        close_all(self._resolvers)
-        if self._history is not None:
-            self._history.close()
-        close = getattr(self._backend, "close", None)
-        if callable(close):
-            close()
+        try:
+            self._report()
+        finally:
+            self._session.close()
 
-
-def _failure(status: JobStatus) -> str:
-    handle = status.handle
-    parts = [f"{handle.backend} job {handle.native_id} {status.state.value}"]
-    if status.exit_code is not None:
-        # A job's exit code is its Snakemake's: 1 when the rule's command failed.
-        parts.append(f"exit code {status.exit_code}")
-    if status.out_of_memory:
-        parts.append("out of memory")
-    if status.time_limit:
-        parts.append("time limit reached")
-    if status.reason and f"code {status.exit_code}" not in status.reason:
-        parts.append(status.reason)
-    return ", ".join(parts) + ". "  # Snakemake appends its own hint right after
+    def _report(self) -> None:
+        """The run's efficiency in a few lines, and its page where --seqera-report asks."""
+        lines = self._session.summary()
+        if lines:
+            self.logger.info("seqera: " + "\nseqera: ".join(lines))
+        if self._settings.report is None:
+            return
+        try:
+            path = self._session.write_report(self._settings.report)
+        except SeqeraError as exc:
+            self.logger.warning(f"seqera: no report: {exc}")
+            return
+        self.logger.info(f"seqera: report of this run: {path.absolute()}")

@@ -15,15 +15,15 @@ from typing import Any
 import attrs
 
 from seqera_core.checks import suspicious
-from seqera_core.dialects.snakemake import request_from_resources
+from seqera_core.dialects.snakemake import (
+    RUNNER_MEMORY,
+    default_memory,
+    job_memory,
+    request_from_resources,
+)
 from seqera_core.models import ResourceRequest
-from seqera_core.units import MB, MIB, format_bytes
 
 __all__ = ["RUNNER_MEMORY", "default_memory", "input_bytes", "job_request", "task_labels"]
-
-# Every job runs Snakemake itself around its command (about 140 MB resident, measured
-# with snakemake 9.27): less than this is killed by any scheduler that enforces memory.
-RUNNER_MEMORY = 256 * MIB
 
 
 def input_bytes(paths: Iterable[str]) -> int | None:
@@ -35,12 +35,6 @@ def input_bytes(paths: Iterable[str]) -> int | None:
         except (OSError, TypeError, ValueError):
             continue  # remote or not yet visible: Snakemake checks inputs itself
     return sum(sizes) if sizes else None
-
-
-def default_memory(total_input: int | None) -> int:
-    """Snakemake's ``--default-resources`` memory: ``min(max(2*input.size_mb, 1000), 8000)`` MB."""
-    input_mb = (total_input or 0) / MB
-    return int(min(max(2 * input_mb, 1000), 8000) * MB)
 
 
 def _rule(job: Any) -> str:
@@ -63,9 +57,8 @@ def job_request(
     """The common request for a job and warnings about it; ``queue``/``account`` apply where
     the rule names none.
 
-    A job that declares no memory gets Snakemake's own default (twice its input, between
-    1000 and 8000 MB), so ``--default-resources`` is not needed for a sensible request;
-    one that declares less than :data:`RUNNER_MEMORY` gets that much, with a warning.
+    Its memory is the one the job runs in (:func:`seqera_core.dialects.snakemake.job_memory`:
+    Snakemake's default when the rule declares none, at least :data:`RUNNER_MEMORY`).
     """
     resources = {k: v for k, v in dict(job.resources).items() if v is not None}
     translation = request_from_resources(
@@ -76,14 +69,12 @@ def job_request(
     total = input_bytes(job.input)
     labels = {**request.labels, **task_labels(job)}
     changes: dict[str, Any] = {"input_bytes": total, "labels": labels}
-    if request.memory is None:
-        changes["memory"] = default_memory(total)
-    elif request.memory < RUNNER_MEMORY:
-        changes["memory"] = RUNNER_MEMORY
-        warnings.append(
-            f"memory raised from {format_bytes(request.memory)} to "
-            f"{format_bytes(RUNNER_MEMORY)}, the least a Snakemake job runs in"
-        )
+    if request.container is None and not job.is_group() and job.container_img_url:
+        # The rule's `container:` image: a feature the right-sizer learns from.
+        changes["container"] = str(job.container_img_url)
+    changes["memory"], raised = job_memory(request.memory, total)
+    if raised:
+        warnings.append(raised)
     if request.queue is None and queue:
         changes["queue"] = queue
     if request.account is None and account:

@@ -54,6 +54,13 @@ class ExecutorSettings(ExecutorSettingsBase):
             "(peak memory and run time per rule) and each finished job is recorded in it."
         ),
     )
+    report: Optional[Path] = field(
+        default=None,
+        metadata=_setting(
+            "Write the run's HTML report (requested vs used, waste, the right-sizer's "
+            "advice) here at the end; without a history, one is kept in the job directory."
+        ),
+    )
     labels: Optional[List[str]] = field(
         default=None,
         metadata=_setting(

@@ -2,16 +2,18 @@
 and squashed allocations on a batch scheduler."""
 
 from ._batch import BatchBackend, RetryPolicy, SchedulerError, SubmitError
-from ._open import BACKENDS, open_backend, squash_policy
 from ._squash import Decision, SquashBackend
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from .local import LocalBackend
 from .pbs import PbsBackend
+from .registry import BACKENDS, BATCH, BackendEntry, entry, open_backend
 from .slurm import SlurmBackend
 
 __all__ = [
     "BACKENDS",
+    "BATCH",
     "Backend",
+    "BackendEntry",
     "BatchBackend",
     "Decision",
     "JobHandle",
@@ -25,6 +27,6 @@ __all__ = [
     "SlurmBackend",
     "SquashBackend",
     "SubmitError",
+    "entry",
     "open_backend",
-    "squash_policy",
 ]

@@ -74,6 +74,9 @@ class JobStatus:
     time_limit: bool = False
     wall_seconds: float | None = None
     peak_memory_bytes: int | None = None
+    # Why a job that did not succeed ended, when the scheduler says more than the flags:
+    # one of seqera_core.history.CAUSES ("node_failure", "preempted", ...).
+    cause: str | None = None
 
 
 class Backend(abc.ABC):
@@ -84,6 +87,9 @@ class Backend(abc.ABC):
     """
 
     name: str
+    #: Seconds a cancelled job has between the polite and the hard kill, where the
+    #: backend itself sends them (the local backend); schedulers keep their own.
+    kill_grace: float = 0.0
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
@@ -103,3 +109,9 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def logs(self, handle: JobHandle) -> str:
         """The job's output so far (stdout, then stderr if kept apart)."""
+
+    def close(self) -> None:  # noqa: B027 - most backends hold nothing to release
+        """Release what the backend holds (processes, launchers, connections).
+
+        Jobs a batch scheduler or ECS runs go on running; the local backend ends its own.
+        """

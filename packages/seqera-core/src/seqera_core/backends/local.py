@@ -24,6 +24,16 @@ does the same when a batch script ends), before the leader is reaped so the grou
 cannot have been recycled. Time limits and cancellation send SIGTERM, then SIGKILL after
 ``kill_grace`` seconds; memory enforcement sends SIGKILL at once, as the kernel OOM killer.
 A job killed by signal N reports exit code 128 + N, as shells do.
+
+Re-adoption: with a ``state`` directory, every job is recorded there (``_local_records``:
+its spec when queued, its leader's pid and start time when started, its exit status
+written by a ``sh`` wrapper, how it ended), so a new backend on the same directory, after
+its predecessor died (even by SIGKILL), takes the jobs back: running ones are polled,
+sampled, time-limited and cancellable again, finished ones report their exit code, and
+queued ones (whose queue died) are queued again; none runs twice. ``find(keys)`` answers
+which submission keys it holds. ``detach()`` stops watching without ending the jobs.
+An adopted job is not this process's child: its end is seen through its pidfd and its
+status read from the wrapper's file; what it left behind in its group is not killed.
 """
 
 from __future__ import annotations
@@ -49,6 +59,7 @@ import attrs
 
 from ..errors import ResourceError
 from ..labels import env_name
+from ._local_records import JobRecords, Recovered, job_key, start_ticks, wrap
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = ["LocalBackend"]
@@ -96,6 +107,8 @@ class _Job:
     out_of_memory: bool = False
     cancelled: bool = False
     peak: int = 0
+    adopted: bool = False  # started by an earlier backend: not our child
+    started_wall: float | None = None
 
     @property
     def deadline(self) -> float | None:
@@ -109,12 +122,14 @@ class LocalBackend(Backend):
     Args:
         cpus: cores to share between jobs; defaults to the cores this process may use.
         memory: bytes to share between jobs; defaults to the machine's physical memory.
-        workdir: directory for log files of jobs that name none; defaults to a new
+        work_dir: directory for log files of jobs that name none; defaults to a new
             temporary directory, created on first use and left for the caller.
         kill_grace: seconds between SIGTERM and SIGKILL on a time limit or a cancel.
         sample_interval: seconds between samples of the jobs' memory use.
         enforce_memory: kill (and flag ``out_of_memory``) a job whose sampled memory
             exceeds its request.
+        state: a directory where jobs are recorded, so a later backend on it re-adopts
+            them (see the module's docstring); None keeps nothing on disk.
     """
 
     name = "local"
@@ -123,11 +138,12 @@ class LocalBackend(Backend):
         self,
         cpus: float | None = None,
         memory: int | None = None,
-        workdir: str | os.PathLike[str] | None = None,
+        work_dir: str | os.PathLike[str] | None = None,
         *,
         kill_grace: float = 5.0,
         sample_interval: float = 0.2,
         enforce_memory: bool = True,
+        state: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__()
         self.capacity_cpus = _machine_cpus() if cpus is None else float(cpus)
@@ -139,7 +155,7 @@ class LocalBackend(Backend):
         self.kill_grace = kill_grace
         self.sample_interval = sample_interval
         self.enforce_memory = enforce_memory
-        self._workdir = None if workdir is None else Path(workdir)
+        self._work_dir = None if work_dir is None else Path(work_dir)
         self._instance = uuid.uuid4().hex[:8]
         self._count = 0
         self._lock = threading.Lock()
@@ -149,6 +165,10 @@ class LocalBackend(Backend):
         self._running: dict[str, _Job] = {}
         self._thread: threading.Thread | None = None
         self._wake_fd: int | None = None
+        self._detached = False
+        self._records = None if state is None else JobRecords(state)
+        if self._records is not None:
+            self._adopt(self._records)
 
     # -- the contract ---------------------------------------------------------------
 
@@ -200,13 +220,36 @@ class LocalBackend(Backend):
         return "".join(text)
 
     def close(self, timeout: float | None = None) -> None:
-        """Cancel every unfinished job and wait for them to end (``kill_grace`` + 5 s default)."""
+        """Cancel every unfinished job and wait for them to end (``kill_grace`` + 5 s default).
+
+        After :meth:`detach`, nothing: the jobs are left to the next backend on ``state``.
+        """
+        if self._detached:
+            return
         with self._lock:
             unfinished = [job.handle for job in self._jobs.values() if not job.state.finished]
         self.cancel(unfinished)
         limit = self.kill_grace + 5.0 if timeout is None else timeout
         with self._idle:
             self._idle.wait_for(lambda: self._thread is None, limit)
+
+    def find(self, keys: Sequence[str]) -> dict[str, JobHandle]:
+        """The jobs carrying these submission keys (see ``job_key``), by key."""
+        wanted = set(keys)
+        with self._lock:
+            return {key: job.handle for job in self._jobs.values()
+                    if (key := job_key(job.spec)) in wanted}  # fmt: skip
+
+    def detach(self, timeout: float = 10.0) -> None:
+        """Stop watching, leave every job running (a backend on ``state`` adopts them)."""
+        if self._records is None:
+            self.close()
+            return
+        with self._idle:
+            self._detached = True
+            if self._thread is not None:
+                self._wake()
+            self._idle.wait_for(lambda: self._thread is None, timeout)
 
     def __enter__(self) -> LocalBackend:
         return self
@@ -244,13 +287,39 @@ class LocalBackend(Backend):
         request = spec.request
         job = _Job(handle, spec, math.ceil(request.cpus or 1), request.memory or 0)
         self._jobs[native_id] = job
+        if self._records is not None:
+            self._records.queued(handle, spec)
         return job
 
+    def _adopt(self, records: JobRecords) -> None:
+        """Take back the jobs recorded in ``records`` by an earlier backend."""
+        now, wall = time.monotonic(), time.time()
+        recovered = sorted(records, key=lambda r: _order(r.handle.native_id))
+        with self._lock:
+            for found in recovered:
+                spec = found.spec
+                job = _Job(found.handle, spec, math.ceil(spec.request.cpus or 1),
+                           spec.request.memory or 0)  # fmt: skip
+                self._jobs[found.handle.native_id] = job
+                if found.kind == "queued":
+                    self._queue.append(job)
+                elif found.kind == "running":
+                    job.adopted, job.pid, job.state = True, found.pid, JobState.RUNNING
+                    job.started_wall = found.started_wall or wall
+                    job.started = now - (wall - job.started_wall)
+                    with contextlib.suppress(OSError):
+                        job.pidfd = os.pidfd_open(found.pid)
+                    self._running[found.handle.native_id] = job
+                else:
+                    _restore(job, found, now)
+            if self._queue or self._running:
+                self._wake()
+
     def _logdir(self) -> Path:
-        if self._workdir is None:
-            self._workdir = Path(tempfile.mkdtemp(prefix="seqera-local-"))
-        self._workdir.mkdir(parents=True, exist_ok=True)
-        return self._workdir
+        if self._work_dir is None:
+            self._work_dir = Path(tempfile.mkdtemp(prefix="seqera-local-"))
+        self._work_dir.mkdir(parents=True, exist_ok=True)
+        return self._work_dir
 
     def _environment(self, job: _Job) -> dict[str, str]:
         env = dict(os.environ)
@@ -297,7 +366,7 @@ class LocalBackend(Backend):
                 self._reap(now)
                 self._enforce(now)
                 self._schedule(now)
-                if not self._running and not self._queue:
+                if (not self._running and not self._queue) or self._detached:
                     self._stop(wake_read)
                     return
                 sessions: dict[int, _Job] = {}
@@ -397,8 +466,13 @@ class LocalBackend(Backend):
             self._finish(job, now, JobState.FAILED, None, f"cannot open a log file: {exc}")
             return False
         try:
+            argv: Sequence[str] = spec.command
+            if self._records is not None:
+                env = self._environment(job)
+                exit_file = self._records.exit_file(job.handle.native_id)
+                argv = wrap(spec.command, exit_file, spec.workdir, env.get("PATH"))
             job.process = subprocess.Popen(
-                spec.command,
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
@@ -420,6 +494,9 @@ class LocalBackend(Backend):
         job.started = now
         job.pid = job.process.pid
         job.state = JobState.RUNNING
+        job.started_wall = time.time()
+        if self._records is not None:
+            self._records.started(job.handle.native_id, job.pid, job.started_wall)
         try:
             job.pidfd = os.pidfd_open(job.process.pid)
         except (AttributeError, OSError):
@@ -429,6 +506,9 @@ class LocalBackend(Backend):
 
     def _reap(self, now: float) -> None:
         for job in list(self._running.values()):
+            if job.adopted:
+                self._reap_adopted(job, now)
+                continue
             try:
                 exited = os.waitid(os.P_PID, job.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
@@ -448,6 +528,23 @@ class LocalBackend(Backend):
             if usage.ru_maxrss * 1024 > job.baseline_rss:
                 job.peak = max(job.peak, usage.ru_maxrss * 1024)
             self._release(job)
+            self._finish(job, now, *_outcome(job, code))
+
+    def _reap_adopted(self, job: _Job, now: float) -> None:
+        if start_ticks(job.pid) is not None:
+            return  # still running (a zombie waiting for init counts as ended)
+        assert self._records is not None
+        code = None
+        with contextlib.suppress(OSError, ValueError):
+            code = int(self._records.exit_file(job.handle.native_id).read_text().strip())
+        self._release(job)
+        if code is None and job.kill_at is not None:  # ended by our own signal
+            code = -(signal.SIGKILL if job.killed else signal.SIGTERM)
+        if code is None:
+            self._finish(job, now, JobState.FAILED, None,
+                         "ended with no exit status (killed by a signal) while its backend "
+                         "was not watching")  # fmt: skip
+        else:
             self._finish(job, now, *_outcome(job, code))
 
     def _release(self, job: _Job) -> None:
@@ -495,6 +592,12 @@ class LocalBackend(Backend):
     ) -> None:
         job.state, job.exit_code, job.reason, job.ended = state, code, reason, now
         job.process = None  # the record outlives the process; keep it small
+        if self._records is not None:
+            wall = None if job.started is None else now - job.started
+            self._records.finished(job.handle.native_id, {
+                "state": state.value, "exit_code": code, "reason": reason,
+                "out_of_memory": job.out_of_memory, "time_limit": job.time_limit,
+                "wall": wall, "peak": job.peak or None, "ended": time.time()})  # fmt: skip
 
     # -- status ---------------------------------------------------------------------
 
@@ -518,6 +621,38 @@ class LocalBackend(Backend):
             wall_seconds=wall,
             peak_memory_bytes=job.peak or None,
         )
+
+
+def _order(native_id: str) -> tuple[str, int]:
+    instance, _, count = native_id.partition(".")
+    return instance, int(count) if count.isdigit() else 0
+
+
+def _restore(job: _Job, found: Recovered, now: float) -> None:
+    """A finished job as recorded: its backend's own account, else the wrapper's status."""
+    final = found.final
+    if final is not None:
+        job.state, job.exit_code, job.reason = (
+            JobState(final["state"]),
+            final["exit_code"],
+            final["reason"],
+        )
+        job.out_of_memory, job.time_limit = final["out_of_memory"], final["time_limit"]
+        job.peak = final.get("peak") or 0
+        wall = final.get("wall")
+    else:
+        code = found.exit_code
+        if code is None:
+            job.state, job.reason = (
+                JobState.FAILED,
+                ("ended with no exit status (killed by a signal) while no backend was watching"),
+            )
+        else:
+            job.state, job.exit_code, job.reason = _outcome(job, code)
+        ended, started = found.ended_wall, found.started_wall
+        wall = None if ended is None or started is None else max(0.0, ended - started)
+    if wall is not None:
+        job.started, job.ended = now - wall, now
 
 
 def _fits(job: _Job, cpus: float, memory: int) -> bool:

@@ -7,13 +7,13 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import SeqeraError, UsageError
-from . import config, explain, plan, run, squash, validate
+from . import config, explain, plan, report, run, squash, validate
 
 __all__ = ["main"]
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
-_COMMANDS = (explain, run, validate, config, plan, squash)
+_COMMANDS = (explain, run, validate, config, plan, squash, report)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

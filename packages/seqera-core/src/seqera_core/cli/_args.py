@@ -6,18 +6,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..config import Config, load_config
-from ..errors import ResourceError
+from ..config import Config, key_value, load_config
 
 __all__ = ["key_value", "settings"]
-
-
-def key_value(flag: str, text: str) -> tuple[str, str]:
-    """``KEY=VALUE`` split once; a missing ``=`` or key is a ResourceError naming the flag."""
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise ResourceError(flag, text, "KEY=VALUE, e.g. project=rnaseq")
-    return key.strip(), value
 
 
 def settings(**flags: Any) -> Config:

@@ -6,12 +6,15 @@ import argparse
 import json
 from typing import Any
 
-from ..config import BACKENDS, KEYS, Config
+from ..backends.registry import BACKENDS
+from ..config import KEYS, Config
+from ..redaction import redacted
 from ._args import key_value, settings
 
 __all__ = ["add_parser", "run"]
 
 _SECRET = {"resolver.token"}
+_URLS = ("history", "resolver.url")
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,7 +46,11 @@ def _rows(config: Config) -> dict[str, tuple[Any, str]]:
                 {f"labels.{k}": (v, config.sources[f"labels.{k}"]) for k, v in value.items()}
             )
         else:
-            rows[key] = ("***" if key in _SECRET else value, config.sources[key])
+            if key in _SECRET:
+                value = "***"
+            elif key in _URLS:  # a password in a URL is a secret too
+                value = redacted(str(value))
+            rows[key] = (value, config.sources[key])
     return dict(sorted(rows.items()))
 
 

@@ -8,15 +8,15 @@ import shlex
 from typing import Any
 
 from .. import catalogue as catalogues
-from .. import platforms, wire
+from .. import wire
+from ..backends.registry import BACKENDS, entry
 from ..checks import suspicious
-from ..dialects.engines import BACKENDS, ENGINES, GENERIC_KEYS, submission, translate
-from ..labels import ecs_tags, label_environment, pbs_args, run_labels, slurm_comment_args
+from ..dialects.engines import ENGINES, GENERIC_KEYS, as_submitted, submission, translate
+from ..labels import ecs_tags, label_environment, pbs_args, slurm_comment_args
 from ..models import ResourceRequest, Submission, Translation
-from ..pipeline import prepare
 from ..planner import Job, required_type
 from ..platforms import Platform, ValidationReport
-from ..resolvers import close_all, configured
+from ..session import Session
 from ..squash import SquashMode, SquashPolicy, unsquashable
 from ..units import format_bytes, format_seconds
 from ._args import key_value, settings
@@ -123,9 +123,13 @@ def _human(
 def input_warnings(
     engine: str, translation: Translation, request: ResourceRequest | None = None
 ) -> list[str]:
-    """Likely unit mistakes in ``request`` (default: the translated one) and unread keys."""
+    """Likely unit mistakes in what was declared and in ``request`` (what would be
+    submitted, when given), and the keys the engine's dialect does not read."""
+    found = list(suspicious(translation.request))
+    if request is not None:
+        found += [w for w in suspicious(request) if w not in found]
     return [
-        *suspicious(request or translation.request),
+        *found,
         *(
             f"{key} is not a resource seqera reads; it stays a custom {engine} resource"
             for key in translation.ignored
@@ -190,36 +194,19 @@ def run(args: argparse.Namespace) -> int:
         labels=flags or None,
         **{"squash.mode": getattr(args, "squash", None)},
     )
-    path = config.get("platform")
-    platform = platforms.load(path) if path else None
-    backend = config.get("backend")
-    if platform is not None and config.sources["backend"] == "default":
-        backend = platform.scheduler  # nobody chose a backend: the platform's scheduler
-    resolvers = configured(config)
-    try:
-        prepared = prepare(
-            translation.request,
-            platform=platform,
-            resolvers=resolvers,
-            run_labels=run_labels(
-                args.engine,
-                {"engine": args.engine},
-                config.get("labels"),
-                auto=config.get("auto_labels"),
-            ),
-        )
-    finally:
-        close_all(resolvers)
+    submitted, filled = as_submitted(args.engine, translation.request)
+    with Session(config, args.engine) as session:
+        prepared = session.prepare(submitted)
+        platform, backend, policy = session.platform, session.backend_name, session.squash
     request, report = prepared.request, prepared.report
     result = submission(backend, request)
     labels = _label_form(backend, dict(prepared.labels))
     instance = ecs_instance(request, platform) if backend == "ecs" else None
     resolver = prepared.resolution.resolver if prepared.resolution else None
-    policy = (platform.squash if platform else SquashPolicy()).merged(config.section("squash"))
     together = squash_decision(backend, request, dict(prepared.labels), policy)
     messages = {
         "capped": list(prepared.notes),
-        "note": list(result.notes),
+        "note": [*filled, *result.notes],
         "warning": input_warnings(args.engine, translation, request),
     }
     if args.json:
@@ -259,7 +246,7 @@ def squash_decision(
     backend: str, request: ResourceRequest, labels: dict[str, str], policy: SquashPolicy
 ) -> dict[str, str] | None:
     """Whether the job would share an array call or an allocation, and why (None: off)."""
-    if policy.mode is SquashMode.OFF or backend not in ("slurm", "pbs", "torque"):
+    if policy.mode is SquashMode.OFF or not entry(backend).batch:
         return None
     key = labels.get(policy.key) or request.labels.get(policy.key)
     keyed = f" and {policy.key}={key}" if key else ""

@@ -18,20 +18,14 @@ from typing import IO, Any
 
 import attrs
 
-from .. import platforms
-from ..backends._open import open_backend, squash_policy
 from ..backends.base import Backend, JobHandle, JobSpec, JobState, JobStatus
-from ..backends.local import LocalBackend
-from ..config import Config
+from ..backends.registry import BACKENDS
 from ..dialects._values import number
 from ..dialects.human import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size
 from ..errors import ResourceError, UsageError
-from ..history import History, finished_record, open_history
-from ..labels import run_labels
 from ..models import Accelerator, ResourceRequest
-from ..pipeline import prepare
-from ..platforms import Platform
-from ..resolvers import PredictiveResolver, Resolver, close_all, configured
+from ..outcomes import failure_message
+from ..session import Finished, Session
 from ..units import format_bytes, format_seconds
 from ._args import key_value, settings
 
@@ -44,8 +38,6 @@ __all__ = [
     "run",
 ]
 
-BACKENDS = ("local", "slurm", "pbs", "torque", "ecs")
-EXIT_INTERRUPTED = 130
 # The longest pause between polls: local polls are free, a scheduler's are not.
 _MAX_DELAY = {"local": 0.25}
 _BATCH_MAX_DELAY = 5.0
@@ -132,7 +124,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--history",
         metavar="PATH",
-        help="size the job from this history (SQLite) and record it there when it ends",
+        help="size the job from this history (SQLite path or postgresql:// URL) and record "
+        "it there when it ends (default: seqera config's history, $SEQERA_HISTORY)",
     )
     parser.add_argument("--workdir", metavar="DIR", help="where the job runs (default: here)")
     parser.add_argument(
@@ -157,19 +150,6 @@ def _request(args: argparse.Namespace) -> ResourceRequest:
         account=args.account,
         labels=dict(key_value("--label", text) for text in args.label),
     )
-
-
-def _backend(name: str, logdir: str, config: Config, platform: Platform | None) -> Backend:
-    if name not in BACKENDS:
-        raise UsageError(f"backend {name!r} cannot run jobs from seqera run yet")
-    if name == "local":
-        return open_backend(name, workdir=logdir)
-    if name == "ecs":
-        try:
-            return open_backend(name, **config.section("ecs"))
-        except UsageError as exc:
-            raise UsageError(f"{exc} (or --ecs KEY=VALUE)") from None
-    return open_backend(name, squash=squash_policy(config, platform))
 
 
 class _Tail:
@@ -248,15 +228,14 @@ def _exit_status(status: JobStatus) -> int:
 
 def _report(status: JobStatus, request: ResourceRequest, verbose: bool) -> None:
     job = f"job {status.handle.native_id}"
-    if status.time_limit and request.time:
-        _say(f"{job} killed: time limit of {format_seconds(request.time)} exceeded")
-    elif status.out_of_memory:
-        asked = f" (requested {format_bytes(request.memory)})" if request.memory else ""
-        _say(f"{job} killed: out of memory{asked}")
-    elif status.state is JobState.CANCELLED:
-        _say(f"{job} was cancelled")
-    elif status.state is not JobState.SUCCEEDED and (status.exit_code or 0) >= 126:
-        _say(f"{job} failed: {status.reason or 'no reason given'}")
+    if status.state is not JobState.SUCCEEDED and (
+        status.out_of_memory
+        or status.time_limit
+        or status.state is JobState.CANCELLED
+        or (status.exit_code or 0) >= 126
+        or status.cause
+    ):
+        _say(failure_message(status, request))
     if verbose:
         wall = "?" if status.wall_seconds is None else f"{status.wall_seconds:.2f} s"
         peak = status.peak_memory_bytes
@@ -280,65 +259,64 @@ def run(args: argparse.Namespace) -> int:
     config = settings(
         backend=args.backend,
         platform=args.platform,
+        history=args.history,
         **{f"ecs.{key}": value for key, value in ecs.items()},
     )
-    path = config.get("platform")
-    platform = platforms.load(path) if path else None
-    backend_name = config.get("backend")
-    if platform is not None and config.sources["backend"] == "default":
-        backend_name = platform.scheduler  # nobody chose a backend: the platform's scheduler
     request = _request(args)
-    history: History | None = None
-    sizing: list[Resolver] = []
-    if args.history:
-        # The right-sizer learns per process: the job's name (or its program) is one.
-        history = open_history(os.path.expanduser(args.history))
-        request = attrs.evolve(request, process=args.name or Path(command[0]).name)
-        sizing = [PredictiveResolver(history)]
-    resolvers = sizing + configured(config)
-    try:
-        prepared = prepare(
-            request,
-            platform=platform,
-            resolvers=resolvers,
-            run_labels=run_labels(
-                "seqera", {"engine": "seqera"}, config.get("labels"),
-                auto=config.get("auto_labels"),
-            ),
-        )  # fmt: skip
-    finally:
-        close_all(resolvers)
+    with tempfile.TemporaryDirectory(prefix="seqera-run-") as logdir:
+        session = Session(
+            config,
+            "seqera-run",
+            label_prefix="seqera",
+            metadata={"engine": "seqera"},
+            run_id=f"seqera-run-{os.getpid()}-{time.time_ns()}",
+            # A batch scheduler's job scripts go to its own default place (visible to the
+            # nodes); locally the logs are ours and go with the run.
+            work_dir=lambda backend: None if backend.batch else logdir,
+        )
+        with session:
+            if session.history is not None:
+                # The right-sizer learns per process: the job's name (or its program) is one.
+                request = attrs.evolve(request, process=args.name or Path(command[0]).name)
+            try:
+                return _run(session, request, command, args, logdir)
+            except UsageError as exc:
+                if session.backend_name == "ecs" and "ecs." in str(exc):
+                    raise UsageError(f"{exc} (or --ecs KEY=VALUE)") from None
+                raise
+
+
+def _run(
+    session: Session,
+    request: ResourceRequest,
+    command: list[str],
+    args: argparse.Namespace,
+    logdir: str,
+) -> int:
+    prepared = session.prepare(request)
     report = prepared.report
     for line in report.warnings if report else ():
         print(f"seqera run: warning: {line}", file=sys.stderr)
     for line in report.suggestions if report else ():
         print(f"seqera run: suggestion: {line}", file=sys.stderr)
     if report is not None and report.errors:
+        path = session.config.get("platform")
         raise UsageError(f"the job cannot run on platform {path}: " + "; ".join(report.errors))
     request = attrs.evolve(prepared.request, labels=prepared.labels)
     resolution = prepared.resolution
     if args.verbose and resolution is not None and resolution.resolver != "declared":
         _say(f"sized by {resolution.resolver}: {_sizes(request)}")
-    with tempfile.TemporaryDirectory(prefix="seqera-run-") as logdir:
-        backend = _backend(backend_name, logdir, config, platform)
-        try:
-            status = _submit_and_wait(backend, command, request, args, logdir)
-        finally:
-            if isinstance(backend, LocalBackend):
-                backend.close()  # never leave a local job behind, whatever happened
-    if history is not None and isinstance(status, JobStatus):
-        history.record(
-            [
-                finished_record(
-                    request,
-                    status,
-                    run_id=f"seqera-run-{os.getpid()}-{time.time_ns()}",
-                    engine="seqera-run",
-                )
-            ]
+    if request.accelerator is not None and session.backend_name == "local":
+        # Said, not refused: a workstation user may know the GPU is there and free.
+        _say(
+            f"warning: --gpus {args.gpus}: the local backend neither reserves nor isolates "
+            "accelerators; the job sees whatever devices this machine has"
         )
-        history.close()
-    return _exit_status(status) if isinstance(status, JobStatus) else status
+    status = _submit_and_wait(session.backend, command, request, args, logdir)
+    if isinstance(status, JobStatus):
+        session.record([Finished(request, status)])
+        return _exit_status(status)
+    return status
 
 
 def _sizes(request: ResourceRequest) -> str:
@@ -355,7 +333,7 @@ def _submit_and_wait(
     logdir: str,
 ) -> JobStatus | int:
     """The finished job's status, or the exit status after an interruption."""
-    local = isinstance(backend, LocalBackend)
+    local = backend.name == "local"
     # base.JobSpec's bare `converter=tuple` leaves mypy an unsolved TypeVar for `command`.
     argv: Any = tuple(command)
     spec = JobSpec(
@@ -396,7 +374,7 @@ def _cancel(backend: Backend, handle: JobHandle | None, tails: list[_Tail], sign
     if handle is not None:
         _say(f"interrupted: cancelling job {handle.native_id}")
         backend.cancel([handle])
-        grace = backend.kill_grace if isinstance(backend, LocalBackend) else 0.0
+        grace = backend.kill_grace
         status = _wait(backend, handle, tails, limit=grace + 10.0)
         if not status.state.finished:
             _say(f"job {handle.native_id} is still {status.state.value} after cancelling")

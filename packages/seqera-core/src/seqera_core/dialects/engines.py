@@ -5,14 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ResourceError
-from ..models import ResourceRequest, Submission, Translation
-from . import cwl, ecs, local, nextflow, pbs, slurm, snakemake
+import attrs
 
-__all__ = ["BACKENDS", "ENGINES", "GENERIC_KEYS", "submission", "translate"]
+from ..backends.registry import BACKENDS, entry
+from ..errors import ResourceError, SeqeraError
+from ..models import ResourceRequest, Submission, Translation
+from . import cwl, nextflow, snakemake
+
+__all__ = ["ENGINES", "GENERIC_KEYS", "as_submitted", "submission", "translate"]
 
 ENGINES = ("nextflow", "snakemake", "cwl")
-BACKENDS = ("local", "slurm", "pbs", "torque", "ecs")
 # What --cpus/--memory/--time/--disk/--accelerator mean in each engine's own words.
 GENERIC_KEYS: dict[str, dict[str, str]] = {
     "nextflow": {
@@ -53,15 +55,29 @@ def translate(engine: str, values: Mapping[str, Any], *, process: str | None = N
     raise ResourceError("engine", engine, f"one of {', '.join(ENGINES)}")
 
 
+def as_submitted(engine: str, request: ResourceRequest) -> tuple[ResourceRequest, tuple[str, ...]]:
+    """``request`` as the engine's seqera executor submits it, and what it filled in.
+
+    ``snakemake --executor seqera`` runs each job in the memory
+    :func:`~seqera_core.dialects.snakemake.job_memory` gives it (Snakemake's default when
+    the rule declares none); the other engines submit what they declared.
+    """
+    if engine != "snakemake":
+        return request, ()
+    memory, raised = snakemake.job_memory(request.memory, request.input_bytes)
+    if memory == request.memory:
+        return request, ()
+    note = raised or (
+        "no memory declared: the executor submits Snakemake's default for a job without "
+        f"input, {snakemake.format_mem_mb(memory)} MB (twice the input, 1000 to 8000 MB)"
+    )
+    return attrs.evolve(request, memory=memory), (note,)
+
+
 def submission(backend: str, request: ResourceRequest) -> Submission:
-    """What ``backend`` would receive for ``request``."""
-    builders = {
-        "local": local.submission,
-        "slurm": slurm.submission,
-        "pbs": pbs.pro_submission,
-        "torque": pbs.torque_submission,
-        "ecs": ecs.submission,
-    }
-    if backend not in builders:
-        raise ResourceError("backend", backend, f"one of {', '.join(BACKENDS)}")
-    return builders[backend](request)
+    """What ``backend`` would receive for ``request`` (the registry names the writer)."""
+    try:
+        found = entry(backend)
+    except SeqeraError:
+        raise ResourceError("backend", backend, f"one of {', '.join(BACKENDS)}") from None
+    return found.submission(request)

@@ -14,15 +14,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ResourceError
-from ..models import Accelerator, ResourceLimits, ResourceRequest
-from ..units import ceil_div, format_seconds
+from ..models import Accelerator, ResourceLimits, ResourceRequest, ResourceResponse
+from ..units import MIB, ceil_div, format_seconds
 
 __all__ = [
+    "config_directives",
     "format_duration",
     "format_memory",
     "parse_duration",
     "parse_memory",
     "request_from_directives",
+    "seconds_from_millis",
 ]
 
 _LONG_MAX = 2**63 - 1
@@ -266,3 +268,20 @@ def request_from_directives(
         process=process,
         attempt=attempt,
     )
+
+
+def seconds_from_millis(millis: float) -> int:
+    """Whole seconds of a Nextflow time limit in milliseconds (a trace's or weblog's ``time``
+    field), rounded up: a task never gets less time than it declared."""
+    return math.ceil(millis / 1000)
+
+
+def config_directives(response: ResourceResponse) -> dict[str, str]:
+    """``cpus``/``memory``/``time`` as a Nextflow config writes them (for ``withName``
+    blocks): memory up to whole MB (MiB), time up to whole minutes, so the config stays
+    readable and never gives less."""
+    memory = ceil_div(response.memory, MIB) * MIB
+    time = ceil_div(response.time, 60) * 60
+    cpus = ceil_div(int(response.cpus * 1000), 1000)
+    return {"cpus": str(cpus), "memory": f"'{format_memory(memory)}'",
+            "time": f"'{format_duration(time)}'"}  # fmt: skip

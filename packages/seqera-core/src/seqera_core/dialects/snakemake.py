@@ -17,13 +17,16 @@ import humanfriendly
 
 from ..errors import ResourceError
 from ..models import Accelerator, ResourceRequest, Translation
-from ..units import MB, MIB, ceil_scale
+from ..units import MB, MIB, ceil_scale, format_bytes
 from ._values import number
 
 __all__ = [
     "READ_KEYS",
+    "RUNNER_MEMORY",
+    "default_memory",
     "format_mem_mb",
     "format_runtime",
+    "job_memory",
     "parse_runtime_seconds",
     "parse_size_bytes",
     "request_from_resources",
@@ -176,3 +179,32 @@ def request_from_resources(
     )
     ignored = tuple(sorted(k for k in resources if k not in READ_KEYS))
     return Translation(request, ignored)
+
+
+# Every job runs Snakemake itself around its command (about 140 MB resident, measured
+# with snakemake 9.27): less than this is killed by any scheduler that enforces memory.
+RUNNER_MEMORY = 256 * MIB
+
+
+def default_memory(total_input: int | None) -> int:
+    """Snakemake's ``--default-resources`` memory: ``min(max(2*input.size_mb, 1000), 8000)`` MB
+    (``snakemake/resources.py``, ``DefaultResources.defaults["mem_mb"]``)."""
+    input_mb = (total_input or 0) / MB
+    return int(min(max(2 * input_mb, 1000), 8000) * MB)
+
+
+def job_memory(memory: int | None, total_input: int | None) -> tuple[int, str | None]:
+    """The memory a job of a remote executor runs in, and a warning when it was raised.
+
+    A rule that declares none gets Snakemake's default (:func:`default_memory`) so
+    ``--default-resources`` is not needed for a sensible request; one that declares less
+    than :data:`RUNNER_MEMORY` gets that much, since the job runs Snakemake itself.
+    """
+    if memory is None:
+        return default_memory(total_input), None
+    if memory < RUNNER_MEMORY:
+        return RUNNER_MEMORY, (
+            f"memory raised from {format_bytes(memory)} to {format_bytes(RUNNER_MEMORY)}, "
+            "the least a Snakemake job runs in"
+        )
+    return memory, None

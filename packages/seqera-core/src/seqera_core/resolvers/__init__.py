@@ -3,16 +3,16 @@
 from .base import ENTRY_POINT_GROUP, DefaultResolver, Resolver, discover
 from .chain import Resolution, resolve
 from .configured import close_all, configured
-from .history import HistoryResolver
 from .http import BATCH_LIMIT, HttpResolver
+from .maximum import MaximumResolver
 from .predictive import PredictiveResolver
 
 __all__ = [
     "BATCH_LIMIT",
     "ENTRY_POINT_GROUP",
     "DefaultResolver",
-    "HistoryResolver",
     "HttpResolver",
+    "MaximumResolver",
     "PredictiveResolver",
     "Resolution",
     "Resolver",

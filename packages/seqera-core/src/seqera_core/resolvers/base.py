@@ -39,6 +39,9 @@ class Resolver(abc.ABC):
     def resolve(self, request: ResourceRequest) -> ResourceResponse | None:
         """Effective resources for ``request``, or ``None`` for no opinion."""
 
+    def close(self) -> None:  # noqa: B027 - most resolvers hold nothing to release
+        """Release what the resolver holds (an HTTP client's connections)."""
+
 
 class DefaultResolver(Resolver):
     """The no-op resolver that always exists: the declared values are used."""

@@ -24,7 +24,6 @@ def configured(config: Mapping[str, Any] | Any) -> list[Resolver]:
 
 
 def close_all(resolvers: Iterable[Resolver]) -> None:
-    """Close every resolver that holds connections (the HTTP ones)."""
+    """Close every resolver (each releases what it holds; most hold nothing)."""
     for resolver in resolvers:
-        if isinstance(resolver, HttpResolver):
-            resolver.close()
+        resolver.close()

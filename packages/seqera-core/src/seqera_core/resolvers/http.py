@@ -9,15 +9,15 @@ and answers ``{"responses": [... | null]}`` in the same order. Needs the ``http`
 from __future__ import annotations
 
 import collections
-import os
 import threading
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from .. import wire
 from ..errors import SeqeraError, UsageError, WireError
 from ..models import ResourceRequest, ResourceResponse
+from ..redaction import redacted
 from .base import Resolver
 
 if TYPE_CHECKING:
@@ -79,7 +79,8 @@ class HttpResolver(Resolver):
         except ImportError:
             raise UsageError("the HTTP resolver needs httpx: install seqera-core[http]") from None
         if not endpoint.startswith(("http://", "https://")):
-            raise UsageError(f"resolver endpoint {endpoint!r} is not an http(s) URL")
+            shown = redacted(endpoint)
+            raise UsageError(f"resolver endpoint {shown!r} is not an http(s) URL")
         if not timeout > 0 or retries < 0 or backoff < 0 or cache_size < 0:
             raise UsageError("resolver timeout must be > 0; retries, backoff, cache_size >= 0")
         self.endpoint = endpoint.rstrip("/")
@@ -97,26 +98,9 @@ class HttpResolver(Resolver):
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
 
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> HttpResolver | None:
-        """A resolver from ``SEQERA_RESOLVER_URL``, ``_TOKEN`` and ``_TIMEOUT``; None if unset.
-
-        ``environ`` defaults to ``os.environ``.
-        """
-        env = os.environ if environ is None else environ
-        url = env.get("SEQERA_RESOLVER_URL")
-        if not url:
-            return None
-        raw = env.get("SEQERA_RESOLVER_TIMEOUT") or "5"
-        try:
-            timeout = float(raw)
-        except ValueError:
-            message = f"SEQERA_RESOLVER_TIMEOUT={raw!r} is not a number of seconds"
-            raise UsageError(message) from None
-        return cls(url, token=env.get("SEQERA_RESOLVER_TOKEN") or None, timeout=timeout)
-
     def __repr__(self) -> str:
-        return f"HttpResolver({self.endpoint!r}, name={self.name!r}, priority={self.priority})"
+        shown = redacted(self.endpoint)
+        return f"HttpResolver({shown!r}, name={self.name!r}, priority={self.priority})"
 
     def __enter__(self) -> Self:
         return self
@@ -163,7 +147,7 @@ class HttpResolver(Resolver):
     def _error(self, response: httpx.Response) -> SeqeraError:
         detail = response.text[:200].strip()
         return SeqeraError(
-            f"{response.request.url} answered HTTP {response.status_code}"
+            f"{redacted(str(response.request.url))} answered HTTP {response.status_code}"
             + (f": {detail}" if detail else "")
         )
 

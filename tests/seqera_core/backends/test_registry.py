@@ -1,4 +1,4 @@
-"""open_backend: one name per backend, imported only when asked for, clear errors otherwise."""
+"""The backend registry: one name per backend, imported only when asked for, clear errors."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ from seqera_core.backends import (
     LocalBackend,
     PbsBackend,
     SlurmBackend,
-    _open,
     open_backend,
+    registry,
 )
+from seqera_core.dialects.local import submission as local_submission
 from seqera_core.errors import UsageError
+from seqera_core.models import ResourceRequest
 
 
 def test_each_batch_backend_by_name(tmp_path: Path) -> None:
@@ -37,8 +39,8 @@ def test_an_unknown_name_lists_the_known_ones() -> None:
 
 
 def test_a_missing_module_is_not_available(monkeypatch: pytest.MonkeyPatch) -> None:
-    missing = ("seqera_core.backends._not_written_yet", "X", {})
-    monkeypatch.setitem(_open._FACTORIES, "ecs", missing)
+    missing = registry.BackendEntry("ecs", "seqera_core.backends._not_written_yet", "X")
+    monkeypatch.setitem(registry._BY_NAME, "ecs", missing)
     with pytest.raises(UsageError, match="backend 'ecs' is not available in this version"):
         open_backend("ecs")
 
@@ -49,6 +51,21 @@ def test_a_missing_client_library_names_the_extra(
     # The backend's module exists but the library it imports does not: the user needs the extra.
     (tmp_path / "seqera_test_ecs_backend.py").write_text("import not_a_real_aws_client\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(_open._FACTORIES, "ecs", ("seqera_test_ecs_backend", "X", {}))
+    monkeypatch.setitem(
+        registry._BY_NAME, "ecs", registry.BackendEntry("ecs", "seqera_test_ecs_backend", "X")
+    )
     with pytest.raises(UsageError, match=r"needs not_a_real_aws_client.*seqera-core\[ecs\]"):
         open_backend("ecs")
+
+
+def test_every_entry_names_its_kind_and_dialect() -> None:
+    assert registry.BATCH == ("slurm", "pbs", "torque")
+    assert [registry.entry(n).shared_fs for n in BACKENDS] == [True, True, True, True, False]
+    request = ResourceRequest(cpus=2, memory=2**30, time=60)
+    assert registry.entry("local").submission(request) == local_submission(request)
+    assert registry.entry("slurm").submission(request).backend == "slurm"
+
+
+def test_a_setting_the_backend_does_not_take_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match=r"backend slurm: .*colour"):
+        open_backend("slurm", colour="blue")

@@ -17,13 +17,13 @@ from ..models import ResourceRequest, ResourceResponse
 from ..units import GIB, MIB
 from .base import Resolver
 
-__all__ = ["HistoryResolver"]
+__all__ = ["MaximumResolver"]
 
 
-class HistoryResolver(Resolver):
+class MaximumResolver(Resolver):
     """Sizes a task from its process's history; no opinion on a process never seen."""
 
-    name = "history"
+    name = "maximum"
     priority = 50
 
     @property

@@ -1,0 +1,168 @@
+"""The one registry of backends: every other module reads names and kinds from here.
+
+Like psij's executor registry (``JobExecutor.get_instance('slurm')``), a backend is found
+by name and built from one set of options; its module is imported only when asked for
+(ECS brings boto3). No caller branches on a backend's name: what differs between them
+(whether it is a batch scheduler, where its settings come from, whether it shares the
+submit host's file system) is a field of its :class:`BackendEntry`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import field, frozen
+
+from ..errors import SeqeraError, UsageError
+from ..models import ResourceRequest, Submission
+from ..squash import SquashMode, SquashPolicy
+from .base import Backend
+
+__all__ = ["BACKENDS", "BATCH", "BackendEntry", "entry", "open_backend"]
+
+
+@frozen
+class BackendEntry:
+    """A backend's name, where its class lives and what kind of dispatcher it is."""
+
+    name: str
+    module: str
+    cls: str
+    #: A batch scheduler: jobs can share arrays and squashed allocations.
+    batch: bool = False
+    #: Jobs run where the submit host's files are (local, or a cluster's shared file system).
+    shared_fs: bool = True
+    #: The config section whose keys are the backend's settings (``ecs.*``), if any.
+    section: str | None = None
+    #: The settings class the constructor takes in one argument, instead of keywords.
+    settings: str | None = None
+    #: Constructor keywords fixed by the entry (PBS Pro vs Torque over one class).
+    fixed: Mapping[str, Any] = field(factory=dict)
+    #: ``module:function`` writing a request in the scheduler's own words (``explain``).
+    dialect: str = ""
+
+    def submission(self, request: ResourceRequest) -> Submission:
+        """What this backend would receive for ``request`` (flags, directives, payload)."""
+        module, _, function = self.dialect.partition(":")
+        writer: Callable[[ResourceRequest], Submission] = getattr(
+            importlib.import_module(module), function
+        )
+        return writer(request)
+
+
+_D = "seqera_core.dialects."
+_ENTRIES = (
+    BackendEntry("local", "seqera_core.backends.local", "LocalBackend", section="local",
+                 dialect=f"{_D}local:submission"),
+    BackendEntry("slurm", "seqera_core.backends.slurm", "SlurmBackend", batch=True,
+                 dialect=f"{_D}slurm:submission"),
+    BackendEntry("pbs", "seqera_core.backends.pbs", "PbsBackend", batch=True,
+                 fixed={"dialect": "pro"}, dialect=f"{_D}pbs:pro_submission"),
+    BackendEntry("torque", "seqera_core.backends.pbs", "PbsBackend", batch=True,
+                 fixed={"dialect": "torque"}, dialect=f"{_D}pbs:torque_submission"),
+    BackendEntry("ecs", "seqera_core.backends.ecs", "EcsBackend", shared_fs=False,
+                 section="ecs", settings="EcsSettings", dialect=f"{_D}ecs:submission"),
+)  # fmt: skip
+_BY_NAME = {e.name: e for e in _ENTRIES}
+#: Every backend's name, in the order the help lists them.
+BACKENDS = tuple(_BY_NAME)
+#: The batch schedulers.
+BATCH = tuple(e.name for e in _ENTRIES if e.batch)
+
+
+def entry(name: str) -> BackendEntry:
+    """The registry's entry for ``name``.
+
+    Raises:
+        UsageError: no backend has that name.
+    """
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise UsageError(f"backend: {name!r} is not one of {', '.join(BACKENDS)}") from None
+
+
+def open_backend(
+    name: str,
+    *,
+    work_dir: str | Path | None = None,
+    squash: SquashPolicy | None = None,
+    preload: Sequence[str] = (),
+    **options: Any,
+) -> Backend:
+    """A new backend called ``name``: ``work_dir`` holds its job scripts and logs, and
+    ``options`` are its constructor's keywords (for ECS, its ``ecs.*`` settings).
+
+    ``squash`` puts jobs together on a batch scheduler: arrays, or squashed allocations
+    (then the backend returned wraps the scheduler's, and ``preload`` names the Python
+    entry points its launchers load once, see :class:`SquashBackend`).
+
+    Raises:
+        UsageError: the name is unknown, the backend's module (or extra) is not
+            installed, a setting is not one the backend takes, or squashing was asked of
+            a backend that is not a batch scheduler.
+    """
+    found = entry(name)
+    policy = squash or SquashPolicy()
+    if policy.mode is not SquashMode.OFF and not found.batch:
+        raise UsageError(
+            f"squash: {policy.mode.value!r} needs a batch scheduler ({', '.join(BATCH)}); "
+            f"the {name} backend runs each job on its own (set squash to off)"
+        )
+    factory = _factory(found)
+    if found.settings is not None:
+        return _settings_object(found, factory, options)
+    keywords = {**found.fixed, **options}
+    if work_dir is not None:
+        keywords["work_dir"] = work_dir
+    if found.batch:
+        keywords["squash"] = policy
+    try:
+        backend: Backend = factory(**keywords)
+    except SeqeraError:
+        raise
+    except (TypeError, ValueError) as exc:  # a keyword it does not take, or a bad value
+        raise UsageError(f"backend {name}: {exc}") from None
+    if policy.mode is SquashMode.SQUASH:
+        from ._squash import SquashBackend
+
+        return SquashBackend(backend, policy, preload=preload)
+    return backend
+
+
+def _factory(found: BackendEntry) -> Any:
+    try:
+        module = importlib.import_module(found.module)
+    except ModuleNotFoundError as exc:
+        if exc.name == found.module:
+            raise UsageError(f"backend {found.name!r} is not available in this version") from None
+        # A missing client library: name the extra that brings it.
+        raise UsageError(
+            f"backend {found.name!r} needs {exc.name}, which is not installed; "
+            f"install seqera-core[{found.name}]"
+        ) from None
+    factory = getattr(module, found.cls, None)
+    if factory is None:
+        raise UsageError(f"backend {found.name!r} is not available: {found.module} has no "
+                         f"{found.cls}")  # fmt: skip
+    return factory
+
+
+def _settings_object(found: BackendEntry, cls: Any, options: Mapping[str, Any]) -> Backend:
+    # ECS takes one settings object: the options are its fields (the config's ecs.* keys).
+    for key in ("cluster", "execution_role"):
+        if not options.get(key):
+            raise UsageError(
+                f"{found.section}.{key} is required for the {found.name} backend: set it in "
+                f"seqera.yaml ({found.section}: {{{key}: ...}}) or as "
+                f"$SEQERA_{str(found.section).upper()}_{key.upper()}"
+            )
+    module = importlib.import_module(cls.__module__)
+    try:
+        backend: Backend = cls(getattr(module, str(found.settings))(**options))
+    except TypeError as exc:
+        raise UsageError(f"{found.section} settings: {exc}") from None
+    return backend

@@ -1,0 +1,59 @@
+"""What every task-history store answers: the protocol the resolvers, the report and the
+session are written against (SQLite and PostgreSQL are its two siblings)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol, runtime_checkable
+
+from ._records import CpuUse, ProcessStats, TaskRecord
+
+__all__ = ["History"]
+
+
+@runtime_checkable
+class History(Protocol):
+    """A task history. Every method raises :class:`~seqera_core.errors.HistoryError` when
+    the store fails (locked, unreachable); none raises a driver's own exception."""
+
+    #: Where the store is (a path, or a URL with its password masked).
+    path: str
+    #: True when answers come from this machine: readers need no timeout.
+    local: bool
+
+    def record(self, records: Iterable[TaskRecord]) -> int:
+        """Store finished attempts (a replayed one replaces itself); returns how many."""
+        ...
+
+    def stats(self, process: str) -> ProcessStats | None:
+        """The process's history, or ``None`` if it never finished an attempt here."""
+        ...
+
+    def attempts(self, after: int = 0, limit: int = 100_000) -> tuple[int, list[TaskRecord]]:
+        """Attempts stored after cursor ``after`` (oldest first) and the cursor to pass next.
+
+        A learner reads the whole table once with ``after=0`` and then only what is new;
+        a replayed attempt comes back once more, as a new row.
+        """
+        ...
+
+    def records(self, run_ids: Sequence[str] = (), since: float | None = None) -> list[TaskRecord]:
+        """Every attempt of the runs named (all runs when none), finished at or after
+        ``since`` (seconds since the epoch) when given, oldest first."""
+        ...
+
+    def cpu_use(self) -> list[CpuUse]:
+        """Per process with successful runs that report both, the cores reserved and used."""
+        ...
+
+    def processes(self) -> list[str]:
+        """Every process with at least one successful attempt, sorted."""
+        ...
+
+    def count(self) -> int:
+        """How many attempts are stored."""
+        ...
+
+    def close(self) -> None:
+        """Release the store's connection."""
+        ...

@@ -1,0 +1,72 @@
+"""Which history rows a report covers, and why each failed attempt failed.
+
+A report covers the attempts of the runs asked for (every run when none is named), and
+of those only the ones that finished at or after ``since`` when it is given (a row with
+no finish time, such as a replayed trace's, is then left out). A run id the history does
+not hold, or a selection with no attempt at all, is a :class:`UsageError` that says what
+the history does hold: the CLI turns it into exit 2.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+from ..errors import ResourceError, UsageError
+from ..history import CAUSES, History, TaskRecord, cause_of
+
+__all__ = ["CAUSES", "cause", "parse_since", "select"]
+
+_SINCE_FORMS = (
+    "an ISO date or time, e.g. 2026-11-24, 2026-11-24T13:00 (local time) or 2026-11-24T13:00Z"
+)
+_SHOWN_RUNS = 5
+
+
+def cause(record: TaskRecord) -> str | None:
+    """Why an attempt failed (one of :data:`CAUSES`), or ``None`` when it succeeded; an older
+    row's cause is read from its out-of-memory and time-limit flags."""
+    return cause_of(record)
+
+
+def parse_since(text: str) -> float:
+    """Epoch seconds of ``--since``: a date (midnight) or a date and time, local unless zoned."""
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ResourceError("--since", text, _SINCE_FORMS) from None
+    return when.timestamp()  # a naive time is read as local time, as a user types it
+
+
+def select(
+    history: History,
+    run_ids: Sequence[str] = (),
+    since: float | None = None,
+    *,
+    where: str = "the history",
+) -> list[TaskRecord]:
+    """The attempts of ``run_ids`` (all runs when empty) finished at or after ``since``.
+
+    The latest version of a replayed attempt wins, as in the table itself.
+    """
+    latest: dict[tuple[str, str, int], TaskRecord] = {}
+    for record in history.records():
+        latest[(record.run_id, record.task_id, record.attempt)] = record
+    records = list(latest.values())
+    if not records:
+        raise UsageError(f"{where} holds no task yet: nothing to report")
+    known = dict.fromkeys(r.run_id for r in records)
+    missing = [run for run in run_ids if run not in known]
+    if missing:
+        recent = list(known)[-_SHOWN_RUNS:]
+        raise ResourceError(
+            "--run", missing[0], f"a run id in {where}; its latest runs are {', '.join(recent)}"
+        )
+    if run_ids:
+        wanted = set(run_ids)
+        records = [r for r in records if r.run_id in wanted]
+    if since is not None:
+        records = [r for r in records if r.finished is not None and r.finished >= since]
+        if not records:
+            raise UsageError(f"no task in {where} finished since the --since time")
+    return records

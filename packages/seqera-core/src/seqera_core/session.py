@@ -1,0 +1,314 @@
+"""One run, wired once: the object every entry point builds and closes.
+
+``seqera run``, ``snakemake --executor seqera``, ``cwltool-seqera`` and the sidecar each
+build one :class:`Session` from a :class:`~seqera_core.config.Config` (user file < project
+file < ``SEQERA_*`` < engine settings < flags, see :mod:`seqera_core.config`) and their
+engine's name. The session owns what a run opens (the platform, the backend from the
+registry, the resolver chain, the history store, the run labels) and closes all of it in
+:meth:`Session.close`; an adapter maps its engine's jobs to requests and specs and calls
+:meth:`prepare`, :meth:`submit`, :meth:`poll`, :meth:`cancel` and :meth:`record`, and
+never opens a backend, a store or a resolver itself (as httpx's ``Client`` owns its pool).
+
+The history's write policy lives here too: every finished attempt is recorded (cancelled
+ones with their cause, so the report can count them), through one path
+(:func:`~seqera_core.outcomes.finished_record`), and a store that fails never fails a
+job: the rows wait in memory and go with the next write, or at :meth:`close`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from . import platforms
+from .backends.base import Backend, JobHandle, JobSpec, JobStatus
+from .backends.registry import BackendEntry, entry, open_backend
+from .config import Config
+from .errors import HistoryError, UsageError
+from .history import History, TaskRecord, open_history
+from .labels import run_labels
+from .models import ResourceRequest
+from .outcomes import finished_record
+from .pipeline import Prepared, prepare
+from .platforms import Platform
+from .resolvers import PredictiveResolver, Resolver, configured
+from .squash import SquashPolicy
+
+__all__ = ["Finished", "Session", "squash_policy"]
+
+_LOG = logging.getLogger("seqera_core.session")
+# Rows kept while the history cannot take them; past this the oldest are dropped, loudly.
+_MAX_PENDING = 100_000
+
+
+def squash_policy(config: Config, platform: Platform | None = None) -> SquashPolicy:
+    """The platform's squash policy (off without one), with the config's ``squash.*`` over it."""
+    base = platform.squash if platform is not None else SquashPolicy()
+    return base.merged(config.section("squash"))
+
+
+@frozen
+class Finished:
+    """A finished attempt to record: what was submitted and how it ended.
+
+    ``task_id`` is the engine's own id for the task (default: the backend's job id);
+    ``run_id`` the engine's run when it is not the session's (the sidecar serves many).
+    """
+
+    request: ResourceRequest
+    status: JobStatus
+    task_id: str = ""
+    run_id: str = ""
+
+
+class Session:
+    """One run of one engine: platform, backend, resolvers, history and labels, closed once.
+
+    Args:
+        config: the merged settings (the adapter maps its own flags onto config keys).
+        engine: the engine's name as labels and the history know it (``snakemake``,
+            ``cwltool``, ``nextflow``, ``seqera-run``).
+        work_dir: where the backend keeps job scripts and logs (visible to compute nodes
+            on a cluster), or a function of the registry entry giving it; the backend's
+            own default when ``None``.
+        run_id: the run's id in labels and the history (a new UUID by default).
+        metadata: run metadata for the automatic labels (see :data:`labels.METADATA`;
+            ``engine`` defaults to ``engine``, and ``run-id`` is labelled only if given).
+        backend_options: the backend's own constructor keywords over its config section
+            (``--seqera-backend-option`` pass-through to a batch scheduler).
+        preload: Python entry points a squashed allocation's launcher loads once.
+        sizing: builds the history's resolver (default: the learning right-sizer).
+        label_prefix: the prefix of automatic labels (``snakemake/run-id``).
+        warn: where warnings go (default: this module's logger); the engine's logger
+            keeps them in its own log.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        engine: str,
+        *,
+        work_dir: str | Path | Callable[[BackendEntry], str | Path | None] | None = None,
+        run_id: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        backend_options: Mapping[str, Any] | None = None,
+        preload: Sequence[str] = (),
+        sizing: Callable[[History], Resolver] | None = None,
+        label_prefix: str | None = None,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.engine = engine
+        self.run_id = run_id or str(uuid.uuid4())
+        self._work_dir = work_dir
+        self._warn = warn or _LOG.warning
+        self._backend_options = dict(backend_options or {})
+        self._preload = tuple(preload)
+        self._backend: Backend | None = None
+        self._pending: list[TaskRecord] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self.history: History | None = None
+        self.resolvers: list[Resolver] = []
+        path = config.get("platform")
+        self.platform: Platform | None = platforms.load(path) if path else None
+        name = str(config.get("backend"))
+        if self.platform is not None and config.sources.get("backend") == "default":
+            name = self.platform.scheduler  # nobody chose a backend: the platform's scheduler
+        self.entry: BackendEntry = entry(name)
+        self.squash = squash_policy(config, self.platform)
+        self.labels = run_labels(
+            label_prefix or engine,
+            {"engine": engine, **(metadata or {})},
+            config.get("labels"),
+            auto=config.get("auto_labels", "all"),
+        )
+        try:
+            location = config.get("history")
+            if location:
+                self.history = open_history(os.path.expanduser(str(location)))
+            self.resolvers = configured(config)
+            if self.history is not None:
+                build = sizing or PredictiveResolver
+                self.resolvers.append(build(self.history))
+        except BaseException:
+            self.close()
+            raise
+
+    # -- what the run holds ---------------------------------------------------------------
+
+    @property
+    def backend_name(self) -> str:
+        """The backend the run dispatches to (the registry's name)."""
+        return self.entry.name
+
+    @property
+    def work_dir(self) -> Path | None:
+        """Where the backend keeps job scripts and logs (``None``: its own default)."""
+        if not self.entry.shared_fs:
+            return None  # a cloud backend keeps nothing on this machine
+        chosen = self._work_dir(self.entry) if callable(self._work_dir) else self._work_dir
+        return None if chosen is None else Path(chosen)
+
+    @property
+    def backend(self) -> Backend:
+        """The run's backend, opened on first use (``explain`` never opens one)."""
+        with self._lock:
+            if self._closed:
+                raise UsageError("the session is closed")
+            if self._backend is None:
+                options = dict(self._backend_options)
+                if self.entry.section:
+                    options = {**self.config.section(self.entry.section), **options}
+                self._backend = open_backend(
+                    self.entry.name,
+                    work_dir=self.work_dir,
+                    squash=self.squash,
+                    preload=self._preload,
+                    **options,
+                )
+            return self._backend
+
+    # -- one task's way -------------------------------------------------------------------
+
+    def prepare(self, request: ResourceRequest) -> Prepared:
+        """Limits, platform (queue chosen; an impossible task comes back with errors),
+        the resolver chain, and the labels: see :func:`seqera_core.pipeline.prepare`."""
+        return prepare(
+            request, platform=self.platform, resolvers=self.resolvers, run_labels=self.labels
+        )
+
+    def submit(self, specs: Sequence[JobSpec]) -> list[JobHandle]:
+        """Submit every job in one backend call; their handles in the same order.
+
+        Raises:
+            SubmitError: part of the batch went out; ``submitted`` holds those handles.
+            SeqeraError: nothing was submitted.
+        """
+        return self.backend.submit(specs)
+
+    def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
+        """Every handle's status with one native call."""
+        return self.backend.poll(handles)
+
+    def cancel(self, handles: Sequence[JobHandle]) -> None:
+        """Cancel every job with one native call where the scheduler allows it."""
+        if handles:
+            self.backend.cancel(handles)
+
+    def logs(self, handle: JobHandle) -> str:
+        """The job's output so far."""
+        return self.backend.logs(handle)
+
+    def record(self, finished: Iterable[Finished]) -> int:
+        """Record finished attempts in the history (none without one); returns how many
+        rows were written, including earlier ones that had waited. Never raises: a store
+        that fails keeps the rows for the next call and says so once per failure."""
+        rows = [
+            finished_record(
+                item.request,
+                item.status,
+                run_id=item.run_id or self.run_id,
+                engine=self.engine,
+                task_id=item.task_id,
+            )
+            for item in finished
+            if item.status.state.finished
+        ]
+        if self.history is None:
+            return 0
+        with self._lock:
+            self._pending.extend(rows)
+            if len(self._pending) > _MAX_PENDING:
+                lost = len(self._pending) - _MAX_PENDING
+                del self._pending[:lost]
+                self._warn(f"the history kept failing: {lost} finished attempts were not kept")
+            waiting, self._pending = self._pending, []
+        if not waiting:
+            return 0
+        try:
+            return self.history.record(waiting)
+        except HistoryError as exc:
+            with self._lock:
+                self._pending[:0] = waiting
+            self._warn(
+                f"could not record {len(waiting)} finished attempts in the history, "
+                f"will try again: {exc}"
+            )
+            return 0
+
+    def summary(self, limit: int = 3) -> list[str]:
+        """A few lines on what this run used and wasted (the ``limit`` worst processes, the
+        right-sizer's saving); none without a history or before any task finished."""
+        if self.history is None:
+            return []
+        from .report import summary_lines  # the figures need no plotting library
+
+        try:
+            return summary_lines(self.history, self.run_id, limit)
+        except UsageError:
+            return []  # no finished task of this run (yet)
+        except HistoryError as exc:
+            self._warn(f"no efficiency summary: {exc}")
+            return []
+
+    def write_report(self, path: str | Path) -> Path:
+        """Write this run's HTML report (``seqera report``'s page) to ``path``; returns it.
+
+        Raises:
+            UsageError: no history, no finished task of this run, or no Plotly
+                (``pip install 'seqera-core[report]'``).
+        """
+        if self.history is None:
+            raise UsageError("a report needs a history: set history in seqera config")
+        from .report import write_report
+
+        return write_report(self.history, [self.run_id], path, platform=self.platform)
+
+    @property
+    def unrecorded(self) -> int:
+        """Finished attempts still waiting for the history."""
+        with self._lock:
+            return len(self._pending)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush waiting history rows, close the backend (a squashed one tells its launchers
+        to drain; the local one ends its jobs), the resolvers and the history. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            backend, self._backend = self._backend, None
+        try:
+            if backend is not None:
+                backend.close()
+        finally:
+            for resolver in self.resolvers:
+                try:
+                    resolver.close()
+                except Exception as exc:  # closing one must not leave the others open
+                    self._warn(f"resolver {resolver.name}: {exc}")
+            if self.history is not None:
+                if self._pending:
+                    try:
+                        self.history.record(self._pending)
+                        self._pending = []
+                    except HistoryError as exc:
+                        self._warn(f"{len(self._pending)} finished attempts were not "
+                                   f"recorded in the history: {exc}")  # fmt: skip
+                self.history.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,121 @@
+"""``seqera report``: the page, ``--json``, the selection flags, and exit 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seqera_core.cli import main
+from seqera_core.history import TaskRecord, open_history
+from seqera_core.units import GIB
+
+PLATFORM = Path(__file__).parents[3] / "shared" / "platforms" / "slurm-cluster.yaml"
+NOON = 1_795_521_600.0  # 2026-11-24T12:00Z
+
+
+@pytest.fixture(autouse=True)
+def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The developer's own ~/.config/seqera and SEQERA_* variables must not leak in.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    for name in ("SEQERA_PLATFORM", "SEQERA_HISTORY", "SEQERA_BACKEND"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> Path:
+    path = tmp_path / "history.db"
+    store = open_history(path)
+    store.record(
+        TaskRecord(run, f"{process}-{i}", process, i % 5 != 4, cpus=2, memory=4 * GIB, time=3600,
+                   peak_memory=GIB, cpu_percent=100.0, realtime=1800.0, out_of_memory=i % 5 == 4,
+                   finished=NOON + 3600 * (run == "late"), input_bytes=1000 + i)
+        for run in ("early", "late") for process in ("bwa", "sort") for i in range(12)
+    )  # fmt: skip
+    store.close()
+    return path
+
+
+def test_the_page_and_its_path(
+    history: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", "--history", str(history), "-o", "out/r.html"]) == 0
+    out = capsys.readouterr().out
+    page = tmp_path / "out" / "r.html"
+    assert page.read_text().startswith("<!DOCTYPE html>")
+    assert out.splitlines()[-1] == f"report: {page}"
+    assert out.startswith("48 tasks, 8 failed (8 out of memory)")
+
+
+def test_json_is_the_same_figures(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--history", str(history), "--run", "late", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["runs"] == ["late"] and figures["tasks"] == 24
+    assert figures["failures"] == {"out_of_memory": 4}
+    # 20 successful half-hours at 4 GB asked, 1 GB used; 4 killed half-hours at 4 GB
+    assert figures["memory"]["requested"] == pytest.approx(24 * 4 * GIB * 0.5 / 1e9)
+    assert figures["memory"]["wasted"] == pytest.approx((20 * 3 + 4 * 4) * GIB * 0.5 / 1e9)
+    assert figures["costs"] is None
+    assert {p["process"] for p in figures["processes"]} == {"bwa", "sort"}
+    assert all(p["advice"]["memory"] < 4 * GIB for p in figures["processes"])
+    assert "withName: 'bwa'" in figures["snippets"]["nextflow"]
+
+
+def test_since_and_several_runs(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--history", f"sqlite:///{history}", "--since",
+                 "2026-11-24T12:30Z", "--json"]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out)["runs"] == ["late"]
+    assert main(["report", "--history", str(history), "--run", "early", "late", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"] == ["early", "late"]
+
+
+def test_cost_at_the_platforms_rates(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--history", str(history), "--platform", str(PLATFORM), "--json"]) == 0
+    costs = json.loads(capsys.readouterr().out)["costs"]
+    # the default queue (normal) takes the platform's rates: 0.02 a core-hour, 0.004 a GiB-hour
+    assert costs["total"] == pytest.approx(48 * 0.5 * (2 * 0.02 + 4 * 0.004))
+    assert costs["rates"]["core_hour"] == 0.02
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--run", "nope"], "--run: 'nope' is not valid; expected a run id in"),
+        (["--since", "last week"], "--since: 'last week' is not valid"),
+        (["--since", "2030-01-01"], "no task in"),
+        (["--platform", "missing.yaml"], "--platform: 'missing.yaml'"),
+    ],
+)
+def test_bad_input_exits_2(
+    history: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", "--history", str(history), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("seqera report: error: ") and message in err
+
+
+def test_an_empty_or_missing_history_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    open_history(tmp_path / "empty.db").close()
+    assert main(["report", "--history", str(tmp_path / "empty.db")]) == 2
+    assert "holds no task yet" in capsys.readouterr().err
+    assert main(["report", "--history", str(tmp_path / "none.db")]) == 2
+    assert "an existing history" in capsys.readouterr().err
+    assert not (tmp_path / "none.db").exists()  # never created by looking
+    assert main(["report"]) == 2  # the default, ~/.seqera/history.db, is not there either
+    assert ".seqera/history.db" in capsys.readouterr().err
+
+
+def test_the_console_script(history: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "seqera_core.cli", "report", "--history", str(history), "--json"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["tasks"] == 48

@@ -1,0 +1,51 @@
+"""The right-sizer's advice per process and its saving on the run, worked by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from seqera_core.history import TaskRecord, open_history
+from seqera_core.report import build
+from seqera_core.units import GIB, MIB
+
+
+def test_without_input_sizes_the_advice_is_the_largest_use_with_a_margin() -> None:
+    # 12 tasks: 4 cpus and 8 GiB asked, 100..210 MiB used at 150 % cpu, 1 to 2 hours each
+    rows = [
+        TaskRecord("run", f"t{i}", "align", True, cpus=4, memory=8 * GIB, time=6 * 3600,
+                   peak_memory=(100 + 10 * i) * MIB, cpu_percent=150.0,
+                   realtime=3600.0 + 300 * i)
+        for i in range(12)
+    ]  # fmt: skip
+    history = open_history(":memory:")
+    history.record(rows)
+    advice = build(history).advice["align"]
+    largest = 210 * MIB
+    # PredictiveResolver's fallback: the largest use x 1.2; cpus: the most cores kept busy
+    assert advice.memory == math.ceil(largest * 1.2)
+    assert advice.time == math.ceil((3600 + 300 * 11) * 1.2)
+    assert advice.cpus == 2
+    assert advice.sized == 12 and advice.too_small == 0
+    hours = sum(r.realtime or 0 for r in rows) / 3600
+    assert advice.saved_memory == pytest.approx((8 * GIB - advice.memory) * hours / 1e9)
+    assert advice.saved_cpus == pytest.approx((4 - 2) * hours)
+
+
+def test_a_process_with_no_measured_peak_gets_no_memory_advice() -> None:
+    rows = [TaskRecord("run", f"t{i}", "qc", True, cpus=1, memory=GIB, realtime=60.0)
+            for i in range(3)]  # fmt: skip
+    history = open_history(":memory:")
+    history.record(rows)
+    advice = build(history).advice["qc"]
+    assert advice.memory is None and advice.saved_memory == 0
+    assert advice.time == 600  # the resolver's floor: a limit of a few minutes wins nothing
+
+
+def test_a_process_that_never_succeeded_gets_none() -> None:
+    history = open_history(":memory:")
+    history.record([TaskRecord("run", "t", "boom", False, memory=GIB, out_of_memory=True)])
+    report = build(history)
+    assert report.advice == {} and report.saved_memory == 0
+    assert "withName" not in report.nextflow
