@@ -20,6 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _emit import Emitter, add_argument
+
 from seqera_core.backends import JobSpec
 from seqera_core.backends.ecs import EcsBackend, EcsSettings
 from seqera_core.models import ResourceRequest
@@ -49,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--shapes", type=int, default=10)
+    add_argument(parser)
     args = parser.parse_args(argv)
+    emit = Emitter("ecs_tasks", args.results)
     with moto_ecs() as emulator:
         os.environ.update(emulator.env)
         emulator.create_cluster()
@@ -90,6 +94,22 @@ def main(argv: list[str] | None = None) -> int:
         f"wall: submit {submitted - started:.2f} s ({(submitted - started) / args.tasks * 1000:.1f}"
         f" ms/task), polls {finished - submitted:.2f} s, total {finished - started:.2f} s"
     )
+    case = {"tasks": args.tasks, "shapes": args.shapes}
+    for operation, count in sorted(backend.calls.items()):
+        emit.figure(f"{operation} calls", count, "calls", **case)
+    emit.figure(
+        "calls per task", round(sum(backend.calls.values()) / args.tasks, 4), "calls", **case
+    )
+    emit.figure("polls off target", missed, "polls", **case)
+    emit.figure("failed", failed, "tasks", **case)
+    emit.figure(
+        "second run RegisterTaskDefinition", again.calls["RegisterTaskDefinition"], "calls", **case
+    )
+    emit.figure(
+        "submit wall per task", round((submitted - started) / args.tasks * 1000, 3), "ms", **case
+    )
+    emit.figure("total wall", round(finished - started, 3), "s", **case)
+    emit.close()
     ok = (
         registered == args.shapes
         and backend.calls["RunTask"] == args.tasks

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from _emit import Emitter, add_argument
+
 from seqera_core.backends import JobHandle, JobSpec, JobState, LocalBackend
 
 __all__ = ["main"]
@@ -63,11 +65,21 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--cpus", type=float, default=None, help="default: this machine's")
     parser.add_argument("--poll", type=float, default=0.01, help="seconds between polls")
+    add_argument(parser)
     args = parser.parse_args()
+    emit = Emitter("local_jobs", args.results)
     rows = {
         "one submit": _measure(args.jobs, args.cpus, args.poll, _batch),
         "one per call": _measure(args.jobs, args.cpus, args.poll, _one_by_one),
     }
+    for mode, row in rows.items():
+        case = {"jobs": args.jobs, "mode": mode, "cpus": row["cpus"], "poll": args.poll}
+        emit.figure("wall", float(str(row["wall s"])), "s", **case)
+        emit.figure("throughput", float(str(row["jobs/s"])), "jobs/s", **case)
+        emit.figure("succeeded", row["succeeded"], "jobs", **case)
+        for calls in ("spawn", "reap", "kill", "sample", "polls"):
+            emit.figure(f"{calls} calls", row[calls], "calls", **case)
+    emit.close()
     columns = ["mode", *next(iter(rows.values()))]
     table = [[mode, *map(str, row.values())] for mode, row in rows.items()]
     widths = [max(len(c), *(len(r[i]) for r in table)) for i, c in enumerate(columns)]

@@ -33,6 +33,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from seqera_core.history import TaskRecord, open_history
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
+from _emit import Emitter, add_argument
+
 from tests.seqera_sidecar.conftest import start_sidecar, stop_sidecar  # the tests' launcher
 
 __all__ = ["main"]
@@ -168,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--tasks", type=int, default=0, help="extra history rows")
     parser.add_argument("--resolver", choices=("predictive", "max"), default="predictive")
+    add_argument(parser)
     args = parser.parse_args(argv)
+    emit = Emitter("sidecar_resolve", args.results)
     events = _events()
     processes = sorted({e["trace"]["process"] for e in events if "trace" in e})  # type: ignore[index]
     rng = random.Random(0)
@@ -187,11 +191,13 @@ def main(argv: list[str] | None = None) -> int:
             # The first resolve reads the whole history into the models; time it apart.
             started = time.perf_counter()
             httpx.post(f"{served.url}{single[0][0]}", json=single[0][1], timeout=120)
+            first = (time.perf_counter() - started) * 1000
             print(
-                f"history of {args.tasks + 2938} attempts; first resolve (loads it) "
-                f"{(time.perf_counter() - started) * 1000:.0f} ms",
+                f"history of {args.tasks + 2938} attempts; first resolve (loads it) {first:.0f} ms",
                 flush=True,
             )
+            setup = {"history": args.tasks + 2938, "resolver": args.resolver}
+            emit.figure("first resolve", round(first, 1), "ms", **setup)
             rows = []
             for name, endpoint, bodies, rate in (
                 ("single", "resolve", single, args.rate),
@@ -204,12 +210,20 @@ def main(argv: list[str] | None = None) -> int:
                 server = _p99(before, _served(served.url, endpoint))
                 rows.append({"kind": name, "target/s": rate, **result, "server p99 ≤ ms": server})
                 print(rows[-1], flush=True)
+                case = {**setup, "kind": name, "rate": rate, "seconds": args.seconds}
+                for key, unit in (("p50 ms", "ms"), ("p99 ms", "ms"), ("max ms", "ms"),
+                                  ("server p99 ≤ ms", "ms"), ("achieved/s", "requests/s"),
+                                  ("errors", "requests")):  # fmt: skip
+                    emit.figure(
+                        key.replace(" ms", "").replace("/s", ""), rows[-1][key], unit, **case
+                    )
         finally:
             stop_sidecar(process)
     header = list(rows[0])
     print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
     for row in rows:
         print("| " + " | ".join(str(row[k]) for k in header) + " |")
+    emit.close()
     return 0 if all(row["errors"] == 0 for row in rows) else 1
 
 

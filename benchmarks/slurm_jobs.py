@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from _emit import Emitter, add_argument
+
 from seqera_core.backends import Backend, JobSpec, JobState, SlurmBackend
 
 __all__ = ["main"]
@@ -99,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--poll", type=float, default=1.0, help="seconds between polls")
     parser.add_argument("--cpus", type=int, default=32, help="CPUs the started cluster advertises")
+    add_argument(parser)
     args = parser.parse_args(argv)
+    emit = Emitter("slurm_jobs", args.results)
     rows = []
     with _cluster(args.cpus) as env, tempfile.TemporaryDirectory() as work:
         rows.append(_measure(SlurmBackend(work_dir=work, env=env), args.jobs, args.poll))
@@ -111,6 +115,17 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as logs, LocalBackend(work_dir=logs) as local:
             rows.append(_measure(local, args.jobs, min(args.poll, 0.05)))
     print(_table(rows))
+    for row in rows:
+        case = {"backend": row["backend"], "jobs": args.jobs, "poll": args.poll, "cpus": args.cpus}
+        emit.figure("wall", float(row["wall s"]), "s", **case)
+        emit.figure("submit wall", float(row["submit s"]), "s", **case)
+        emit.figure("throughput", float(row["jobs/s"]), "jobs/s", **case)
+        emit.figure("succeeded", row["succeeded"], "jobs", **case)
+        emit.figure("polls", row["polls"], "polls", **case)
+        for name in ("submit calls", "status calls"):
+            if row[name] != "-":
+                emit.figure(name, row[name], "calls", **case)
+    emit.close()
     return 0
 
 

@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from seqera_core import catalogue as catalogues
 from seqera_core.cli import main
+from seqera_core.cli.plan import plan_document
+from seqera_core.jobsfile import parse_jobs
+from seqera_core.planner import schedule
 from seqera_core.units import GIB
 
 CATALOGUE = """\
@@ -205,3 +209,66 @@ def test_lookahead_variant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         ("general", ["m", "c1"]),
         ("compute", ["c2"]),
     ]
+
+
+# --- input past Python's own limits (issue 20, defect 11) ----------------------------
+
+DIGITS = "9" * 5000
+
+
+@pytest.mark.parametrize("command", ["plan", "squash"])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (f'[{{"name": "a", "cpus": {DIGITS}, "memory": 5, "time": "1m"}}]',
+         "a number too long to read"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deep to read"),
+        (f'[{{"name": "a", "cpus": 1, "memory": "{DIGITS} GB", "time": "1m"}}]',
+         "jobs[0].memory: '99999999999999999999... (5003 characters)' is not valid"),
+        (f'[{{"name": "a", "cpus": {DIGITS[:4000]}, "memory": "1 GB", "time": "1m"}}]',
+         "jobs[0].cpus: 9999"),
+        ('[{"name": "a", "cpus": 1e400, "memory": "1 GB", "time": "1m"}]',
+         "jobs[0].cpus: inf is not valid"),
+    ],
+)  # fmt: skip
+def test_numbers_and_nesting_past_the_reader_limits_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, content: str, message: str
+) -> None:
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(content.replace(', "time": "1m"', "") if command == "plan" else content)
+    assert main([command, str(jobs)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err) < 5000
+
+
+def test_a_huge_memory_in_bytes_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(f'[{{"name": "a", "cpus": 1, "memory": {DIGITS[:4000]}}}]')
+    assert main(["plan", str(jobs)]) == 2
+    assert "jobs[0].memory: 9999" in capsys.readouterr().err
+
+
+def test_the_json_writer_writes_what_json_dumps_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalogue = tmp_path / "c.yaml"
+    catalogue.write_text(
+        "instances:\n"
+        "  small: {vcpus: 2, memory: 4 GiB, price: 0.1}\n"
+        "  half: {vcpus: 0.5, memory: 1 GiB, price: 0.0333}\n"
+        "  gpu: {vcpus: 4, memory: 16 GiB, gpus: 2, price: 1.0}\n"
+    )
+    names = ['"instances": []', "naïve ✓", 'quo"te\\', "tab\there", "a"]
+    jobs = [
+        {"name": n, "cpus": c, "memory": m, "gpus": g}
+        for n, c, m, g in zip(
+            names, [0.1, 0.5, 1.5, 1, 2], [1, 2**30, 3 * 2**30, 5, 7], [0, 0, 1, 0, 2], strict=True
+        )
+    ]
+    path = tmp_path / "j.json"
+    path.write_text(json.dumps(jobs))
+    assert main(["plan", str(path), "--catalogue", str(catalogue), "--json"]) == 0
+    out = capsys.readouterr().out
+    plan = schedule(catalogues.load(catalogue), parse_jobs(jobs, str(path)))
+    assert out == json.dumps(plan_document(plan), indent=2, sort_keys=True) + "\n"
+    assert len(json.loads(out)["instances"]) == len(plan.instances) >= 2

@@ -9,10 +9,11 @@ band), so a search skips every subtree where no job can fit.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_right
 from collections.abc import Sequence
+from heapq import heapify, heappop, heapreplace
 
-__all__ = ["Cursor", "Group", "MinTree", "pack"]
+__all__ = ["Group", "MinTree", "Packer"]
 
 _INF = math.inf
 
@@ -37,6 +38,7 @@ class MinTree:
             memory[x] = memory[left] if memory[left] < memory[right] else memory[right]
             gpus[x] = gpus[left] if gpus[left] < gpus[right] else gpus[right]
         self.cpus, self.memory, self.gpus = cpus, memory, gpus
+        self.any_gpus = any(d[2] for d in demands)
 
     def remove(self, n: int) -> None:
         """Take the job at position ``n`` out; ancestors are updated while their minima
@@ -59,28 +61,37 @@ class MinTree:
     def _leftmost(self, node: int, room_cpus: int, room_memory: int, room_gpus: int) -> int:
         size, cpus, memory, gpus = self.size, self.cpus, self.memory, self.gpus
         stack = [node]
+        if not self.any_gpus:
+            # no job of the tree needs a GPU: two comparisons a node instead of three
+            while stack:
+                x = stack.pop()
+                if cpus[x] > room_cpus or memory[x] > room_memory:
+                    continue
+                # down the leftmost child that may hold a fit; the right one is checked
+                # only if the left one holds none
+                while x < size:
+                    x *= 2
+                    if cpus[x] <= room_cpus and memory[x] <= room_memory:
+                        stack.append(x + 1)
+                    else:
+                        x += 1
+                        if cpus[x] > room_cpus or memory[x] > room_memory:
+                            break
+                else:
+                    return x - size
+            return -1
         while stack:
             x = stack.pop()
-            # down the leftmost child that may hold a fit; the right one waits its turn
+            if cpus[x] > room_cpus or memory[x] > room_memory or gpus[x] > room_gpus:
+                continue
             while x < size:
-                left, right = 2 * x, 2 * x + 1
-                right_ok = (
-                    cpus[right] <= room_cpus
-                    and memory[right] <= room_memory
-                    and gpus[right] <= room_gpus
-                )
-                if (
-                    cpus[left] <= room_cpus
-                    and memory[left] <= room_memory
-                    and gpus[left] <= room_gpus
-                ):
-                    if right_ok:
-                        stack.append(right)
-                    x = left
-                elif right_ok:
-                    x = right
+                x *= 2
+                if cpus[x] <= room_cpus and memory[x] <= room_memory and gpus[x] <= room_gpus:
+                    stack.append(x + 1)
                 else:
-                    break
+                    x += 1
+                    if cpus[x] > room_cpus or memory[x] > room_memory or gpus[x] > room_gpus:
+                        break
             else:
                 return x - size
         return -1
@@ -106,73 +117,90 @@ class MinTree:
         return -1
 
 
-class Cursor:
-    """A group of waiting jobs while one instance fills: its first fit found so far."""
-
-    __slots__ = ("local", "positions", "tree")
-
-    def __init__(self, positions: list[int], tree: MinTree) -> None:
-        self.positions, self.tree, self.local = positions, tree, -1
-
-
 Group = tuple[str | None, int, list[int], MinTree]
 
 
-def pack(
-    groups: Sequence[Group],
-    demands: Sequence[tuple[int, int, int]],
-    placed: Sequence[bool],
-    head: int,
-    type_name: str,
-    room: tuple[int, int, int],
-    home: tuple[int, MinTree],
-) -> list[tuple[int, int, MinTree]]:
-    """The waiting jobs an empty instance of this type and room takes, first fit in queue
-    order from ``head`` (the first waiting job, at index ``home[0]`` of tree ``home[1]``,
-    which the room must hold); nothing is changed (taken jobs fall behind the search
-    start)."""
-    # the head job is first in queue order and fits: no search needed for it
-    taken: list[tuple[int, int, MinTree]] = [(head, home[0], home[1])]
-    need = demands[head]
-    cpus, memory, gpus = room[0] - need[0], room[1] - need[1], room[2] - need[2]
-    start = head + 1
-    # Each group's first fit only moves right while the room shrinks: remember it,
-    # and drop a group for this instance once it has none.
-    alive = [
-        Cursor(positions, tree)
-        for hint, least, positions, tree in groups
-        if hint in (None, type_name) and least <= cpus
-    ]
-    while cpus > 0 and memory > 0 and alive:
-        best = -1
-        chosen: Cursor | None = None
-        for entry in list(alive):
-            positions, tree, local = entry.positions, entry.tree, entry.local
+class Packer:
+    """The fill step over groups of waiting jobs (hint, least vCPUs, queue positions,
+    tree): which jobs an empty instance takes, first fit in queue order.
+
+    A heap holds each group's next candidate, keyed by queue position: the smallest is
+    the first fit overall when it still fits the shrinking room, else its group searches
+    again from there. A group enters the heap with its first waiting position as a lower
+    bound and is searched only when that bound comes to the top, so groups whose jobs
+    all come after the fill ends are never searched.
+    """
+
+    def __init__(
+        self,
+        groups: Sequence[Group],
+        demands: Sequence[tuple[int, int, int]],
+        placed: Sequence[bool],
+    ) -> None:
+        self.groups, self.demands, self.placed = groups, demands, placed
+        # each group's first local index that may still wait (only moves forward)
+        self.first_waiting = [0] * len(groups)
+        self.eligible: dict[str, tuple[list[int], list[int]]] = {}
+
+    def _eligible(self, type_name: str) -> tuple[list[int], list[int]]:
+        found = self.eligible.get(type_name)
+        if found is None:
+            members = sorted(
+                (least, g)
+                for g, (hint, least, _, _) in enumerate(self.groups)
+                if hint is None or hint == type_name
+            )
+            found = ([least for least, _ in members], [g for _, g in members])
+            self.eligible[type_name] = found
+        return found
+
+    def pack(
+        self, head: int, type_name: str, room: tuple[int, int, int], home: tuple[int, MinTree]
+    ) -> list[tuple[int, int, MinTree]]:
+        """The waiting jobs an empty instance of this type and room takes, first fit in
+        queue order from ``head`` (the first waiting job, at index ``home[0]`` of tree
+        ``home[1]``, which the room must hold); nothing is changed."""
+        taken: list[tuple[int, int, MinTree]] = [(head, home[0], home[1])]
+        demands, placed, groups = self.demands, self.placed, self.groups
+        need = demands[head]
+        cpus, memory, gpus = room[0] - need[0], room[1] - need[1], room[2] - need[2]
+        if cpus <= 0 or memory <= 0:
+            return taken
+        leasts, members = self._eligible(type_name)
+        first_waiting = self.first_waiting
+        heap: list[tuple[int, int, int]] = []
+        for g in members[: bisect_right(leasts, cpus)]:
+            positions = groups[g][2]
+            n, end = first_waiting[g], len(positions)
+            while n < end and (placed[positions[n]] or positions[n] <= head):
+                n += 1
+            first_waiting[g] = n
+            if n < end:
+                # (queue position, -1 - local index: a lower bound not yet searched, group)
+                heap.append((positions[n], -1 - n, g))
+        heapify(heap)
+        while heap:
+            position, local, g = heap[0]
+            positions, tree = groups[g][2], groups[g][3]
             if local >= 0:
-                need = demands[positions[local]]
-                if placed[positions[local]] or not (
-                    need[0] <= cpus and need[1] <= memory and need[2] <= gpus
-                ):
-                    local = -1
-            if local < 0:
-                first = bisect_left(positions, start)
-                if first == len(positions):
-                    alive.remove(entry)
+                d = demands[position]
+                if d[0] <= cpus and d[1] <= memory and d[2] <= gpus:
+                    taken.append((position, local, tree))
+                    cpus, memory, gpus = cpus - d[0], memory - d[1], gpus - d[2]
+                    if cpus <= 0 or memory <= 0:
+                        break
+                    # its group's next job: a bound, searched when it comes to the top
+                    if local + 1 < len(positions):
+                        heapreplace(heap, (positions[local + 1], -2 - local, g))
+                    else:
+                        heappop(heap)
                     continue
-                if 0 <= best < positions[first]:
-                    continue  # its earliest job comes after the best so far
-                local = tree.first(first, cpus, memory, gpus)
-                if local < 0:
-                    alive.remove(entry)
-                    continue
-                entry.local = local
-            if best < 0 or positions[local] < best:
-                best, chosen = positions[local], entry
-        if chosen is None:
-            break
-        taken.append((best, chosen.local, chosen.tree))
-        chosen.local = -1
-        need_cpus, need_memory, need_gpus = demands[best]
-        cpus, memory, gpus = cpus - need_cpus, memory - need_memory, gpus - need_gpus
-        start = best + 1
-    return taken
+                local += 1  # it no longer fits: search on after it
+            else:
+                local = -1 - local
+            found = tree.first(local, cpus, memory, gpus)
+            if found < 0:
+                heappop(heap)
+            else:
+                heapreplace(heap, (positions[found], found, g))
+        return taken

@@ -27,6 +27,7 @@ from attrs import frozen
 
 from .dialects._values import document_number as _number
 from .dialects.human import SIZE_FORMS, parse_size
+from .documents import read_document
 from .errors import ResourceError
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
 
 DEFAULT_CATALOGUE = "ec2-us-east-1-2026-11.yaml"
 _INSTANCE_KEYS = ("vcpus", "memory", "gpus", "price")
+_LONGEST_SIZE = 64
 
 
 @frozen
@@ -79,8 +81,16 @@ class Catalogue:
 
 
 def parse_memory(where: str, value: Any) -> int:
-    """Bytes from a human size (``8 GiB``, ``4 GB``) or a whole number of bytes."""
+    """Bytes from a human size (``8 GiB``, ``4 GB``) or a whole number of bytes.
+
+    A string longer than any real size is refused before it is parsed: Python will not
+    turn more than 4,300 digits into a number (``sys.get_int_max_str_digits``), and the
+    error would otherwise be a ValueError from deep inside the parser.
+    """
     if isinstance(value, str):
+        if len(value) > _LONGEST_SIZE:
+            shown = f"{value[:20]}... ({len(value)} characters)"
+            raise ResourceError(where, shown, f"a size ({SIZE_FORMS}) of at most 64 characters")
         return parse_size(value, where)
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value  # bytes
@@ -141,7 +151,6 @@ def parse(document: Any, source: str = "<memory>") -> Catalogue:
 
 def load(path: str | Path, flag: str = "--catalogue") -> Catalogue:
     """Read a catalogue file (YAML or JSON); any fault is a ResourceError naming the file."""
-    from .platforms import read_document  # platforms reads instances with this module
 
     return parse(read_document(path, flag), str(path))
 

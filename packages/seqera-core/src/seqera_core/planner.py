@@ -28,10 +28,25 @@ The choices the published sketch leaves open, made here once:
 ``fit_jobs`` pass no waiting job fits an older instance (they only lose room), so each
 later pass can only fill the instance just allocated, taking the waiting jobs that fit
 in priority order. Those are found with segment trees of the waiting jobs' smallest
-demands (one per hint and vCPU band) instead of a scan of the whole queue; the first
-pass bisects per-type lists of instances sorted by remaining resources. 100,000 jobs
-take about a second of CPU (``benchmarks/plan.py``); the tests check the result equals
-the literal loop on random inputs.
+demands (one per hint and vCPU band) instead of a scan of the whole queue, and a heap
+of each band's next candidate (:class:`~seqera_core._mintree.Packer`); the first pass
+bisects per-type lists of instances sorted by remaining resources. The tests check the
+result equals the literal loop on random inputs; ``benchmarks/plan.py`` times it.
+
+``lookahead`` is a variant, not the published algorithm. A new instance does not get
+the first waiting job's cheapest type: for each *shape* of the catalogue (memory and
+GPUs per vCPU: a family of sizes, such as EC2's c7i, m7i, r7i) the cheapest type that
+holds the first job is filled on trial, first fit in queue order as above, and the one
+whose fill is worth the most per dollar is allocated. A job's worth is its demand at
+the dual prices of the LP bound over all waiting jobs (:mod:`seqera_core._lpbound`),
+under which no type is worth more than its price and the LP's optimal mix exactly its
+price; so worth per dollar says how close an instance comes to a plan nothing beats. On
+whole instances cut into jobs it lands within 1 % of the optimum (the published
+algorithm: 2-2.5 % above; ``tests/seqera_core/test_lpbound.py``).
+
+:func:`lower_bound` is that LP's optimum (vCPUs, memory and GPUs covered together, the
+instances hinted jobs force counted whole), never below the single-dimension bounds it
+also reports.
 
 Jobs whose requirements are known only at run time are added to an existing plan with
 :meth:`Plan.extend`, which runs the same loop with the plan's instances as the start.
@@ -46,8 +61,9 @@ from typing import Any
 
 from attrs import field, frozen
 
-from ._mintree import Group, MinTree, pack
-from .catalogue import Catalogue, InstanceType, parse_memory
+from ._lpbound import dual_prices, lp_bound
+from ._mintree import Group, MinTree, Packer
+from .catalogue import Catalogue, InstanceType
 from .errors import ResourceError, UsageError
 from .units import format_bytes
 
@@ -57,10 +73,10 @@ __all__ = [
     "LowerBound",
     "Plan",
     "allocate_new_instances",
+    "check_cpus",
     "fit_jobs",
     "lower_bound",
     "millicores",
-    "parse_jobs",
     "prioritize_jobs",
     "release_empty_instances",
     "remaining_key",
@@ -69,20 +85,34 @@ __all__ = [
 ]
 
 
-def _cpus(_: Any, attribute: Any, value: Any) -> None:
+# Larger counts are no machine's (int64, what schedulers store), and past 2**1023 a count
+# no longer converts to the floats that utilisation and prices are computed in.
+_LARGEST = 2**63 - 1
+
+
+def check_cpus(value: Any) -> None:
+    """Raise ResourceError unless ``value`` is a number of cores > 0 that floats can hold."""
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
+        or not 0 < value <= _LARGEST
         or not math.isfinite(value)
-        or value <= 0
     ):
-        raise ResourceError("cpus", value, "a number of cores greater than 0")
+        raise ResourceError("cpus", value, f"a number of cores greater than 0, at most {_LARGEST}")
+
+
+def _cpus(_: Any, attribute: Any, value: Any) -> None:
+    check_cpus(value)
 
 
 def _whole(name: str, minimum: int) -> Any:
     def check(_: Any, attribute: Any, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ResourceError(name, value, f"a whole number >= {minimum}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not minimum <= value <= _LARGEST
+        ):
+            raise ResourceError(name, value, f"a whole number from {minimum} to {_LARGEST}")
 
     return check
 
@@ -158,52 +188,6 @@ class Plan:
         return schedule(self.catalogue, jobs, self.instances, lookahead=lookahead)
 
 
-# --- the jobs file ---------------------------------------------------------------
-
-_JOB_KEYS = ("name", "cpus", "memory", "gpus", "instance_type")
-
-
-def _job(where: str, value: Any) -> Job:
-    if not isinstance(value, Mapping):
-        raise ResourceError(where, value, "an object with name, cpus, memory")
-    unknown = sorted(map(str, set(value) - set(_JOB_KEYS)))
-    if unknown:
-        raise ResourceError(f"{where}.{unknown[0]}", value[unknown[0]], ", ".join(_JOB_KEYS))
-    for key in ("name", "cpus", "memory"):
-        if key not in value:
-            raise ResourceError(f"{where}.{key}", None, f"a value for {key} (it is required)")
-    name, hint = value["name"], value.get("instance_type")
-    if not isinstance(name, str) or not name:
-        raise ResourceError(f"{where}.name", name, "a non-empty string")
-    if hint is not None and not isinstance(hint, str):
-        raise ResourceError(f"{where}.instance_type", hint, "an instance type name")
-    try:
-        return Job(
-            name,
-            value["cpus"],
-            parse_memory(f"{where}.memory", value["memory"]),
-            value.get("gpus", 0),
-            hint,
-        )
-    except ResourceError as exc:
-        field = exc.field if exc.field.startswith(where) else f"{where}.{exc.field}"
-        raise ResourceError(field, exc.value, exc.expected) from None
-
-
-def parse_jobs(document: Any, source: str = "<memory>") -> tuple[Job, ...]:
-    """Jobs from a decoded JOBS.json: a list of ``{name, cpus, memory, gpus?,
-    instance_type?}``; memory is a size such as ``"4 GB"`` or a whole number of bytes."""
-    if not isinstance(document, list):
-        raise ResourceError(source, type(document).__name__, "a JSON list of jobs")
-    jobs = tuple(_job(f"{source}: jobs[{n}]", value) for n, value in enumerate(document))
-    seen: set[str] = set()
-    for n, j in enumerate(jobs):
-        if j.name in seen:
-            raise ResourceError(f"{source}: jobs[{n}].name", j.name, "a name no other job has")
-        seen.add(j.name)
-    return jobs
-
-
 # --- the steps ---------------------------------------------------------------------
 
 
@@ -212,6 +196,8 @@ def millicores(cpus: float) -> int:
     if isinstance(cpus, int):
         return cpus * 1000
     scaled = cpus * 1000
+    if scaled.is_integer() and scaled >= 1:
+        return int(scaled)  # 0.5, 0.25, 1.0: exact, no rounding to decide
     nearest = round(scaled)
     # 0.1 * 1000 is 100.00000000000001 in binary floating point: that is 100, not 101
     whole = int(nearest) if abs(scaled - nearest) < 1e-6 else math.ceil(scaled)
@@ -265,6 +251,12 @@ class _Types:
         )
         self.by_name = {t.name: (t, _capacity(t)) for t in reversed(catalogue.types)}
         self.known: dict[tuple[int, int, int], InstanceType] = {}
+        # the types of each shape (memory and GPUs per vCPU), cheapest first
+        shapes: dict[tuple[float, float], list[tuple[InstanceType, tuple[int, int, int]]]] = {}
+        for t, room in self.by_price:
+            per = t.vcpus or math.inf  # a type without vCPUs is a shape of its own
+            shapes.setdefault((t.memory / per, t.gpus / per), []).append((t, room))
+        self.shapes = list(shapes.values())
 
     def required(self, job: Job) -> InstanceType:
         demand = _demand(job)
@@ -284,6 +276,31 @@ class _Types:
             f"vCPUs, {format_bytes(job.memory)} memory and {job.gpus} GPUs "
             f"(the largest, {largest.name}, lacks {_missing(largest, job)})"
         )
+
+    def candidates(
+        self, demand: tuple[int, int, int], hint: str | None
+    ) -> list[tuple[InstanceType, tuple[int, int, int]]]:
+        """The types the lookahead tries for a new instance whose first job has this
+        demand: per shape (memory and GPUs per vCPU, a family of sizes), the cheapest that
+        holds it; types with GPUs only for a job that needs one (or when nothing else holds
+        it). A hinted job has its one type."""
+        if hint is not None:
+            entry = self.by_name[hint]
+            return [entry]
+        cpus, memory, gpus = demand
+        found = []
+        for gpus_too in (False, True):
+            for shape in self.shapes:
+                if shape[0][1][2] and not (gpus or gpus_too):
+                    continue  # no GPU for a job that needs none, while others hold it
+                for entry in shape:
+                    room = entry[1]
+                    if room[0] >= cpus and room[1] >= memory and room[2] >= gpus:
+                        found.append(entry)
+                        break
+            if found:
+                break
+        return found
 
     def _hinted(self, job: Job, demand: tuple[int, int, int]) -> InstanceType:
         entry = self.by_name.get(job.instance_type or "")
@@ -364,8 +381,9 @@ def schedule(
     """The plan of the CAVATICA loop for ``jobs``, starting from ``instances``.
 
     ``lookahead`` is a variant, not the published algorithm: a new instance gets the type
-    (among those that hold the first waiting job) whose trial fill from the queue packs
-    the most lower-bound value per dollar, instead of the first job's cheapest type.
+    (the cheapest holding the first waiting job in each shape of the catalogue) whose
+    trial fill from the queue is worth the most per dollar at the LP bound's dual prices,
+    instead of the first job's cheapest type (see the module's docstring).
     """
     types = _Types(catalogue)
     priced = [(-types.required(job).price, n, job) for n, job in enumerate(jobs)]
@@ -379,22 +397,57 @@ def schedule(
 
 
 def lower_bound(catalogue: Catalogue, jobs: Iterable[Job]) -> LowerBound:
-    """For every dimension, the jobs' total demand times the cheapest price per unit of it
-    in the catalogue; the largest of these. No plan can cost less per hour."""
-    totals = {"cpus": 0, "memory": 0, "gpus": 0}
+    """No plan for ``jobs`` costs less per hour than this.
+
+    ``per_dimension`` holds, for every dimension, the jobs' total demand times the
+    cheapest price per unit of it in the catalogue. ``hourly`` is the optimum of the
+    linear-programming relaxation that covers vCPUs, memory and GPUs *together* (and
+    counts the instances hinted jobs force), see :mod:`seqera_core._lpbound` for the
+    derivation and why it is a valid bound; it is never below any single dimension's.
+    ``dimension`` names the single dimension when that alone is as strong, else the
+    dimensions the LP's prices charge for, joined with ``+`` (``cpus+memory``).
+    """
+    totals = [0, 0, 0]
+    hinted: dict[str, list[int]] = {}
+    rounded: dict[float, int] = {}
     for job in jobs:
-        totals["cpus"] += millicores(job.cpus)
-        totals["memory"] += job.memory
-        totals["gpus"] += job.gpus
+        cpus = rounded.get(job.cpus)
+        if cpus is None:
+            cpus = rounded[job.cpus] = millicores(job.cpus)
+        totals[0] += cpus
+        totals[1] += job.memory
+        totals[2] += job.gpus
+        if job.instance_type is not None:
+            own = hinted.setdefault(job.instance_type, [0, 0, 0])
+            own[0], own[1], own[2] = own[0] + cpus, own[1] + job.memory, own[2] + job.gpus
     per: dict[str, float] = {}
-    for n, name in enumerate(("cpus", "memory", "gpus")):
-        prices = [t.price / _capacity(t)[n] for t in catalogue.types if _capacity(t)[n] > 0]
-        if totals[name] and prices:
-            per[name] = totals[name] * min(prices)
+    capacities = [_capacity(t) for t in catalogue.types]
+    for n, name in enumerate(_DIMENSIONS):
+        prices = [
+            t.price / c[n] for t, c in zip(catalogue.types, capacities, strict=True) if c[n] > 0
+        ]
+        if totals[n] and prices:
+            per[name] = totals[n] * min(prices)
     if not per:
         return LowerBound(0.0, None, per)
     dimension = max(per, key=lambda k: per[k])
+    # a hint names one type: its jobs count against the first type of that name
+    forced: list[tuple[float, float, float]] = []
+    for t in catalogue.types:
+        own = hinted.pop(t.name, [])
+        forced.append((float(own[0]), float(own[1]), float(own[2])) if own else (0.0, 0.0, 0.0))
+    lp, charged = lp_bound(
+        capacities,
+        [t.price for t in catalogue.types],
+        (float(totals[0]), float(totals[1]), float(totals[2])),
+        forced,
+    )
+    if lp > per[dimension] * (1 + 1e-9):
+        return LowerBound(lp, "+".join(charged) or dimension, per)
     return LowerBound(per[dimension], dimension, per)
+
+
+_DIMENSIONS = ("cpus", "memory", "gpus")
 
 
 # --- the machinery -----------------------------------------------------------------
@@ -516,9 +569,10 @@ def _fill_new_instances(
     prune almost exactly on memory; one tree over jobs of mixed sizes could search most
     of itself to learn that no job has both few cores and little memory.
 
-    With ``lookahead`` the type is not the first job's required one: every type that can
-    hold the first job is packed on trial, and the one packing the most lower-bound
-    value per dollar is allocated (not the published algorithm; see :func:`schedule`).
+    With ``lookahead`` the type is not the first job's required one: the cheapest type
+    of each shape that holds the first job is packed on trial (a type whose whole
+    capacity is worth less per dollar than the best fill so far is skipped: it cannot
+    win), and the fill worth the most per dollar is allocated (see :func:`schedule`).
     """
     demands = [_demand(job) for job in waiting]
     # up to _CPU_GROUPS vCPU bands: one per value when there are few, else quantiles
@@ -540,8 +594,16 @@ def _fill_new_instances(
     for _, _, positions, tree in groups:
         for local, position in enumerate(positions):
             home[position] = (local, tree)
-    worth = _worth(types.catalogue, demands) if lookahead else []
+    worth, prices = _worth(types.catalogue, demands) if lookahead else ([], (0.0, 0.0, 0.0))
+    # A fill is worth at most its type's whole capacity at the dual prices: a type whose
+    # capacity is worth less per dollar than the best fill so far cannot beat it.
+    ceiling = {
+        name: (room[0] * prices[0] + room[1] * prices[1] + room[2] * prices[2])
+        / max(t.price, 1e-12)
+        for name, (t, room) in types.by_name.items()
+    }
     placed = [False] * len(waiting)
+    packer = Packer(groups, demands, placed)
     head = 0
     while True:
         while head < len(waiting) and placed[head]:
@@ -550,15 +612,13 @@ def _fill_new_instances(
             return
         first = waiting[head]
         chosen = types.required(first)
-        taken = pack(groups, demands, placed, head, chosen.name, _capacity(chosen), home[head])
+        taken = packer.pack(head, chosen.name, _capacity(chosen), home[head])
         if lookahead:
             best = (sum(worth[p] for p, _, _ in taken) / max(chosen.price, 1e-12), -chosen.price)
-            for t, room in types.by_price:
-                if t is chosen or first.instance_type not in (None, t.name):
+            for t, room in types.candidates(demands[head], first.instance_type):
+                if t is chosen or ceiling[t.name] < best[0]:
                     continue
-                if not _covers(room, demands[head]):
-                    continue
-                trial = pack(groups, demands, placed, head, t.name, room, home[head])
+                trial = packer.pack(head, t.name, room, home[head])
                 score = (sum(worth[p] for p, _, _ in trial) / max(t.price, 1e-12), -t.price)
                 if score > best:
                     best, chosen, taken = score, t, trial
@@ -572,10 +632,18 @@ def _fill_new_instances(
         # no need to index it for fit_jobs: nothing later can go to an older instance
 
 
-def _worth(catalogue: Catalogue, demands: Sequence[tuple[int, int, int]]) -> list[float]:
-    # each job's own lower bound: its largest demand at the cheapest price per unit
-    unit = []
-    for n in range(3):
-        prices = [t.price / _capacity(t)[n] for t in catalogue.types if _capacity(t)[n] > 0]
-        unit.append(min(prices) if prices else 0.0)
-    return [max(d[0] * unit[0], d[1] * unit[1], d[2] * unit[2]) for d in demands]
+def _worth(
+    catalogue: Catalogue, demands: Sequence[tuple[int, int, int]]
+) -> tuple[list[float], tuple[float, float, float]]:
+    # Each job's worth at the LP dual prices of the whole queue (see _lpbound): no type's
+    # capacity is worth more than its price, and the types of the LP's optimal mix are
+    # worth exactly their price, so worth per dollar of a fill measures how close that
+    # instance comes to the mix no plan can beat.
+    total = (
+        float(sum(d[0] for d in demands)),
+        float(sum(d[1] for d in demands)),
+        float(sum(d[2] for d in demands)),
+    )
+    capacities = [_capacity(t) for t in catalogue.types]
+    _, y = dual_prices(capacities, [t.price for t in catalogue.types], total)
+    return [d[0] * y[0] + d[1] * y[1] + d[2] * y[2] for d in demands], y

@@ -16,17 +16,16 @@ else the dated EC2 example shipped with seqera.
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
+import sys
 from typing import Any
 
 from .. import catalogue as catalogues
 from .. import platforms
 from ..catalogue import Catalogue
-from ..errors import ResourceError
-from ..planner import Instance, Plan, parse_jobs, schedule
-from ..units import format_bytes
+from ..jobsfile import parse_jobs, read_json
+from ..planner import Instance, Plan, schedule
 from ._args import settings
+from ._planout import json_chunks, share, text, usage
 
 __all__ = ["add_parser", "choose_catalogue", "plan_document", "run"]
 
@@ -69,44 +68,26 @@ def choose_catalogue(catalogue: str | None, platform: str | None) -> Catalogue:
     return own or catalogues.default()
 
 
-def _read_jobs(path: str) -> Any:
-    try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResourceError("JOBS.json", path, f"a readable JSON file ({exc})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ResourceError(f"{path}: line {exc.lineno}", exc.msg, "valid JSON") from None
-
-
-def _share(used: float, total: float) -> float:
-    return used / total if total else 0.0
-
-
 def _instance_document(instance: Instance) -> dict[str, Any]:
     t = instance.type
+    cpus, memory, gpus = usage(instance)
     return {
         "id": instance.id,
         "type": t.name,
         "hourly_price": t.price,
         "jobs": [j.name for j in instance.jobs],
-        "used": {
-            "cpus": instance.used_cpus,
-            "memory_bytes": instance.used_memory,
-            "gpus": instance.used_gpus,
-        },
+        "used": {"cpus": cpus, "memory_bytes": memory, "gpus": gpus},
         "capacity": {"cpus": t.vcpus, "memory_bytes": t.memory, "gpus": t.gpus},
         "utilisation": {
-            "cpus": _share(instance.used_cpus, t.vcpus),
-            "memory": _share(instance.used_memory, t.memory),
-            "gpus": _share(instance.used_gpus, t.gpus) if t.gpus else None,
+            "cpus": share(cpus, t.vcpus),
+            "memory": share(memory, t.memory),
+            "gpus": share(gpus, t.gpus) if t.gpus else None,
         },
     }
 
 
-def plan_document(plan: Plan) -> dict[str, Any]:
-    """The plan as JSON-ready values."""
+def plan_document(plan: Plan, instances: bool = True) -> dict[str, Any]:
+    """The plan as JSON-ready values (``instances=False``: an empty list of instances)."""
     bound = plan.lower_bound()
     cost = plan.hourly_cost
     return {
@@ -115,8 +96,8 @@ def plan_document(plan: Plan) -> dict[str, Any]:
             "date": plan.catalogue.date,
             "description": plan.catalogue.description,
         },
-        "jobs": len(plan.jobs),
-        "instances": [_instance_document(i) for i in plan.instances],
+        "jobs": sum(len(i.jobs) for i in plan.instances),
+        "instances": [_instance_document(i) for i in plan.instances] if instances else [],
         "hourly_cost": cost,
         "lower_bound": {
             "hourly": bound.hourly,
@@ -127,49 +108,15 @@ def plan_document(plan: Plan) -> dict[str, Any]:
     }
 
 
-def _text(plan: Plan) -> str:
-    c = plan.catalogue
-    dated = f" ({c.date})" if c.date else ""
-    lines = [f"catalogue: {c.source}{dated}"]
-    rows = [("#", "type", "$/hour", "cpus", "memory", "gpus", "jobs")]
-    for i in plan.instances:
-        t = i.type
-        rows.append(
-            (
-                str(i.id),
-                t.name,
-                f"{t.price:.4f}",
-                f"{i.used_cpus:g}/{t.vcpus:g} {_share(i.used_cpus, t.vcpus):.0%}",
-                f"{format_bytes(i.used_memory)}/{format_bytes(t.memory)} "
-                f"{_share(i.used_memory, t.memory):.0%}",
-                f"{i.used_gpus}/{t.gpus}" if t.gpus else "-",
-                ", ".join(j.name for j in i.jobs),
-            )
-        )
-    widths = [max(len(row[n]) for row in rows) for n in range(len(rows[0]) - 1)]
-    for row in rows:
-        lines.append(
-            "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=False)) + "  " + row[-1]
-        )
-    bound = plan.lower_bound()
-    cost = plan.hourly_cost
-    lines.append(f"{len(plan.instances)} instances for {len(plan.jobs)} jobs: {cost:.4f} per hour")
-    if bound.hourly:
-        lines.append(
-            f"lower bound: {bound.hourly:.4f} per hour ({bound.dimension}); "
-            f"the plan costs {cost / bound.hourly:.3f} x the bound"
-        )
-    return "\n".join(lines)
-
-
 def run(args: argparse.Namespace) -> int:
     """Plan the jobs and print the plan."""
     config = settings(platform=args.platform)
     catalogue = choose_catalogue(args.catalogue, config.get("platform"))
-    jobs = parse_jobs(_read_jobs(args.jobs), args.jobs)
+    jobs = parse_jobs(read_json(args.jobs), args.jobs)
     plan = schedule(catalogue, jobs, lookahead=args.lookahead)
     if args.json:
-        print(json.dumps(plan_document(plan), indent=2, sort_keys=True))
+        sys.stdout.writelines(json_chunks(plan, plan_document))
+        sys.stdout.write("\n")
     else:
-        print(_text(plan))
+        print(text(plan))
     return 0

@@ -16,14 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from .. import platforms
 from ..backends._squash import Decision, allocation_size, explain
 from ..backends.base import JobSpec
-from ..dialects.human import parse_duration, parse_size
+from ..catalogue import parse_memory
+from ..dialects.human import parse_duration
 from ..errors import ResourceError
+from ..jobsfile import parse_cpus, read_json
 from ..models import ResourceRequest
 from ..squash import SquashMode, SquashPolicy
 from ..units import format_bytes, format_seconds
@@ -78,8 +79,8 @@ def _job(where: str, value: Any) -> JobSpec:
             raise ResourceError(f"{where}.{field}", value[field], "a string with a unit")
     squash_key = _text(f"{where}.squash_key", value.get("squash_key"))
     request = ResourceRequest(
-        cpus=value.get("cpus", 1),
-        memory=parse_size(value["memory"], f"{where}.memory"),
+        cpus=parse_cpus(f"{where}.cpus", value.get("cpus", 1)),
+        memory=parse_memory(f"{where}.memory", value["memory"]),
         time=parse_duration(value["time"], f"{where}.time"),
         queue=_text(f"{where}.queue", value.get("queue")),
         account=_text(f"{where}.account", value.get("account")),
@@ -108,13 +109,7 @@ def _policy(args: argparse.Namespace) -> SquashPolicy:
 
 def run(args: argparse.Namespace) -> int:
     """Print the allocations and the jobs that run alone."""
-    try:
-        document = json.loads(Path(args.jobs).read_text())
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResourceError("JOBS.json", args.jobs, f"a readable JSON file ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise ResourceError(f"{args.jobs}: line {exc.lineno}", exc.msg, "valid JSON") from None
-    specs = parse_jobs(document, args.jobs)
+    specs = parse_jobs(read_json(args.jobs), args.jobs)
     policy = _policy(args)
     decisions = explain(specs, policy)
     allocations = _allocations(specs, decisions, policy)

@@ -1,0 +1,183 @@
+"""``seqera plan``'s output, written fast enough for 100,000 jobs.
+
+``json.dumps(..., indent=2)`` falls back to the pure-Python encoder on Python 3.11 (the
+C encoder only runs without ``indent``; see ``json.encoder.JSONEncoder.iterencode``), and
+``Instance.used_cpus`` sums the jobs again on every call; for tens of thousands of
+instances the output then cost more than the plan. :func:`dump_json` writes the same
+bytes as ``json.dumps(plan_document(plan), indent=2, sort_keys=True)`` (a test checks
+it) by writing each instance from a template with its leaves encoded by the JSON
+module's own scalar encoders; :func:`text` is the table ``seqera plan`` prints.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from json.encoder import encode_basestring_ascii
+from typing import Any
+
+from ..planner import Instance, Plan, millicores
+from ..units import format_bytes
+
+__all__ = ["dump_json", "json_chunks", "share", "text", "usage"]
+
+
+def share(used: float, total: float) -> float:
+    """``used / total``, 0 for a dimension the type does not have."""
+    return used / total if total else 0.0
+
+
+def usage(instance: Instance, rounded: dict[float, int] | None = None) -> tuple[float, int, int]:
+    """vCPUs (each job's rounded up to a thousandth), memory and GPUs the jobs take; the
+    same values as ``Instance.used_cpus``, ``used_memory`` and ``used_gpus``, in one pass.
+    ``rounded`` remembers each vCPU value's thousandths between calls."""
+    rounded = {} if rounded is None else rounded
+    cpus = memory = gpus = 0
+    for j in instance.jobs:
+        milli = rounded.get(j.cpus)
+        if milli is None:
+            milli = rounded[j.cpus] = millicores(j.cpus)
+        cpus += milli
+        memory += j.memory
+        gpus += j.gpus
+    return cpus / 1000, memory, gpus
+
+
+def _scalar(value: Any) -> str:
+    # the encoders json.dumps uses for leaves (allow_nan=True, ensure_ascii=True)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return encode_basestring_ascii(value)
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)
+
+
+_INSTANCE = (
+    "    {{\n"
+    '      "capacity": {capacity},\n'
+    '      "hourly_price": {price},\n'
+    '      "id": {id},\n'
+    '      "jobs": [\n'
+    "        {jobs}\n"
+    "      ],\n"
+    '      "type": {type},\n'
+    '      "used": {{\n'
+    '        "cpus": {cpus},\n'
+    '        "gpus": {gpus},\n'
+    '        "memory_bytes": {memory}\n'
+    "      }},\n"
+    '      "utilisation": {{\n'
+    '        "cpus": {cpus_share},\n'
+    '        "gpus": {gpus_share},\n'
+    '        "memory": {memory_share}\n'
+    "      }}\n"
+    "    }}"
+)
+
+
+def _indented(value: Any, level: int) -> str:
+    text = json.dumps(value, indent=2, sort_keys=True)
+    return text.replace("\n", "\n" + " " * level)
+
+
+def dump_json(plan: Plan, document: Callable[[Plan, bool], dict[str, Any]]) -> str:
+    """``json.dumps(document(plan), indent=2, sort_keys=True)``, written instance by
+    instance; ``document(plan, False)`` is the plan's document without its instances."""
+    return "".join(json_chunks(plan, document))
+
+
+def json_chunks(plan: Plan, document: Callable[[Plan, bool], dict[str, Any]]) -> Iterator[str]:
+    """:func:`dump_json`'s text in pieces, one per instance, so that it can be written
+    without holding the whole document in memory."""
+    head = document(plan, False)
+    if head["instances"]:
+        raise ValueError("document(plan, False) must leave the instances out")
+    rounded: dict[float, int] = {}
+    fixed: dict[str, tuple[str, str, str]] = {}  # per type: capacity, price, name
+    text = json.dumps(head, indent=2, sort_keys=True)
+    if not plan.instances:
+        yield text
+        return
+    # "instances": [] occurs once: inside a JSON string its quotes would be escaped
+    before, after = text.split('"instances": []', 1)
+    yield before + '"instances": [\n'
+    separator = ""
+    for i in plan.instances:
+        t = i.type
+        shared = fixed.get(t.name)
+        if shared is None:
+            capacity = {"cpus": t.vcpus, "memory_bytes": t.memory, "gpus": t.gpus}
+            shared = fixed[t.name] = (
+                _indented(capacity, 6),
+                _scalar(t.price),
+                encode_basestring_ascii(t.name),
+            )
+        cpus, memory, gpus = usage(i, rounded)
+        yield separator + _INSTANCE.format(
+            capacity=shared[0],
+            price=shared[1],
+            id=_scalar(i.id),
+            jobs=",\n        ".join([encode_basestring_ascii(j.name) for j in i.jobs]),
+            type=shared[2],
+            cpus=_scalar(cpus),
+            gpus=_scalar(gpus),
+            memory=_scalar(memory),
+            cpus_share=_scalar(share(cpus, t.vcpus)),
+            gpus_share=_scalar(share(gpus, t.gpus) if t.gpus else None),
+            memory_share=_scalar(share(memory, t.memory)),
+        )
+        separator = ",\n"
+    yield "\n  ]" + after
+
+
+def text(plan: Plan) -> str:
+    """The plan as a table: one row per instance, then the cost and the bound."""
+    c = plan.catalogue
+    dated = f" ({c.date})" if c.date else ""
+    lines = [f"catalogue: {c.source}{dated}"]
+    rows = [("#", "type", "$/hour", "cpus", "memory", "gpus", "jobs")]
+    rounded: dict[float, int] = {}
+    fixed: dict[str, tuple[str, str, str]] = {}  # per type: price, vCPUs, memory
+    jobs = 0
+    for i in plan.instances:
+        t = i.type
+        shared = fixed.get(t.name)
+        if shared is None:
+            shared = fixed[t.name] = (f"{t.price:.4f}", f"{t.vcpus:g}", format_bytes(t.memory))
+        cpus, memory, gpus = usage(i, rounded)
+        jobs += len(i.jobs)
+        rows.append(
+            (
+                str(i.id),
+                t.name,
+                shared[0],
+                f"{cpus:g}/{shared[1]} {share(cpus, t.vcpus):.0%}",
+                f"{format_bytes(memory)}/{shared[2]} {share(memory, t.memory):.0%}",
+                f"{gpus}/{t.gpus}" if t.gpus else "-",
+                ", ".join([j.name for j in i.jobs]),
+            )
+        )
+    widths = [max(len(row[n]) for row in rows) for n in range(len(rows[0]) - 1)]
+    for row in rows:
+        lines.append(
+            "  ".join([v.ljust(w) for v, w in zip(row, widths, strict=False)]) + "  " + row[-1]
+        )
+    bound = plan.lower_bound()
+    cost = plan.hourly_cost
+    lines.append(f"{len(plan.instances)} instances for {jobs} jobs: {cost:.4f} per hour")
+    if bound.hourly:
+        lines.append(
+            f"lower bound: {bound.hourly:.4f} per hour ({bound.dimension}); "
+            f"the plan costs {cost / bound.hourly:.3f} x the bound"
+        )
+    return "\n".join(lines)

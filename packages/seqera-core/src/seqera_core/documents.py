@@ -1,0 +1,72 @@
+"""Reading the YAML documents users write (platforms, catalogues): safe, strict, and with
+every fault a ResourceError that names the file or the flag."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ResourceError
+
+__all__ = ["read_document"]
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe YAML without base-60 numbers (``168:00:00`` stays a string, not 604800) and
+    without duplicate keys (a second ``normal:`` is an error, not a silent override)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
+                key_node, yaml.ScalarNode
+            ):
+                continue
+            key = self.construct_object(key_node)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in (_INT, _FLOAT)]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(_INT, re.compile(r"^[-+]?(?:0|[1-9][0-9_]*)$"), list("-+0123456789"))
+_Loader.add_implicit_resolver(
+    _FLOAT,
+    re.compile(
+        r"^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    list("-+0123456789."),
+)
+
+
+def read_document(path: str | Path, flag: str = "--platform") -> Any:
+    """A decoded YAML (or JSON) file; any fault is a ResourceError naming ``flag`` or the file.
+
+    Duplicate keys are refused and ``168:00:00`` stays a string (see ``_Loader``).
+    """
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResourceError(flag, str(path), f"a readable YAML file ({exc})") from None
+    try:
+        return yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader: no objects
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{path}: line {mark.line + 1}" if mark is not None else str(path)
+        raise ResourceError(where, exc.problem, "valid YAML") from None
+    except yaml.YAMLError as exc:
+        raise ResourceError(str(path), str(exc), "valid YAML") from None
