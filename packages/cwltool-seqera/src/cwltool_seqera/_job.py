@@ -10,16 +10,13 @@ import tarfile
 import uuid
 from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any, cast
 
 import attrs
-from cwltool.command_line_tool import CommandLineTool
-from cwltool.context import LoadingContext, RuntimeContext
+from cwltool.context import RuntimeContext
 from cwltool.errors import WorkflowException
 from cwltool.job import CommandLineJob, JobBase, relink_initialworkdir
-from cwltool.process import Process
 from cwltool.utils import bytes2str_in_dicts
-from cwltool.workflow import default_make_tool
 
 from seqera_core.backends import JobSpec, JobState, JobStatus
 from seqera_core.dialects.cwl import request_from_resources
@@ -29,15 +26,12 @@ from seqera_core.pipeline import Prepared
 from seqera_core.session import Finished, Session
 from seqera_core.sizing_guard import references_memory
 
+from ._containers import ContainerPolicy
 from ._dispatch import Dispatcher
 from ._staging import JobFiles, S3Staging, StagingError
 from ._status import process_status, status_message
 
-if TYPE_CHECKING:
-    # cwltool's own loader type (ruamel.yaml comes with cwltool)
-    from ruamel.yaml.comments import CommentedMap
-
-__all__ = ["RunSettings", "SeqeraCommandLineJob", "job_request", "make_tool_factory"]
+__all__ = ["DispatchingJob", "RunSettings", "SeqeraCommandLineJob", "job_request"]
 
 _log = logging.getLogger("cwltool")
 _CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -53,6 +47,7 @@ class RunSettings:
     logdir: Path | None = None
     staging: S3Staging | None = None  # ECS: no shared filesystem, files go through S3
     image: str | None = None  # ECS: for tools without a DockerRequirement
+    containers: ContainerPolicy = attrs.field(factory=ContainerPolicy)  # where images are ready
 
 
 def job_request(resources: Mapping[str, Any], timelimit: Any, name: str) -> ResourceRequest:
@@ -70,10 +65,26 @@ def _stdin_wrapped(command: list[str], stdin: str | None) -> list[str]:
     return ["/bin/sh", "-c", 'exec "$@" < "$0"', stdin, *command]
 
 
-class SeqeraCommandLineJob(CommandLineJob):
-    """cwltool's job with the subprocess replaced by a submission through a seqera backend."""
+class DispatchingJob(JobBase):
+    """cwltool's job with the subprocess replaced by a submission through a seqera backend.
+
+    A mixin over cwltool's job classes: :class:`SeqeraCommandLineJob` runs the tool on the
+    node's host, the container jobs (``_container_job``) run cwltool's runtime command line.
+    """
 
     settings: RunSettings  # set on the per-run subclass made by make_tool_factory
+
+    def _argv(
+        self, command: list[str], env: dict[str, str], stdin: str | None, prepared: Prepared
+    ) -> list[str]:
+        """What the backend runs for ``command`` (runtime + the tool's command line)."""
+        # A clean environment as cwltool gives its subprocess (HOME, TMPDIR, PATH and
+        # the tool's EnvVarRequirement): the backends would otherwise pass their own.
+        argv = ["env", "-i", "--", *(f"{k}={v}" for k, v in env.items())]
+        return argv + _stdin_wrapped(command, stdin)
+
+    def _after(self, runtime: list[str], context: RuntimeContext) -> None:
+        """Clean-up once the job has ended (whatever its outcome)."""
 
     def _execute(
         self,
@@ -88,6 +99,8 @@ class SeqeraCommandLineJob(CommandLineJob):
         except (WorkflowException, SeqeraError, OSError) as err:
             _log.error("[job %s] %s", self.name, err)
             status = "permanentFail"
+        finally:
+            self._after(list(runtime), runtimeContext)
         self._finish(outputs, status, runtimeContext)
 
     def _dispatch(
@@ -115,10 +128,7 @@ class SeqeraCommandLineJob(CommandLineJob):
         staging = self.settings.staging
         files: JobFiles | None = None
         if staging is None:
-            # A clean environment as cwltool gives its subprocess (HOME, TMPDIR, PATH and
-            # the tool's EnvVarRequirement): the backends would otherwise pass their own.
-            argv = ["env", "-i", "--", *(f"{k}={v}" for k, v in env.items())]
-            argv += _stdin_wrapped(command, stdin)
+            argv = self._argv(command, env, stdin, prepared)
             spec = JobSpec(
                 name=self.name,
                 command=argv,
@@ -304,50 +314,5 @@ class SeqeraCommandLineJob(CommandLineJob):
             shutil.rmtree(self.tmpdir, True)
 
 
-class SeqeraCommandLineTool(CommandLineTool):
-    """A CommandLineTool whose jobs go to the run's backend."""
-
-    job_class: type[SeqeraCommandLineJob]
-
-    def make_job_runner(self, runtimeContext: RuntimeContext) -> type[JobBase]:
-        """cwltool's choice, unless it is the plain local job: then this run's job class.
-
-        On ECS the task's image is the container (cwltool runs with --no-container there),
-        so a DockerRequirement under ``requirements`` names the image instead of being
-        refused by cwltool's --no-container check.
-        """
-        if self.job_class.settings.staging is not None and not runtimeContext.use_container:
-            return self.job_class
-        chosen = super().make_job_runner(runtimeContext)
-        if chosen is not CommandLineJob:
-            raise WorkflowException(
-                f"{self.tool['id']}: software containers are not dispatched by "
-                "cwltool-seqera; run with --no-container"
-            )
-        return self.job_class
-
-
-class ToolFactory(Protocol):
-    """The signature of ``LoadingContext.construct_tool_object``."""
-
-    def __call__(self, toolpath_object: CommentedMap, loadingContext: LoadingContext) -> Process:
-        """Build the process object for one loaded CWL document."""
-
-
-def make_tool_factory(settings: RunSettings) -> ToolFactory:
-    """A ``construct_tool_object`` for this run: CommandLineTools become seqera ones."""
-    job_class = type("SeqeraCommandLineJob", (SeqeraCommandLineJob,), {"settings": settings})
-    tool_class = cast(
-        type[SeqeraCommandLineTool],
-        type("SeqeraCommandLineTool", (SeqeraCommandLineTool,), {"job_class": job_class}),
-    )
-
-    def make_tool(toolpath_object: CommentedMap, loadingContext: LoadingContext) -> Process:
-        if (
-            isinstance(toolpath_object, Mapping)
-            and toolpath_object.get("class") == "CommandLineTool"
-        ):
-            return tool_class(toolpath_object, loadingContext)
-        return default_make_tool(toolpath_object, loadingContext)
-
-    return make_tool
+class SeqeraCommandLineJob(DispatchingJob, CommandLineJob):
+    """A tool run on the node's host (``--no-container``, or a tool without a container)."""

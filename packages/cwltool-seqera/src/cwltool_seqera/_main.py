@@ -19,11 +19,13 @@ from seqera_core.config import Config, load_config
 from seqera_core.errors import SeqeraError, UsageError
 from seqera_core.session import Session
 
+from ._containers import ContainerPolicy
 from ._dispatch import Dispatcher
 from ._executor import DispatchingExecutor
-from ._job import RunSettings, make_tool_factory
+from ._job import RunSettings
 from ._options import SeqeraOptions, parse_options
 from ._staging import S3Staging
+from ._tool import make_tool_factory
 
 __all__ = ["main", "make_session", "staging_arguments"]
 
@@ -157,8 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             session.backend, interval=interval, unknown_timeout=options.unknown_timeout
         )
         settings = RunSettings(
-            session, dispatcher, workdir / "logs", staging=staging, image=options.image
-        )
+            session, dispatcher, workdir / "logs", staging=staging, image=options.image,
+            containers=ContainerPolicy.for_executor(session.backend_name, options.pull_first),
+        )  # fmt: skip
         loading = LoadingContext()
         loading.construct_tool_object = make_tool_factory(settings)
         try:

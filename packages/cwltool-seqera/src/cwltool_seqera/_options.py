@@ -34,6 +34,7 @@ class SeqeraOptions:
     unknown_timeout: float = 300.0  # seconds of continuous UNKNOWN status before giving up
     history: str | None = None  # task history (path or URL): sizes jobs, records each one
     report: Path | None = None  # the run's HTML report, written when the run ends
+    pull_first: bool = False  # container images made ready on this host before the jobs
 
 
 def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
@@ -57,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seqera-unknown-timeout")
     parser.add_argument("--seqera-history")
     parser.add_argument("--seqera-report", type=Path)
+    parser.add_argument("--seqera-pull-first", action="store_true")
     return parser
 
 
@@ -106,5 +108,6 @@ def parse_options(argv: Sequence[str]) -> tuple[SeqeraOptions, list[str]]:
         unknown_timeout=300.0 if unknown is None else unknown,
         history=ours.seqera_history,
         report=ours.seqera_report,
+        pull_first=ours.seqera_pull_first,
     )
     return options, rest + args[cut:]
