@@ -11,7 +11,7 @@ from cwltool.errors import WorkflowException
 from cwltool.executors import JobExecutor
 from cwltool.process import Process
 
-from ._dispatch import Dispatcher
+from ._poller import JobPoller
 
 __all__ = ["DispatchingExecutor"]
 
@@ -19,13 +19,13 @@ __all__ = ["DispatchingExecutor"]
 class DispatchingExecutor(JobExecutor):
     """Runs each job cwltool yields in its own thread, without counting local cores.
 
-    Jobs block in :meth:`Dispatcher.run` while one poller thread watches them all; a
+    Jobs block in :meth:`JobPoller.run` while one poller thread watches them all; a
     KeyboardInterrupt cancels every submitted job before it propagates.
     """
 
-    def __init__(self, dispatcher: Dispatcher) -> None:
+    def __init__(self, poller: JobPoller) -> None:
         super().__init__()
-        self.dispatcher = dispatcher
+        self.poller = poller
         self.exceptions: list[WorkflowException] = []
         self._in_flight = 0
         self._tmpdir_lock = threading.Lock()
@@ -86,7 +86,7 @@ class DispatchingExecutor(JobExecutor):
                 while self._in_flight:
                     self._wait(runtime_context)
         except BaseException:
-            cancelled = self.dispatcher.cancel_all()
+            cancelled = self.poller.cancel_all()
             if cancelled:
                 logger.warning("cancelled %d submitted job(s)", len(cancelled))
             raise

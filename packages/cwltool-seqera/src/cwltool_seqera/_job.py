@@ -27,8 +27,8 @@ from seqera_core.session import Finished, Session
 from seqera_core.sizing_guard import references_memory
 
 from ._containers import ContainerPolicy
-from ._dispatch import Dispatcher
-from ._staging import JobFiles, S3Staging, StagingError
+from ._poller import JobPoller
+from ._staging import S3JobFiles, S3Staging, StagingError
 from ._status import process_status, status_message
 
 __all__ = ["DispatchingJob", "RunSettings", "SeqeraCommandLineJob", "job_request"]
@@ -40,10 +40,10 @@ _CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 @attrs.frozen
 class RunSettings:
     """What every job of one run shares: the run's session (platform, resolvers, labels,
-    history) and the dispatcher polling its backend."""
+    history) and the poller polling its backend."""
 
     session: Session
-    dispatcher: Dispatcher
+    poller: JobPoller
     logdir: Path | None = None
     staging: S3Staging | None = None  # ECS: no shared filesystem, files go through S3
     image: str | None = None  # ECS: for tools without a DockerRequirement
@@ -126,7 +126,7 @@ class DispatchingJob(JobBase):
         stderr = self._log_path(self.stderr, "stderr")
         prepared = self._prepare()
         staging = self.settings.staging
-        files: JobFiles | None = None
+        files: S3JobFiles | None = None
         if staging is None:
             argv = self._argv(command, env, stdin, prepared)
             spec = JobSpec(
@@ -141,7 +141,7 @@ class DispatchingJob(JobBase):
         else:
             files, spec = self._through_s3(staging, prepared, command, env)
         _log.info("[job %s] %s$ %s", self.name, self.outdir, " ".join(command))
-        result = self.settings.dispatcher.run(
+        result = self.settings.poller.run(
             spec,
             on_submit=lambda h: _log.info(
                 "[job %s] submitted to %s as %s", self.name, h.backend, h.native_id
@@ -192,7 +192,7 @@ class DispatchingJob(JobBase):
 
     def _through_s3(
         self, staging: S3Staging, prepared: Prepared, command: list[str], env: dict[str, str]
-    ) -> tuple[JobFiles, JobSpec]:
+    ) -> tuple[S3JobFiles, JobSpec]:
         """Upload the staged inputs and the job script; the spec runs the script's bootstrap."""
         docker, _ = self.get_requirement("DockerRequirement")
         pulled = (docker or {}).get("dockerPull")
@@ -229,7 +229,7 @@ class DispatchingJob(JobBase):
         return files, spec
 
     def _fetch(
-        self, staging: S3Staging, files: JobFiles, result: JobStatus, stdout: str, stderr: str
+        self, staging: S3Staging, files: S3JobFiles, result: JobStatus, stdout: str, stderr: str
     ) -> bool:
         """Bring the outputs home; False (with the reason logged) when they are missing."""
         try:

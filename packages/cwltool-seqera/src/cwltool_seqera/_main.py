@@ -20,10 +20,10 @@ from seqera_core.errors import SeqeraError, UsageError
 from seqera_core.session import Session
 
 from ._containers import ContainerPolicy
-from ._dispatch import Dispatcher
 from ._executor import DispatchingExecutor
 from ._job import RunSettings
 from ._options import SeqeraOptions, parse_options
+from ._poller import JobPoller
 from ._staging import S3Staging
 from ._tool import make_tool_factory
 
@@ -155,11 +155,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             staging = S3Staging(options.s3_prefix, run_id)
         local = session.backend_name == "local"
         interval = options.poll_interval or (0.1 if local else 1.0)
-        dispatcher = Dispatcher(
+        poller = JobPoller(
             session.backend, interval=interval, unknown_timeout=options.unknown_timeout
         )
         settings = RunSettings(
-            session, dispatcher, workdir / "logs", staging=staging, image=options.image,
+            session, poller, workdir / "logs", staging=staging, image=options.image,
             containers=ContainerPolicy.for_executor(session.backend_name, options.pull_first),
         )  # fmt: skip
         loading = LoadingContext()
@@ -167,11 +167,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             code: int = cwltool.main.main(
                 argsl=staging_arguments(session.backend_name, rest, workdir) + rest,
-                executor=DispatchingExecutor(dispatcher),
+                executor=DispatchingExecutor(poller),
                 loadingContext=loading,
             )
         finally:
-            dispatcher.close()
+            poller.close()
         _report(session, options.report)
         return code
 

@@ -30,7 +30,7 @@ from attrs import frozen
 
 from seqera_core.errors import ResourceError, SeqeraError
 
-__all__ = ["BOOTSTRAP", "JobFiles", "S3Staging", "StagingError"]
+__all__ = ["BOOTSTRAP", "S3JobFiles", "S3Staging", "StagingError"]
 
 _log = logging.getLogger("cwltool")
 
@@ -59,7 +59,7 @@ class StagingError(SeqeraError):
 
 
 @frozen
-class JobFiles:
+class S3JobFiles:
     """Where one job's objects live: ``s3://bucket/key/...``."""
 
     bucket: str
@@ -101,9 +101,9 @@ class S3Staging:
             client = boto3.client("s3")
         self.s3 = client
 
-    def job(self, name: str) -> JobFiles:
+    def job(self, name: str) -> S3JobFiles:
         """The objects of the job called ``name``."""
-        return JobFiles(self.bucket, f"{self.base}/{name}")
+        return S3JobFiles(self.bucket, f"{self.base}/{name}")
 
     def _url(self, method: str, key: str) -> str:
         url: str = self.s3.generate_presigned_url(
@@ -118,7 +118,7 @@ class S3Staging:
             raise StagingError(f"could not write s3://{self.bucket}/{key}: {err}") from err
 
     def upload_inputs(
-        self, files: JobFiles, paths: Mapping[str, str], contents: Mapping[str, str]
+        self, files: S3JobFiles, paths: Mapping[str, str], contents: Mapping[str, str]
     ) -> None:
         """Pack ``paths`` (target -> local source, followed through symlinks) and the
         literal ``contents`` (target -> text) into ``inputs.tar`` at the targets' absolute
@@ -143,7 +143,7 @@ class S3Staging:
 
     def write_script(
         self,
-        files: JobFiles,
+        files: S3JobFiles,
         *,
         command: Sequence[str],
         outdir: str,
@@ -192,7 +192,7 @@ class S3Staging:
                 f"could not read s3://{self.bucket}/{key} (did the job upload it?): {err}"
             ) from err
 
-    def download_outputs(self, files: JobFiles, outdir: str, stdout: str, stderr: str) -> None:
+    def download_outputs(self, files: S3JobFiles, outdir: str, stdout: str, stderr: str) -> None:
         """Unpack the job's ``outputs.tar`` into ``outdir``; write its stdout and stderr."""
         with tempfile.TemporaryFile() as buffer:
             self._get(files.object("outputs.tar"), buffer)
@@ -205,7 +205,7 @@ class S3Staging:
             with open(path, "wb") as target:
                 self._get(files.object(name), target)
 
-    def remove(self, files: JobFiles) -> None:
+    def remove(self, files: S3JobFiles) -> None:
         """Delete the job's objects (best effort: a leftover is only storage)."""
         try:
             listed = self.s3.list_objects_v2(Bucket=self.bucket, Prefix=files.key + "/")

@@ -9,12 +9,12 @@ from collections.abc import Callable
 
 from seqera_core.backends import Backend, JobHandle, JobSpec, JobState, JobStatus
 
-__all__ = ["Dispatcher"]
+__all__ = ["JobPoller"]
 
 _log = logging.getLogger(__name__)
 
 
-class Dispatcher:
+class JobPoller:
     """Submits jobs from many threads; one poller thread asks the backend about all of them
     with a single ``poll`` per cycle and wakes each job's thread when its job has ended."""
 
@@ -44,7 +44,7 @@ class Dispatcher:
         on_submit: Callable[[JobHandle], None] | None = None,
         limit: float | None = None,
     ) -> JobStatus:
-        """Submit one job and block until it has finished (or the dispatcher is closed).
+        """Submit one job and block until it has finished (or the poller is closed).
 
         ``limit``: seconds the job may run; past it the job is cancelled and reported as
         killed for its time limit, whatever granularity the scheduler's own limit has.
