@@ -24,7 +24,7 @@ from .catalogue import parse_memory
 from .errors import ResourceError
 from .planner import Job, check_cpus
 
-__all__ = ["JOB_KEYS", "parse_cpus", "parse_jobs", "read_json"]
+__all__ = ["JOB_KEYS", "entry", "parse_cpus", "parse_jobs", "read_json"]
 
 JOB_KEYS = ("name", "cpus", "memory", "gpus", "instance_type")
 _ALLOWED = frozenset(JOB_KEYS)
@@ -64,15 +64,24 @@ def parse_cpus(where: str, value: Any) -> float:
     return cores
 
 
-def _job(where: str, value: Any) -> Job:
+def entry(
+    where: str, value: Any, keys: tuple[str, ...], required: tuple[str, ...]
+) -> Mapping[str, Any]:
+    """One job of a jobs file: an object with only ``keys`` and every one of ``required``;
+    anything else is a ResourceError naming the entry and the field."""
     if not isinstance(value, Mapping):
-        raise ResourceError(where, value, "an object with name, cpus, memory")
-    unknown = sorted(map(str, set(value) - set(JOB_KEYS)))
+        raise ResourceError(where, value, f"an object with {', '.join(required)}")
+    unknown = sorted(map(str, set(value) - set(keys)))
     if unknown:
-        raise ResourceError(f"{where}.{unknown[0]}", value[unknown[0]], ", ".join(JOB_KEYS))
-    for key in ("name", "cpus", "memory"):
+        raise ResourceError(f"{where}.{unknown[0]}", value[unknown[0]], ", ".join(keys))
+    for key in required:
         if key not in value:
             raise ResourceError(f"{where}.{key}", None, f"a value for {key} (it is required)")
+    return value
+
+
+def _job(where: str, value: Any) -> Job:
+    value = entry(where, value, JOB_KEYS, ("name", "cpus", "memory"))
     name, hint = value["name"], value.get("instance_type")
     if not isinstance(name, str) or not name:
         raise ResourceError(f"{where}.name", name, "a non-empty string")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from .. import platforms
@@ -24,6 +23,7 @@ from ..backends.base import JobSpec
 from ..catalogue import parse_memory
 from ..dialects.human import parse_duration
 from ..errors import ResourceError
+from ..jobsfile import entry as jobs_entry
 from ..jobsfile import parse_cpus, read_json
 from ..models import ResourceRequest
 from ..squash import SquashMode, SquashPolicy
@@ -65,14 +65,7 @@ def _text(where: str, value: Any) -> str | None:
 
 
 def _job(where: str, value: Any) -> JobSpec:
-    if not isinstance(value, Mapping):
-        raise ResourceError(where, value, "an object with name, memory and time")
-    unknown = sorted(map(str, set(value) - set(_KEYS)))
-    if unknown:
-        raise ResourceError(f"{where}.{unknown[0]}", value[unknown[0]], ", ".join(_KEYS))
-    for key in ("name", "memory", "time"):
-        if key not in value:
-            raise ResourceError(f"{where}.{key}", None, f"a value for {key} (it is required)")
+    value = jobs_entry(where, value, _KEYS, ("name", "memory", "time"))
     name = _text(f"{where}.name", value["name"])
     for field in ("memory", "time"):
         if not isinstance(value[field], str):
