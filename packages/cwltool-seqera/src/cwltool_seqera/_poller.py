@@ -35,6 +35,8 @@ class JobPoller:
         # CWL time limits are seconds, Slurm's whole minutes: the poller enforces the rest.
         self._limits: dict[JobHandle, float] = {}
         self._started: dict[JobHandle, float] = {}
+        # Overdue jobs whose cancel failed (the scheduler down): since when it has failed.
+        self._cancel_failing: dict[JobHandle, float] = {}
         self._thread: threading.Thread | None = None
         self._closed = False
 
@@ -61,13 +63,20 @@ class JobPoller:
             self._waiting[handle] = done
             if limit:
                 self._limits[handle] = float(limit)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._poll_loop, daemon=True)
-                self._thread.start()
+            self._ensure_thread()
             self._state.notify_all()
-        done.wait()
+        # Never an unbounded wait: a poller that died is started again.
+        while not done.wait(timeout=max(self.interval, 0.5) * 10):
+            with self._state:
+                self._ensure_thread()
         with self._state:
             return self._results.pop(handle)
+
+    def _ensure_thread(self) -> None:
+        # Called with self._state held.
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._poll_loop, daemon=True)
+            self._thread.start()
 
     def cancel_all(self) -> list[JobHandle]:
         """Cancel every job still waiting (Ctrl-C); returns the handles cancelled."""
@@ -103,6 +112,7 @@ class JobPoller:
         self._limits.pop(status.handle, None)
         self._started.pop(status.handle, None)
         self._unknown_since.pop(status.handle, None)
+        self._cancel_failing.pop(status.handle, None)
         if event is not None:
             self._results[status.handle] = status
             event.set()
@@ -113,47 +123,76 @@ class JobPoller:
                 self._state.wait_for(lambda: self._waiting or self._closed)
                 if self._closed and not self._waiting:
                     return
-                handles = list(self._waiting)
             try:
-                with self._calls:
-                    statuses = self.backend.poll(handles)
-            except Exception as err:  # a flaky scheduler command: try again next cycle
-                _log.warning("polling %d job(s) failed; retrying", len(handles), exc_info=True)
-                why = f"polling failed: {err}"
-                statuses = [JobStatus(h, JobState.UNKNOWN, reason=why) for h in handles]
-            now = time.monotonic()
-            overdue: list[JobStatus] = []
-            lost: list[JobStatus] = []
-            with self._state:
-                for status in statuses:
-                    handle = status.handle
-                    if status.state is JobState.UNKNOWN:
-                        since = self._unknown_since.setdefault(handle, now)
-                        if now - since > self.unknown_timeout:
-                            lost.append(status)
-                        continue
-                    self._unknown_since.pop(handle, None)
-                    if status.state is JobState.RUNNING:
-                        started = self._started.setdefault(handle, now)
-                        if handle in self._limits and now - started > self._limits[handle]:
-                            overdue.append(status)
-                    if status.state.finished:
-                        self._finish(status)
-            if overdue:
-                with self._calls:
-                    self.backend.cancel([status.handle for status in overdue])
-                with self._state:
-                    for status in overdue:
-                        limit = self._limits.get(status.handle)
-                        self._finish(JobStatus(
-                            status.handle, JobState.FAILED, reason=f"ran past its {limit:g} s",
-                            time_limit=True,
-                        ))  # fmt: skip
-            if lost:
-                self._give_up(lost)
+                self._cycle()
+            except Exception:  # nothing may end the loop while jobs wait on it
+                _log.warning("a polling cycle failed; trying again", exc_info=True)
             with self._state:
                 # Sleep, but wake at once on close.
                 self._state.wait_for(lambda: self._closed, timeout=self.interval)
+
+    def _cycle(self) -> None:
+        with self._state:
+            handles = list(self._waiting)
+        if not handles:
+            return
+        try:
+            with self._calls:
+                statuses = self.backend.poll(handles)
+        except Exception as err:  # a flaky scheduler command: try again next cycle
+            _log.warning("polling %d job(s) failed; retrying", len(handles), exc_info=True)
+            why = f"polling failed: {err}"
+            statuses = [JobStatus(h, JobState.UNKNOWN, reason=why) for h in handles]
+        now = time.monotonic()
+        overdue: list[JobStatus] = []
+        lost: list[JobStatus] = []
+        with self._state:
+            for status in statuses:
+                handle = status.handle
+                if status.state is JobState.UNKNOWN:
+                    since = self._unknown_since.setdefault(handle, now)
+                    if now - since > self.unknown_timeout:
+                        lost.append(status)
+                    continue
+                self._unknown_since.pop(handle, None)
+                if status.state is JobState.RUNNING:
+                    started = self._started.setdefault(handle, now)
+                    if handle in self._limits and now - started > self._limits[handle]:
+                        overdue.append(status)
+                if status.state.finished:
+                    self._finish(status)
+        if overdue:
+            self._cancel_overdue(overdue, now)
+        if lost:
+            self._give_up(lost)
+
+    def _cancel_overdue(self, overdue: list[JobStatus], now: float) -> None:
+        """Cancel jobs past their limit; a job whose cancel fails keeps being cancelled each
+        cycle (it still runs) until ``unknown_timeout``, then is reported failed anyway."""
+        handles = [status.handle for status in overdue]
+        try:
+            with self._calls:
+                self.backend.cancel(handles)
+        except Exception as err:
+            _log.warning("cancelling %d overdue job(s) failed; trying again: %s", len(handles), err)
+            with self._state:
+                for handle in handles:
+                    since = self._cancel_failing.setdefault(handle, now)
+                    if now - since > self.unknown_timeout:
+                        limit = self._limits.get(handle)
+                        self._finish(JobStatus(
+                            handle, JobState.FAILED, time_limit=True,
+                            reason=f"ran past its {limit:g} s and could not be cancelled "
+                            f"for {self.unknown_timeout:g} s ({err})",
+                        ))  # fmt: skip
+            return
+        with self._state:
+            for status in overdue:
+                limit = self._limits.get(status.handle)
+                self._finish(JobStatus(
+                    status.handle, JobState.FAILED, reason=f"ran past its {limit:g} s",
+                    time_limit=True,
+                ))  # fmt: skip
 
     def _give_up(self, lost: list[JobStatus]) -> None:
         # Best effort: the job may still exist somewhere the backend cannot see.
