@@ -90,3 +90,24 @@ def test_cpu_use_reports_cores_never_busy() -> None:
     idle, busy = sorted(history.cpu_use(), key=lambda u: u.process)[::-1]
     assert (idle.process, idle.runs, idle.reserved, idle.busy) == ("IDLE", 2, 8, 1.8)
     assert idle.unused == 6 and busy.unused == 0
+
+
+def test_a_directory_or_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ResourceError, match="not a directory"):
+        open_history(tmp_path)
+    text = tmp_path / "notes.txt"
+    text.write_text("these are not the rows you are looking for\n" * 100)
+    with pytest.raises(ResourceError, match="SQLite database"):
+        open_history(text)
+    with pytest.raises(ResourceError, match="postgresql://"):
+        open_history("mysql://db/x")
+
+
+def test_seqera_run_exits_2_on_such_a_history(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from seqera_core.cli import main
+
+    assert main(["run", "--history", str(tmp_path), "--", "true"]) == 2
+    err = capfd.readouterr().err
+    assert "history" in err and "Traceback" not in err

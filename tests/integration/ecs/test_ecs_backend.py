@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import boto3
+import botocore.exceptions
 import pytest
 
 from seqera_core.backends import JobSpec, JobState, SubmitError
@@ -143,7 +144,12 @@ def test_run_task_payload(emulator: Emulator) -> None:
         "SEQERA_LABEL_RUN": "r1",
         "SEQERA_LABEL_TEAM": "gen",
     }
-    assert body["tags"] == [{"key": "run", "value": "r1"}, {"key": "team", "value": "gen"}]
+    key = body["clientToken"]
+    assert body["tags"] == [
+        {"key": "run", "value": "r1"},
+        {"key": "team", "value": "gen"},
+        {"key": "seqera-submission", "value": key},
+    ]
     assert body["placementConstraints"] == [
         {"type": "memberOf", "expression": "attribute:ecs.instance-type == m7i.2xlarge"}
     ]
@@ -165,6 +171,7 @@ def test_tags_are_sanitised(emulator: Emulator) -> None:
         "tasks"
     ]
     tags = {t["key"]: t["value"] for t in task["tags"]}
+    assert tags.pop("seqera-submission").startswith("seqera-")
     assert tags == {"_aws:owner": "me", "k": "v" * 256, "nextflow/run-name": "happy_turing"}
 
 
@@ -229,9 +236,11 @@ def test_spot_interruption_is_retried_then_given_up(
         assert status.handle == handle  # the caller's handle survives restarts
         arns.append(backend._tasks[handle.native_id].arn)
     assert len(set(arns)) == 3 and backend.calls["RunTask"] == 3
-    # the same task again; botocore gives each RunTask call its own idempotency clientToken
-    tokens = {body.pop("clientToken") for body in bodies}
-    assert len(tokens) == 3 and bodies[1] == bodies[0] and bodies[2] == bodies[0]
+    # the same task again, under a submission key of its own (clientToken = startedBy)
+    tokens = [body.pop("clientToken") for body in bodies]
+    assert [body.pop("startedBy") for body in bodies] == tokens
+    assert tokens[1:] == [f"{tokens[0]}-r1", f"{tokens[0]}-r2"]
+    assert bodies[1] == bodies[0] and bodies[2] == bodies[0]
     assert sum("was interrupted" in r.getMessage() for r in caplog.records) == 2
     emulator.stop(
         arns[-1], exit_code=None, stop_code=None, reason="Host EC2 (instance i-0abc) terminated."
@@ -431,3 +440,26 @@ def test_the_right_sizer_learns_from_finished_tasks(emulator: Emulator) -> None:
     peak = max(s.peak_memory_bytes or 0 for s in statuses)
     answer = PredictiveResolver(history).resolve(attrs.evolve(declared, attempt=1))
     assert answer is not None and answer.memory == math.ceil(peak * 1.2) < declared.memory
+
+
+def test_a_run_task_whose_answer_is_lost_starts_one_task(emulator: Emulator) -> None:
+    # Issue 20: ECS started the task but the answer never came back (a timeout). The backend
+    # asks for its submission key (startedBy) before calling the submission failed.
+    backend = EcsBackend(settings())
+    bodies = record_run_task(backend)
+    real = backend.ecs.run_task
+
+    def lost_answer(**params: Any) -> Any:
+        real(**params)
+        raise botocore.exceptions.ReadTimeoutError(endpoint_url="http://127.0.0.1")
+
+    backend.ecs.run_task = lost_answer  # type: ignore[method-assign]
+    (handle,) = backend.submit([job("once")])
+    ecs = boto3.client("ecs")
+    arns = ecs.list_tasks(cluster="seqera", desiredStatus="RUNNING")["taskArns"]
+    arns += ecs.list_tasks(cluster="seqera", desiredStatus="STOPPED")["taskArns"]
+    assert arns == [handle.native_id]  # one task, and it is the one the handle names
+    key = bodies[0]["clientToken"]
+    assert key.startswith("seqera-") and bodies[0]["startedBy"] == key
+    tags = ecs.describe_tasks(cluster="seqera", tasks=arns, include=["TAGS"])["tasks"][0]["tags"]
+    assert {"key": "seqera-submission", "value": key} in tags

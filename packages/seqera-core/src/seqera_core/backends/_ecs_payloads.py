@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,12 +28,14 @@ from ._ecs_usage import wrapped
 __all__ = [
     "CONTAINER",
     "HASH_TAG",
+    "SUBMISSION_TAG",
     "EcsSettings",
     "Shape",
     "family_name",
     "log_stream",
     "run_task_request",
     "shape_of",
+    "submission_key",
     "task_definition_request",
 ]
 
@@ -162,6 +165,18 @@ def task_definition_request(
     return body, digest
 
 
+SUBMISSION_TAG = "seqera-submission"
+
+
+def submission_key(attempt: int = 0, base: str = "") -> str:
+    """A new submission key (``seqera-`` and 24 hex digits: ``startedBy`` takes 36
+    characters), or ``base`` for its ``attempt``-th restart (a restart is a new task, so it
+    needs its own token)."""
+    if base:
+        return f"{base[:32]}-r{attempt}"
+    return f"seqera-{uuid.uuid4().hex[:24]}"
+
+
 def run_task_request(
     *,
     settings: EcsSettings,
@@ -173,8 +188,15 @@ def run_task_request(
     env: Mapping[str, str],
     labels: Mapping[str, str],
     machine_type: str | None,
+    key: str = "",
 ) -> dict[str, Any]:
-    """The RunTask body for one task: one task, its command, environment, labels as tags."""
+    """The RunTask body for one task: one task, its command, environment, labels as tags.
+
+    ``key`` is the submission's own identity: RunTask's ``clientToken`` (ECS starts one
+    task for a token however often the call is repeated), ``startedBy`` (what ListTasks
+    filters on, so the backend can ask whether a call whose answer was lost started it)
+    and a ``seqera-submission`` tag.
+    """
     environment = {**label_environment(labels), **env}
     argv = wrapped(command) if settings.report_usage else list(command)
     override: dict[str, Any] = {"name": CONTAINER, "command": argv}
@@ -196,6 +218,10 @@ def run_task_request(
         "overrides": {"containerOverrides": [override]},
     }
     tags = ecs_tags(labels)
+    if key:
+        body["clientToken"] = key
+        body["startedBy"] = key
+        tags = [*tags, {"key": SUBMISSION_TAG, "value": key}]
     if tags:
         body["tags"] = tags
     if machine_type:

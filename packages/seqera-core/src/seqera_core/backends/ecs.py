@@ -39,6 +39,7 @@ from ._ecs_payloads import (
     log_stream,
     run_task_request,
     shape_of,
+    submission_key,
     task_definition_request,
 )
 from ._ecs_status import Seen, seen
@@ -226,7 +227,11 @@ class EcsBackend(Backend):
             try:
                 arn = self._run(body)
             except EcsError as exc:
-                raise SubmitError(str(exc), None, handles) from exc
+                # The answer may be what was lost: ask for the key before calling it failed.
+                found = self._started(body["startedBy"])
+                if found is None:
+                    raise SubmitError(str(exc), None, handles) from exc
+                arn = found
             self._tasks[arn] = _Task(arn, arn, spec, body)
             handles.append(JobHandle(self.name, arn, spec.name))
         return handles
@@ -243,7 +248,22 @@ class EcsBackend(Backend):
             env=spec.env,
             labels=job_labels(spec),
             machine_type=spec.request.machine_type,
+            key=submission_key(),
         )
+
+    def _started(self, key: str) -> str | None:
+        """The task a submission key started, if any (ListTasks by ``startedBy``)."""
+        for status in ("RUNNING", "STOPPED"):
+            try:
+                found = self.ecs.list_tasks(
+                    cluster=self.settings.cluster, startedBy=key, desiredStatus=status
+                )
+            except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError):
+                return None  # cannot tell: the caller reports the submission failed
+            arns = found.get("taskArns") or []
+            if arns:
+                return str(arns[0])
+        return None
 
     def _run(self, body: dict[str, Any]) -> str:
         started = self._call(self.ecs.run_task, **body)
@@ -369,11 +389,17 @@ class EcsBackend(Backend):
             record.attempts + 1,
             limit,
         )
+        # A restart is a new task: it needs its own token, or ECS would answer with the old.
+        key = submission_key(record.attempts, base=str(record.body.get("clientToken", "")))
+        body = {**record.body, "clientToken": key, "startedBy": key}
         try:
-            record.arn = self._run(record.body)
+            record.arn = self._run(body)
         except EcsError as exc:
-            record.final = JobStatus(handle, JobState.FAILED, None, f"{view.reason}; {exc}")
-            return record.final
+            found = self._started(key)
+            if found is None:
+                record.final = JobStatus(handle, JobState.FAILED, None, f"{view.reason}; {exc}")
+                return record.final
+            record.arn = found
         record.attempts += 1
         record.running_since = None
         reason = f"restarted after a spot interruption (attempt {record.attempts} of {limit})"
