@@ -13,6 +13,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -57,11 +58,17 @@ def _run(tmp_path: Path, env: dict[str, str]) -> tuple[str, list[str]]:
 
 
 def _sacct(env: dict[str, str], job_id: str, fields: str) -> str:
-    shown = subprocess.run(
-        ["sacct", "-c", "-n", "-P", "-X", "-j", job_id, "-o", fields],
-        env=env, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    return shown.stdout.strip()
+    # jobcomp/filetxt records a job when it ends: a squashed allocation still draining
+    # after cwltool-seqera exits shows up a little later, so wait for it.
+    deadline = time.monotonic() + 90
+    while True:
+        shown = subprocess.run(
+            ["sacct", "-c", "-n", "-P", "-X", "-j", job_id, "-o", fields],
+            env=env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if shown.stdout.strip() or time.monotonic() > deadline:
+            return shown.stdout.strip()
+        time.sleep(1)
 
 
 def test_each_container_starts_inside_its_slurm_job_with_its_request(
