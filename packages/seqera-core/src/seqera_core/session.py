@@ -211,6 +211,8 @@ class Session:
         """Record finished attempts in the history (none without one); returns how many
         rows were written, including earlier ones that had waited. Never raises: a store
         that fails keeps the rows for the next call and says so once per failure."""
+        if self.history is None:
+            return 0
         rows = [
             finished_record(
                 item.request,
@@ -222,8 +224,6 @@ class Session:
             for item in finished
             if item.status.state.finished
         ]
-        if self.history is None:
-            return 0
         with self._lock:
             self._pending.extend(rows)
             if len(self._pending) > _MAX_PENDING:

@@ -47,24 +47,21 @@ def select(
 ) -> list[TaskRecord]:
     """The attempts of ``run_ids`` (all runs when empty) finished at or after ``since``.
 
-    The latest version of a replayed attempt wins, as in the table itself.
+    The table holds one row per attempt (a replayed one replaces itself), so the rows of
+    the runs asked for are read once; the whole table only when a run is not there, to
+    say which runs it holds.
     """
-    latest: dict[tuple[str, str, int], TaskRecord] = {}
-    for record in history.records():
-        latest[(record.run_id, record.task_id, record.attempt)] = record
-    records = list(latest.values())
-    if not records:
-        raise UsageError(f"{where} holds no task yet: nothing to report")
-    known = dict.fromkeys(r.run_id for r in records)
-    missing = [run for run in run_ids if run not in known]
-    if missing:
-        recent = list(known)[-_SHOWN_RUNS:]
+    records = history.records(run_ids)
+    found = {r.run_id for r in records}
+    missing = [run for run in run_ids if run not in found]
+    if missing or not records:
+        known = list(dict.fromkeys(r.run_id for r in history.records()))
+        if not known:
+            raise UsageError(f"{where} holds no task yet: nothing to report")
+        recent = known[-_SHOWN_RUNS:]
         raise ResourceError(
             "--run", missing[0], f"a run id in {where}; its latest runs are {', '.join(recent)}"
         )
-    if run_ids:
-        wanted = set(run_ids)
-        records = [r for r in records if r.run_id in wanted]
     if since is not None:
         records = [r for r in records if r.finished is not None and r.finished >= since]
         if not records:
