@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import time
 
-from .backends.base import JobState, JobStatus
-from .history import CAUSES, TaskRecord
+from .backends.base import CAUSES, JobState, JobStatus, job_cause
+from .history import TaskRecord
 from .models import ResourceRequest
 from .units import format_bytes, format_seconds
 
@@ -25,15 +25,11 @@ def cause(status: JobStatus) -> str | None:
     """
     if status.state is JobState.SUCCEEDED or not status.state.finished:
         return None
-    if status.out_of_memory:
-        return "out_of_memory"
-    if status.time_limit:
-        return "time_limit"
+    if status.out_of_memory or status.time_limit:
+        return job_cause(JobState.FAILED, status.out_of_memory, status.time_limit)
     if status.cause in CAUSES:
         return status.cause
-    if status.state is JobState.CANCELLED:
-        return "cancelled"
-    return "other"
+    return job_cause(status.state)  # a status evolved after its cause was set
 
 
 def finished_record(

@@ -35,7 +35,7 @@ What a fork does not reset: modules imported by the preload stay imported (that 
 point), with whatever they read from the environment at import time; a job that needs
 an import-time variable to differ from the backend's own environment must not be
 preloaded. The squash launcher's child (``_launcher._child``) is the same recipe with a
-file-based protocol; a later change could make both share one child routine.
+file-based protocol; both run the module through ``_launcher._run_as_main``.
 """
 
 from __future__ import annotations
@@ -43,16 +43,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import runpy
 import select
 import signal
 import socket
 import struct
 import sys
-import traceback
 from typing import Any
 
-from ._launcher import _exit_status, _preload
+from ._launcher import _preload, _run_as_main
 
 __all__ = ["MAX_FDS", "receive", "send"]
 
@@ -127,17 +125,8 @@ def _child(sock: socket.socket, request: dict[str, Any], fds: list[int]) -> None
                 print(f"seqera: cannot start in {cwd!r}: {exc}", file=sys.stderr)
                 code = 127
                 return
-        module = str(request["module"])
-        sys.argv = [module, *map(str, request.get("args") or [])]
         sys.path[0] = os.getcwd()  # what `python -m` puts first
-        try:
-            runpy.run_module(module, run_name="__main__", alter_sys=True)
-            code = 0
-        except SystemExit as exc:
-            code = _exit_status(exc.code)
-        except BaseException:  # the job's own failure, reported as its exit code
-            traceback.print_exc()
-            code = 1
+        code = _run_as_main(str(request["module"]), list(request.get("args") or []))
     finally:
         with contextlib.suppress(BaseException):
             sys.stdout.flush()

@@ -211,15 +211,7 @@ def _job(entry: dict[str, Any], fork: dict[str, Any] | None) -> None:
 def _run_module(entry: dict[str, Any], fork: dict[str, Any]) -> int:
     os.environ.update({str(k): str(v) for k, v in (fork.get("env") or {}).items()})
     os.chdir(fork.get("cwd") or entry["dir"])
-    sys.argv = [str(fork["module"]), *map(str, fork.get("args") or [])]
-    try:
-        runpy.run_module(str(fork["module"]), run_name="__main__", alter_sys=True)
-        code = 0
-    except SystemExit as exc:
-        code = _exit_status(exc.code)
-    except BaseException:  # the job's own failure, reported as its exit code
-        traceback.print_exc()
-        code = 1
+    code = _run_as_main(str(fork["module"]), fork.get("args") or [])
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
@@ -228,6 +220,20 @@ def _run_module(entry: dict[str, Any], fork: dict[str, Any]) -> int:
     partial.write_text(f"{code}\n")
     os.replace(partial, exit_file)
     return code
+
+
+def _run_as_main(module: str, args: list[Any]) -> int:
+    """Run ``module`` in this process as ``python -m MODULE ARGS`` would; its exit status
+    (the fork server's children run jobs through this too)."""
+    sys.argv = [module, *map(str, args)]
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        return 0
+    except SystemExit as exc:
+        return _exit_status(exc.code)
+    except BaseException:  # the job's own failure, reported as its exit code
+        traceback.print_exc()
+        return 1
 
 
 def _exit_status(value: object) -> int:
