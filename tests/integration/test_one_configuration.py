@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,8 @@ import pytest
 from seqera_core.history import TaskRecord, open_history
 from seqera_core.units import MB, MIB
 
+from ..seqera_sidecar.conftest import start_sidecar, stop_sidecar
+
 pytestmark = pytest.mark.integration
 
 TOKEN = "t0ken-for-tests"
@@ -34,43 +35,6 @@ PEAK = 300 * MIB
 DECLARED_BEFORE = 4 * 2**30  # what the seeded runs had asked for
 INPUT = 1234  # bytes of the task's input file
 LABELS = "echo $SEQERA_LABEL_TEAM $SEQERA_LABEL_PROJECT"
-
-
-def _port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _serve(cwd: Path, env: dict[str, str], *argv: str) -> tuple[subprocess.Popen[str], str]:
-    port = _port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "seqera_sidecar", "serve", "--port", str(port), *argv],
-        cwd=cwd, env=env, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            assert process.stderr is not None
-            raise AssertionError(f"the sidecar exited: {process.stderr.read()}")
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    process.kill()
-    raise AssertionError("the sidecar did not answer /health within 60 s")
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 @pytest.fixture
@@ -84,13 +48,13 @@ def resolver(tmp_path: Path) -> Iterator[str]:
     )
     store.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEQERA_")}
-    process, url = _serve(
-        tmp_path, env, "--history", str(history), "--resolver", "max", "--margin", "2"
+    process, served = start_sidecar(
+        history, None, "--resolver", "max", "--margin", "2", cwd=tmp_path, environ=env
     )
     try:
-        yield url
+        yield served.url
     finally:
-        _stop(process)
+        stop_sidecar(process)
 
 
 def _answer(url: str) -> int:
@@ -162,8 +126,12 @@ def test_every_engine_gets_the_same_wiring(tmp_path: Path, resolver: str) -> Non
     assert (project / "out" / "cwl.txt").read_text() == "counted\n"
 
     # the sidecar's runs API, on the same project's configuration
-    process, url = _serve(project, env, "--backend", "local", "--token", TOKEN,
-                          "--state", str(project / "state" / "runs.db"))  # fmt: skip
+    # no --history: the sidecar's history is the project's, from seqera.yaml
+    state = str(project / "state" / "runs.db")
+    process, served = start_sidecar(
+        None, TOKEN, "--backend", "local", "--state", state, cwd=project, environ=env
+    )
+    url = served.url
     try:
         auth = {"Authorization": f"Bearer {TOKEN}"}
         run_id = httpx.post(f"{url}/v1/runs", json={"name": "r"}, headers=auth).json()["id"]
@@ -188,7 +156,7 @@ def test_every_engine_gets_the_same_wiring(tmp_path: Path, resolver: str) -> Non
             assert time.monotonic() < deadline, "a finished task is missing from the history"
             time.sleep(0.2)
     finally:
-        _stop(process)
+        stop_sidecar(process)
 
     rows = {r.engine: r for r in open_history(project / "history.db").records()}
     assert set(rows) == {"seqera-run", "snakemake", "cwltool", "seqera-sidecar"}

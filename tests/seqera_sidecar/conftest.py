@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ class Served:
 
     url: str
     token: str | None
-    history: Path
+    history: Path | None
 
     @property
     def headers(self) -> dict[str, str]:
@@ -63,16 +63,24 @@ def _free_port() -> int:
 
 
 def start_sidecar(
-    history: Path, token: str | None = None, *extra: str
+    history: Path | None,
+    token: str | None = None,
+    *extra: str,
+    cwd: Path | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> tuple[subprocess.Popen[str], Served]:
-    """Start ``seqera-sidecar serve`` and wait until /health answers."""
+    """Start ``seqera-sidecar serve`` (in ``cwd``, with ``environ``, by default this
+    process's) and wait until /health answers. Without ``history`` it comes from seqera
+    config, as for a user."""
     port = _free_port()
+    where = [] if history is None else ["--history", str(history)]
     argv = [sys.executable, "-m", "seqera_sidecar", "serve", "--port", str(port),
-            "--history", str(history), *extra]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "SEQERA_SIDECAR_TOKEN"}
+            *where, *extra]  # fmt: skip
+    base = os.environ if environ is None else environ
+    env = {k: v for k, v in base.items() if k != "SEQERA_SIDECAR_TOKEN"}
     if token:
         env["SEQERA_SIDECAR_TOKEN"] = token  # not --token: that shows in ps
-    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env)
+    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
