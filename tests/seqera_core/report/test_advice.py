@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import pytest
 
+from seqera_core.dialects.snakemake import RUNNER_MEMORY
 from seqera_core.history import TaskRecord, open_history
 from seqera_core.report import build
 from seqera_core.units import GIB, MIB
@@ -50,3 +52,23 @@ def test_a_process_that_never_succeeded_gets_none() -> None:
     report = build(history)
     assert report.advice == {} and report.saved_memory == 0
     assert "withName" not in report.nextflow
+
+
+def test_snakemake_advice_never_goes_below_the_memory_its_executor_submits() -> None:
+    # 12 Snakemake jobs using 20..31 MiB: the right-sizer alone would ask for ~40 MiB, but
+    # `--executor seqera` runs every job in at least 256 MiB (Snakemake itself runs there)
+    rows = [
+        TaskRecord("run", f"t{i}", "tiny", True, cpus=1, memory=GIB, time=600,
+                   peak_memory=(20 + i) * MIB, realtime=60.0, engine="snakemake")
+        for i in range(12)
+    ]  # fmt: skip
+    history = open_history(":memory:")
+    history.record(rows)
+    advice = build(history).advice["tiny"]
+    assert advice.memory == RUNNER_MEMORY
+    assert advice.saved_memory == pytest.approx((GIB - RUNNER_MEMORY) * 12 * 60 / 3600 / 1e9)
+    # the same tasks from another engine are advised what they use, with a margin
+    other = [attrs.evolve(r, engine="nextflow", run_id="nf") for r in rows]
+    history = open_history(":memory:")
+    history.record(other)
+    assert 31 * MIB < (build(history).advice["tiny"].memory or 0) < RUNNER_MEMORY

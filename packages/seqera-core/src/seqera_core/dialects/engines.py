@@ -12,7 +12,9 @@ from ..errors import ResourceError, SeqeraError
 from ..models import ResourceRequest, Submission, Translation
 from . import cwl, nextflow, snakemake
 
-__all__ = ["ENGINES", "GENERIC_KEYS", "as_submitted", "submission", "translate"]
+__all__ = [
+    "ENGINES", "GENERIC_KEYS", "as_submitted", "memory_floor", "submission", "translate",
+]  # fmt: skip
 
 ENGINES = ("nextflow", "snakemake", "cwl")
 # What --cpus/--memory/--time/--disk/--accelerator mean in each engine's own words.
@@ -72,6 +74,16 @@ def as_submitted(engine: str, request: ResourceRequest) -> tuple[ResourceRequest
         f"input, {snakemake.format_mem_mb(memory)} MB (twice the input, 1000 to 8000 MB)"
     )
     return attrs.evolve(request, memory=memory), (note,)
+
+
+def memory_floor(engine: str) -> int:
+    """The least memory (bytes) ``engine``'s seqera executor runs a job in.
+
+    ``snakemake --executor seqera`` raises a smaller request to
+    :data:`~seqera_core.dialects.snakemake.RUNNER_MEMORY`, since every job runs Snakemake
+    itself around its command; the other engines submit what they are given.
+    """
+    return snakemake.RUNNER_MEMORY if engine == "snakemake" else 0
 
 
 def submission(backend: str, request: ResourceRequest) -> Submission:

@@ -13,7 +13,10 @@ run as the right-sizer would have sized it, from its input size: memory saves
 killed, so the run time at the advice is charged instead (and the task counted as one
 the advice is too small for); cpus save (declared - advised) x run time; a time limit
 below the run time also counts the task as too small. Memory is left out for a process
-whose peaks were never measured: a floor would not be advice.
+whose peaks were never measured: a floor would not be advice. Advice never goes below
+what the engine's executor would submit anyway (Snakemake's jobs run in at least
+:data:`~seqera_core.dialects.snakemake.RUNNER_MEMORY`): a config asking for less would
+be raised again at submission, and the saving is counted at what would really run.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+import attrs
 from attrs import frozen
 
+from ..dialects.engines import memory_floor
 from ..history import History, TaskRecord
 from ..models import ResourceRequest, ResourceResponse
 from ..resolvers import PredictiveResolver
@@ -78,6 +83,8 @@ def _one(
     answer = resolver.resolve(_request(_largest(records), None))
     if answer is None:
         return None
+    floor = max(memory_floor(r.engine) for r in records)
+    answer = _at_least(answer, floor)
     measured = any(r.peak_memory for r in done)
     timed = any(r.realtime for r in done)
     saved_memory = saved_cpus = 0.0
@@ -86,6 +93,7 @@ def _one(
         each = resolver.resolve(_request(record, record.input_bytes))
         if each is None or record.realtime is None:
             continue
+        each = _at_least(each, floor)
         sized += 1
         saving = _memory_saving(record, each, measured)
         killed = saving is None
@@ -107,6 +115,10 @@ def _one(
         saved_cpus=saved_cpus,
         too_small=too_small,
     )
+
+
+def _at_least(answer: ResourceResponse, memory: int) -> ResourceResponse:
+    return answer if answer.memory >= memory else attrs.evolve(answer, memory=memory)
 
 
 def _memory_saving(record: TaskRecord, answer: ResourceResponse, measured: bool) -> float | None:
