@@ -248,22 +248,47 @@ class EcsBackend(Backend):
             env=spec.env,
             labels=job_labels(spec),
             machine_type=spec.request.machine_type,
-            key=submission_key(),
+            key=submission_key(caller=spec.key),
         )
 
-    def _started(self, key: str) -> str | None:
+    def find(self, keys: Sequence[str]) -> dict[str, JobHandle]:
+        """The tasks started for these caller keys (``JobSpec.key``), by key: ListTasks by
+        ``startedBy`` (the key's digest, see ``_ecs_payloads.submission_key``), running
+        then stopped, at most two calls per key. A found task is followed like any other;
+        after a spot interruption it is reported, not started again (its body stayed
+        with the process that submitted it). ECS forgets a stopped task after about an hour.
+
+        Raises:
+            EcsError: ListTasks failed (after botocore's retries): nothing can be concluded.
+        """
+        found: dict[str, JobHandle] = {}
+        for key in dict.fromkeys(keys):
+            arn = self._listed(submission_key(caller=key))
+            if arn is not None:
+                self._record(JobHandle(self.name, arn))
+                found[key] = JobHandle(self.name, arn)
+        return found
+
+    def _listed(self, key: str) -> str | None:
         """The task a submission key started, if any (ListTasks by ``startedBy``)."""
         for status in ("RUNNING", "STOPPED"):
             try:
                 found = self.ecs.list_tasks(
                     cluster=self.settings.cluster, startedBy=key, desiredStatus=status
                 )
-            except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError):
-                return None  # cannot tell: the caller reports the submission failed
+            except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as exc:
+                raise EcsError(f"ListTasks by startedBy {key} failed: {exc}") from exc
             arns = found.get("taskArns") or []
             if arns:
                 return str(arns[0])
         return None
+
+    def _started(self, key: str) -> str | None:
+        """:meth:`_listed`, None when ECS cannot tell: the caller reports the failure."""
+        try:
+            return self._listed(key)
+        except EcsError:
+            return None
 
     def _run(self, body: dict[str, Any]) -> str:
         started = self._call(self.ecs.run_task, **body)

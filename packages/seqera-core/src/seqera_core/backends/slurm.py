@@ -19,14 +19,18 @@ is not asked again.
 
 Every submission carries its key (``_jobdir.submission_key``) as the first pair of its
 ``--comment`` (``seqera-submission=<key>``, before the labels, within the 1024 bytes);
-after an unknown outcome one ``squeue --me -t all -O ArrayJobID,Comment`` finds it. The
+after an unknown outcome, or in ``find`` after a crash, one ``squeue --me -t all -O
+ArrayJobID,Comment`` finds it (``find`` also asks ``sacct`` for comments, where slurmdbd
+keeps them, of jobs that left the listing without starting). The
 node a job ran on comes with its state (``NodeList``), for the node-failure retry,
 which resubmits with ``--exclude``.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -52,8 +56,10 @@ __all__ = [
     "SlurmBackend",
     "comment_args",
     "parse_sacct",
+    "parse_sacct_keys",
     "parse_sacct_usage",
     "parse_squeue",
+    "parse_squeue_keys",
     "slurm_state",
     "submission_key_of",
 ]
@@ -239,6 +245,29 @@ def submission_key_of(comment: str) -> str | None:
     return decode_labels(comment.partition(";")[0]).get(SUBMISSION_LABEL)
 
 
+def parse_squeue_keys(text: str) -> dict[str, str]:
+    """Submission key -> job id (an array's own id) from ``squeue -O ArrayJobID:|,Comment:|``."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        job_id, _, comment = line.partition("|")
+        key = submission_key_of(comment.strip().rstrip("|"))
+        if key and job_id.strip():
+            found[key] = job_id.strip()
+    return found
+
+
+def parse_sacct_keys(text: str) -> dict[str, str]:
+    """Submission key -> job id from ``sacct -n -P -X -o JobID,Comment``: an array's
+    elements (``123_4``, pending ones ``123_[5-9]``) give the array's own id."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        job_id, _, comment = line.partition("|")
+        key = submission_key_of(comment.strip())
+        if key and job_id.strip():
+            found[key] = job_id.strip().partition("_")[0]
+    return found
+
+
 def _pattern_path(path: str) -> str:
     # sbatch expands %j, %x, ... in --output/--error (man sbatch, "filename pattern").
     return path.replace("%", "%%")
@@ -312,18 +341,22 @@ class SlurmBackend(BatchBackend):
             raise SchedulerError(f"sbatch printed no job id: {stdout!r}")
         return job_id
 
-    def _find_key(self, key: str) -> tuple[bool, str | None]:
+    def _keys(self) -> dict[str, str] | None:
         # ArrayJobID is the job's id, or an array's own id (what sbatch printed for it);
         # -t all: a job that already ended (within MinJobAge) counts too.
         argv = ["squeue", "-h", "--me", "-t", "all", "-O", "ArrayJobID:|,Comment:|"]
         result = self._run(argv)
-        if not result.ok:
-            return False, None
-        for line in result.stdout.splitlines():
-            job_id, _, comment = line.partition("|")
-            if submission_key_of(comment.strip().rstrip("|")) == key:
-                return True, job_id.strip()
-        return True, None
+        return parse_squeue_keys(result.stdout) if result.ok else None
+
+    def _forgotten_keys(self, since: float) -> dict[str, str]:
+        # Only slurmdbd keeps comments (AccountingStoreFlags=job_comment); jobcomp does not.
+        if self.history in ("jobcomp", "none") or self._no_accounting:
+            return {}
+        start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since))
+        argv = ["sacct", "-n", "-P", "-X", f"--user={os.getuid()}", "-S", start,
+                "-o", "JobID,Comment"]  # fmt: skip
+        result = self._run(argv)
+        return parse_sacct_keys(result.stdout) if result.ok else {}
 
     def _active(self, ids: Sequence[str]) -> dict[str, Observed]:
         argv = ["squeue", "-h", "-r", "-t", "all", "-j", ",".join(ids), "-O", _SQUEUE_FORMAT]
