@@ -33,6 +33,8 @@ import botocore.exceptions
 from ..errors import ResourceError, SeqeraError, UsageError
 from ._batch import SubmitError, job_labels
 from ._ecs_definitions import TaskDefinitions
+from ._ecs_logs import output_lines
+from ._ecs_logs import peaks as read_peaks
 from ._ecs_network import network
 from ._ecs_payloads import (
     EcsSettings,
@@ -43,14 +45,12 @@ from ._ecs_payloads import (
     task_definition_request,
 )
 from ._ecs_status import Seen, seen
-from ._ecs_usage import MARKER, parse_usage
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = ["EcsBackend", "EcsError", "EcsSettings"]
 
 _LOG = logging.getLogger("seqera_core.backends.ecs")
 _DESCRIBE_MAX = 100  # DescribeTasks takes at most 100 tasks
-_FILTER_STREAMS_MAX = 100  # FilterLogEvents takes at most 100 stream names
 _STOPPED_BY_US = "stopped by seqera"
 
 
@@ -366,28 +366,7 @@ class EcsBackend(Backend):
     def _usage(self, waiting: dict[str, _Task], now: float) -> dict[str, JobStatus]:
         """Statuses of stopped tasks: final once their usage line is found or given up on."""
         streams = {log_stream(self.settings, r.arn): r for r in waiting.values()}
-        peaks: dict[str, int] = {}
-        for chunk in _chunks(list(streams), _FILTER_STREAMS_MAX):
-            params: dict[str, Any] = {
-                "logGroupName": self.settings.logs_group,
-                "logStreamNames": list(chunk),
-                "filterPattern": f'"{MARKER}"',
-            }
-            while True:
-                try:
-                    page = self.cloudwatch_logs.filter_log_events(**params)
-                except botocore.exceptions.ClientError as exc:
-                    # Missing streams (a container that never logged) or a refusal: the
-                    # usage is unknown, which must not fail the job.
-                    _LOG.warning("FilterLogEvents failed: %s", exc)
-                    break
-                for event in page.get("events") or []:
-                    peak = parse_usage(event.get("message", ""))
-                    if peak is not None:
-                        peaks[event["logStreamName"]] = peak
-                if not page.get("nextToken"):
-                    break
-                params["nextToken"] = page["nextToken"]
+        peaks = read_peaks(self.cloudwatch_logs, self.settings.logs_group, list(streams))
         settled: dict[str, JobStatus] = {}
         for stream, record in streams.items():
             assert record.ended is not None
@@ -446,28 +425,9 @@ class EcsBackend(Backend):
 
     def logs(self, handle: JobHandle) -> str:
         """The container's output so far, from its CloudWatch Logs stream."""
-        record = self._record(handle)
-        params: dict[str, Any] = {
-            "logGroupName": self.settings.logs_group,
-            "logStreamName": log_stream(self.settings, record.arn),
-            "startFromHead": True,
-        }
-        lines: list[str] = []
-        while True:
-            try:
-                page = self.cloudwatch_logs.get_log_events(**params)
-            except botocore.exceptions.ClientError as exc:
-                if _error_code(exc) == "ResourceNotFoundException":
-                    break  # the stream is created when the container starts
-                raise EcsError(f"GetLogEvents failed: {exc}") from exc
-            # the usage wrapper's line is ours, not the job's output
-            lines += [
-                event["message"]
-                for event in page.get("events") or []
-                if parse_usage(event["message"]) is None
-            ]
-            token = page.get("nextForwardToken")
-            if not page.get("events") or token == params.get("nextToken"):
-                break
-            params["nextToken"] = token
+        stream = log_stream(self.settings, self._record(handle).arn)
+        try:
+            lines = output_lines(self.cloudwatch_logs, self.settings.logs_group, stream)
+        except botocore.exceptions.ClientError as exc:
+            raise EcsError(f"GetLogEvents failed: {exc}") from exc
         return "".join(f"{line}\n" for line in lines)

@@ -17,11 +17,9 @@ the cgroup's high-water mark, ``jobacct_gather/linux`` samples every
 between samples, entirely. Without accounting storage the first ``sacct`` fails and it
 is not asked again.
 
-Every submission carries its key (``_jobdir.submission_key``) as the first pair of its
-``--comment`` (``seqera-submission=<key>``, before the labels, within the 1024 bytes);
-after an unknown outcome, or in ``find`` after a crash, one ``squeue --me -t all -O
-ArrayJobID,Comment`` finds it (``find`` also asks ``sacct`` for comments, where slurmdbd
-keeps them, of jobs that left the listing without starting). The
+Every submission carries its key in its ``--comment`` (``_slurm_keys``); after an unknown
+outcome, or in ``find`` after a crash, one ``squeue --me -t all`` lists every key (and
+``find`` asks ``sacct`` too, where slurmdbd keeps comments, for jobs that left it). The
 node a job ran on comes with its state (``NodeList``), for the node-failure retry,
 which resubmits with ``--exclude``.
 """
@@ -31,14 +29,13 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
 from ..dialects.slurm import parse_time, submission
 from ..errors import ResourceError
-from ..labels import SLURM_COMMENT_MAX, decode_labels, encode_labels
 from ._batch import (
     BatchBackend,
     CommandResult,
@@ -48,6 +45,13 @@ from ._batch import (
     from_wait_status,
     job_labels,
     shell_exit,
+)
+from ._slurm_keys import (
+    SUBMISSION_LABEL,
+    comment_args,
+    parse_sacct_keys,
+    parse_squeue_keys,
+    submission_key_of,
 )
 from .base import NODE_FAILURE, PREEMPTED, JobHandle, JobSpec, JobState
 
@@ -63,9 +67,6 @@ __all__ = [
     "slurm_state",
     "submission_key_of",
 ]
-
-# The comment pair that holds a submission's key; decode_labels() shows it like a label.
-SUBMISSION_LABEL = "seqera-submission"
 
 # Job state codes, ``man squeue`` (JOB STATE CODES) and ``man sacct`` (JOB STATE CODES),
 # Slurm 22.05. Value: (common state, reason when it says more than the state).
@@ -224,48 +225,6 @@ def parse_sacct_usage(text: str) -> dict[str, tuple[float | None, int | None]]:
         else:
             wall[job_id] = _elapsed(fields[1])
     return {job_id: (seconds, peaks.get(job_id)) for job_id, seconds in wall.items()}
-
-
-def comment_args(key: str, labels: Mapping[str, str]) -> list[str]:
-    """``["--comment=seqera-submission=<key>;<labels>"]``: the key first, then as many
-    labels as fit in slurmctld's 1024 bytes (``labels.encode_labels``). One argv element:
-    ``=`` binds the value, so a value can never be read as an option."""
-    head = encode_labels({SUBMISSION_LABEL: key})
-    rest = encode_labels(
-        {k: v for k, v in labels.items() if k != SUBMISSION_LABEL},
-        SLURM_COMMENT_MAX - len(head) - 1,
-    )
-    return [f"--comment={head};{rest}" if rest else f"--comment={head}"]
-
-
-def submission_key_of(comment: str) -> str | None:
-    """The submission key in a job's comment, or None for a job seqera did not submit."""
-    if not comment.startswith(SUBMISSION_LABEL + "="):
-        return None
-    return decode_labels(comment.partition(";")[0]).get(SUBMISSION_LABEL)
-
-
-def parse_squeue_keys(text: str) -> dict[str, str]:
-    """Submission key -> job id (an array's own id) from ``squeue -O ArrayJobID:|,Comment:|``."""
-    found: dict[str, str] = {}
-    for line in text.splitlines():
-        job_id, _, comment = line.partition("|")
-        key = submission_key_of(comment.strip().rstrip("|"))
-        if key and job_id.strip():
-            found[key] = job_id.strip()
-    return found
-
-
-def parse_sacct_keys(text: str) -> dict[str, str]:
-    """Submission key -> job id from ``sacct -n -P -X -o JobID,Comment``: an array's
-    elements (``123_4``, pending ones ``123_[5-9]``) give the array's own id."""
-    found: dict[str, str] = {}
-    for line in text.splitlines():
-        job_id, _, comment = line.partition("|")
-        key = submission_key_of(comment.strip())
-        if key and job_id.strip():
-            found[key] = job_id.strip().partition("_")[0]
-    return found
 
 
 def _pattern_path(path: str) -> str:
