@@ -45,15 +45,7 @@ from seqera_core.session import Finished, Session
 
 from .crashpoints import crash_point
 from .poller import Supervisor, redact
-from .store import (
-    forget,
-    handle_from,
-    open_state,
-    set_handles,
-    set_state,
-    spec_from,
-    spec_to,
-)
+from .store import forget, handle_from, open_state, set_handles, set_state, spec_from, spec_to
 from .submission import KEY_VARIABLE, Parsed, by_name, keyed, task_spec
 
 __all__ = ["KEY_VARIABLE", "NotFound", "RunStore", "SubmitFailed"]
@@ -219,7 +211,8 @@ class RunStore:
             self._store(keys, mapped)
             maybe = {keys[n] for n in exc.unknown} if isinstance(exc, SubmitError) else set(keys)
             left = [k for k, h in zip(keys, mapped, strict=True) if h is None]
-            self._unknown([k for k in left if k in maybe], f"submission failed: {exc}")
+            why = f"submission failed: {type(exc).__name__}"
+            self._unknown([k for k in left if k in maybe], why)
             self._forget([k for k in left if k not in maybe])  # provably never sent
             return mapped
         except Exception as lookup:  # the backend did not answer: reconcile asks again
