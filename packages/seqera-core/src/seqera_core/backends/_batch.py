@@ -13,7 +13,9 @@ sent twice"):
    before anything reaches the scheduler: a job that cannot be expressed fails the whole
    call with a :class:`~seqera_core.errors.UsageError` and nothing is submitted.
 2. Each submission carries a key unique to it (``_jobdir.submission_key``) in a field the
-   scheduler keeps (Slurm: the comment; PBS Pro: a job variable; Torque: the job name).
+   scheduler keeps (Slurm: the comment; PBS Pro: a job variable; Torque: the job name),
+   and a caller's own key (``JobSpec.key``) is recorded with the submission it went out
+   in, so :meth:`BatchBackend.find` in a later process can ask the scheduler for it.
 3. A submission that fails for good refusal (bad account, invalid option) raises at once.
    One whose outcome is unknown (the command timed out, or the scheduler said it was
    busy or unreachable, when it may have accepted the job anyway) is never sent again
@@ -185,11 +187,9 @@ class BatchBackend(BatchVerbs):
         every submission key the scheduler shows (Slurm: ``squeue`` by comment; PBS Pro:
         ``qstat -x`` by ``SEQERA_SUBMISSION``; Torque: ``qstat`` by job name), plus one
         history call (Slurm: ``sacct``) for jobs that never started and left the listing.
-
-        A key this backend's work directory has no record of never went out. A job that
-        ran is also found by its directory's start mark after the scheduler forgot it.
-        A found job is polled as usual; it is not sent again after a node failure, since
-        its spec stayed with the process that submitted it.
+        A key the work directory has no record of never went out; a job that ran is also
+        found by its start mark. A found job is polled as usual, but not sent again after
+        a node failure (its spec stayed with the process that submitted it).
 
         Raises:
             NoLookup: this scheduler has no listing of submission keys.
