@@ -2,8 +2,10 @@
 runs exactly once (counted from the side effects the tasks leave, not from any log).
 
 Crash points (``seqera_sidecar.crashpoints``): ``row-written`` (rows stored, the backend
-not called) and ``submitted`` (the local backend took the jobs, handles not stored), each
-hit three times; and kills at random moments while tasks run. The client does what a
+not called) and ``submitted`` (the backend took the jobs, handles not stored), each hit
+three times, on the local backend and on the real one-node Slurm (where the restarted
+sidecar finds each job by its submission key, ``Backend.find``: squeue by comment); and
+kills at random moments while tasks run. No task may end ``unknown``. The client does what a
 real one does: on a dropped connection or a 503 it sends the same request again (same
 run, same task ids).
 """
@@ -30,10 +32,11 @@ TASKS, BATCH, CRASHES = 12, 2, 3
 
 
 class Sidecar:
-    """``seqera-sidecar serve --backend local`` on a free port, restartable."""
+    """``seqera-sidecar serve --backend <backend>`` on a free port, restartable."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, backend: str = "local") -> None:
         self.root = root
+        self.backend = backend
         self.process: subprocess.Popen[str] | None = None
         self.url = ""
         self.starts = 0
@@ -47,7 +50,7 @@ class Sidecar:
         if crash_at:
             env["SEQERA_SIDECAR_CRASH_AT"] = crash_at
         argv = [sys.executable, "-m", "seqera_sidecar", "serve", "--port", str(port),
-                "--history", str(self.root / "history.db"), "--backend", "local",
+                "--history", str(self.root / "history.db"), "--backend", self.backend,
                 "--state", str(self.root / "runs.db")]  # fmt: skip
         log = open(self.root / f"sidecar-{self.starts}.log", "w")  # noqa: SIM115
         self.process = subprocess.Popen(argv, stderr=log, stdout=log, text=True, env=env)
@@ -80,7 +83,7 @@ class Sidecar:
 
 def _task(effects: Path, n: int) -> dict[str, Any]:
     # One line per run of the task: the count the test checks.
-    line = f"echo $SEQERA_JOB_ID >> {effects}/t{n}; sleep 0.1"
+    line = f'echo "${{SLURM_JOB_ID:-$SEQERA_JOB_ID}}" >> {effects}/t{n}; sleep 0.1'
     return {"id": f"t{n}", "name": f"t{n}", "command": ["sh", "-c", line]}
 
 
@@ -107,7 +110,8 @@ def _settle(sidecar: Sidecar, run: str) -> dict[str, str]:
     while time.monotonic() < deadline:
         states = {f"t{n}": sidecar.call("GET", f"/v1/runs/{run}/tasks/t{n}").json()["state"]
                   for n in range(TASKS)}  # fmt: skip
-        if all(s in ("succeeded", "failed", "cancelled", "unknown") for s in states.values()):
+        # "unknown" is not an end: a task left unknown shows as lost when time runs out
+        if all(s in ("succeeded", "failed", "cancelled") for s in states.values()):
             return states
         time.sleep(0.3)
     return states
@@ -138,13 +142,19 @@ def _record(
                           tally["lost"], tally["twice"], command))  # fmt: skip
 
 
-@pytest.mark.parametrize("point", ["row-written", "submitted"])
+@pytest.mark.parametrize(
+    ("backend", "point"),
+    [("local", "row-written"), ("local", "submitted"), ("slurm", "row-written"),
+     ("slurm", "submitted")],
+)  # fmt: skip
 def test_sigkill_mid_submit_runs_every_task_exactly_once(
-    tmp_path: Path, point: str, request: pytest.FixtureRequest
+    tmp_path: Path, backend: str, point: str, request: pytest.FixtureRequest
 ) -> None:
+    if backend == "slurm":
+        request.getfixturevalue("slurm")  # the real one-node cluster; SLURM_CONF set
     effects = tmp_path / "effects"
     effects.mkdir()
-    sidecar = Sidecar(tmp_path)
+    sidecar = Sidecar(tmp_path, backend)
     # Each sidecar life dies the second time it passes the point.
     sidecar.start(f"{point}:2")
     plan: dict[str, Any] = {"point": f"{point}:2", "injected": 0}
@@ -153,13 +163,16 @@ def test_sigkill_mid_submit_runs_every_task_exactly_once(
         for start in range(0, TASKS, BATCH):
             tasks = [_task(effects, n) for n in range(start, start + BATCH)]
             _submit_until_accepted(sidecar, run, tasks, plan)
-        tally = _tally(effects, _settle(sidecar, run))
+        states = _settle(sidecar, run)
+        tally = _tally(effects, states)
     finally:
         sidecar.stop()
     where = {"row-written": "after its rows, before submit",
              "submitted": "after submit, before storing handles"}[point]  # fmt: skip
-    _record(request, f"sidecar kill -9 {where}", plan["injected"], tally, point)
+    _record(request, f"sidecar ({backend}) kill -9 {where}", plan["injected"], tally,
+            f"{backend}-{point}")  # fmt: skip
     assert plan["injected"] == CRASHES
+    assert "unknown" not in states.values(), states
     assert tally == {"submitted": TASKS, "run": TASKS, "lost": 0, "twice": 0}
 
 

@@ -85,3 +85,24 @@ def test_elements_carry_the_request_and_cancel_alone(backend: SlurmBackend) -> N
         JobState.SUCCEEDED,
         JobState.SUCCEEDED,
     ]
+
+
+def test_a_new_process_finds_jobs_and_array_elements_by_their_keys(
+    backend: SlurmBackend,
+) -> None:
+    # Two jobs of one shape go out as one array, a third alone; a new backend on the same
+    # directory (a restarted sidecar) finds each by its caller's key, and nothing else.
+    specs = [JobSpec(f"k{i}", ["sleep", "60"], SMALL, key=f"caller-{i}") for i in range(2)]
+    specs.append(JobSpec("alone", ["sleep", "60"], ResourceRequest(cpus=2, time=60), key="c-2"))
+    handles = backend.submit(specs)
+    try:
+        assert backend.calls["sbatch"] == 2 and handles[1].native_id.endswith("_1")
+        again = SlurmBackend(work_dir=backend.work_dir, retry=RetryPolicy(attempts=10))
+        found = again.find(["caller-0", "caller-1", "c-2", "never-sent"])
+        assert found == {"caller-0": handles[0], "caller-1": handles[1], "c-2": handles[2]}
+        assert again.calls == {"squeue": 1}  # one listing for every key
+        # adopted: polled like any job of its own
+        assert {s.state for s in again.poll(list(found.values()))} <= {
+            JobState.PENDING, JobState.RUNNING}  # fmt: skip
+    finally:
+        backend.cancel(handles)

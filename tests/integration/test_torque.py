@@ -48,7 +48,7 @@ def test_success_failure_and_logs(torque: PbsBackend) -> None:
 
 def test_resources_reach_slurm_through_the_wrapper(torque: PbsBackend) -> None:
     request = ResourceRequest(cpus=2, memory=200 * MIB, time=150)
-    [handle] = torque.submit([JobSpec("sized job", ["sleep", "300"], request)])
+    [handle] = torque.submit([JobSpec("sized job", ["sleep", "300"], request, key="k-sized")])
     try:
         out = subprocess.run(
             ["scontrol", "show", "job", "-o", handle.native_id],
@@ -64,8 +64,10 @@ def test_resources_reach_slurm_through_the_wrapper(torque: PbsBackend) -> None:
         key = "seqera-" + Path(handle.stdout or "").parent.name.rpartition(".")[2]
         assert fields["JobName"] == f"sized_job.{key}"
         # and the look-up after an unknown outcome finds the job by it (qstat -f -1)
-        assert torque._find_key(key) == (True, handle.native_id)
-        assert torque._find_key("seqera-000000000000") == (True, None)
+        assert (torque._keys() or {}).get(key) == handle.native_id
+        # so does a new process on the same directory, by the caller's key
+        again = PbsBackend(dialect="torque", work_dir=torque.work_dir)
+        assert again.find(["k-sized", "k-never-sent"]) == {"k-sized": handle}
     finally:
         torque.cancel([handle])
 

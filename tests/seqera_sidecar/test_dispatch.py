@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from seqera_core.backends import Backend, JobHandle, JobSpec, LocalBackend, SubmitError
+from seqera_core.backends import (
+    Backend,
+    JobHandle,
+    JobSpec,
+    LocalBackend,
+    SchedulerError,
+    SubmitError,
+)
 from seqera_core.config import Config
 from seqera_core.errors import UsageError
 from seqera_core.history import open_history
@@ -61,9 +68,10 @@ class _HalfSent(LocalBackend):
 
 
 class _NoLookup(LocalBackend):
-    """A backend that cannot look jobs up by submission key."""
+    """A backend that cannot look jobs up by submission key: the contract's default."""
 
-    find = None  # type: ignore[assignment]
+    def find(self, keys: Sequence[str]) -> dict[str, JobHandle]:
+        return Backend.find(self, keys)
 
 
 class _Given(Session):
@@ -125,8 +133,12 @@ def test_a_retried_task_runs_once(client: TestClient, effects: Path) -> None:
                        headers=AUTH).status_code == 202  # fmt: skip
 
 
-@pytest.mark.parametrize("backend_class", [_HalfSent, type("_HalfNoLookup", (_HalfSent,),
-                                                             {"find": None})])  # fmt: skip
+class _HalfNoLookup(_HalfSent):
+    def find(self, keys: Sequence[str]) -> dict[str, JobHandle]:
+        return Backend.find(self, keys)
+
+
+@pytest.mark.parametrize("backend_class", [_HalfSent, _HalfNoLookup])
 def test_a_submit_error_keeps_what_went_out(
     tmp_path: Path, effects: Path, backend_class: type[LocalBackend]
 ) -> None:
@@ -147,13 +159,19 @@ def test_a_submit_error_keeps_what_went_out(
     assert _runs(effects, "a") == _runs(effects, "b") == 1
 
 
-def _crashed_after_rows(tmp_path: Path, effects: Path, **extra: Any) -> str:
-    """Rows written, the backend never called, the process gone (its files left as is)."""
+def _crashed_after_rows(
+    tmp_path: Path, effects: Path, *, submitted: bool = False, **extra: Any
+) -> str:
+    """Rows written, the backend never called (or, ``submitted``, called and its handles
+    not stored), the process gone (its files left as is, its jobs running on)."""
     backend = LocalBackend(work_dir=tmp_path / "jobs", state=tmp_path / "records")
     dying = RunStore(_Given(backend), tmp_path / "runs.db")
     run = dying.create_run("r", {})
     parsed = [task_spec(0, _task(effects, "x", **extra))]
-    dying._claim(run["id"], {}, parsed)
+    _, fresh = dying._claim(run["id"], {}, parsed)
+    if submitted:
+        backend.submit([spec for _, _, spec in fresh])
+        backend.detach()
     dying._db.close()
     os.close(dying._lockfd)  # as the kernel does for a killed process
     return str(run["id"])
@@ -181,6 +199,33 @@ def test_without_lookup_a_row_left_by_a_crash_is_never_sent_twice(
         task = _wait(client, run, ["x"], {"unknown"})[0]
         assert "cannot look jobs up" in task["reason"]
     assert _runs(effects, "x") == 0
+
+
+class _Unanswered(LocalBackend):
+    """Fault injection: the first two look-ups fail as a scheduler that does not answer."""
+
+    lookups = 0
+
+    def find(self, keys: Sequence[str]) -> dict[str, JobHandle]:
+        self.lookups += 1
+        if self.lookups <= 2:
+            raise SchedulerError("squeue: error: Socket timed out on send/recv operation")
+        return super().find(keys)
+
+
+@pytest.mark.parametrize("submitted", [False, True])
+def test_a_row_left_by_a_crash_waits_while_the_lookup_fails_then_runs_once(
+    tmp_path: Path, effects: Path, submitted: bool
+) -> None:
+    run = _crashed_after_rows(tmp_path, effects, submitted=submitted)
+    backend = _Unanswered(work_dir=tmp_path / "jobs", state=tmp_path / "records")
+    dispatcher = _dispatcher(backend, tmp_path / "runs.db")
+    with _serve(dispatcher, tmp_path) as client:
+        # no answer is no proof: the row is neither sent nor given up while it lasts
+        _wait(client, run, ["x"], {"succeeded"})
+        assert backend.lookups >= 3
+        assert dispatcher.resubmitted == (0 if submitted else 1)  # adopted, or sent once
+    assert _runs(effects, "x") == 1
 
 
 def _hold_lock(path: Path, seconds: float) -> threading.Thread:

@@ -463,3 +463,20 @@ def test_a_run_task_whose_answer_is_lost_starts_one_task(emulator: Emulator) -> 
     assert key.startswith("seqera-") and bodies[0]["startedBy"] == key
     tags = ecs.describe_tasks(cluster="seqera", tasks=arns, include=["TAGS"])["tasks"][0]["tags"]
     assert {"key": "seqera-submission", "value": key} in tags
+
+
+def test_a_new_backend_finds_tasks_by_the_callers_keys(emulator: Emulator) -> None:
+    # A restarted sidecar lost the handles: ListTasks by the startedBy each key becomes
+    # finds the task, running or stopped; a key never sent is not found.
+    backend = EcsBackend(settings())
+    specs = [attrs.evolve(job(f"k{i}"), key=f"caller-key-{i}-{'x' * 40}") for i in range(2)]
+    handles = backend.submit(specs)
+    backend.cancel(handles[1:])  # one stopped, one running
+    wait(backend, handles[1:])
+    again = EcsBackend(settings())
+    found = again.find([s.key or "" for s in specs] + ["never-sent"])
+    assert {k: h.native_id for k, h in found.items()} == {
+        specs[0].key: handles[0].native_id, specs[1].key: handles[1].native_id}  # fmt: skip
+    assert again.calls["ListTasks"] == 1 + 2 + 2  # running first, then stopped: 1, 2 and 2
+    # adopted: polled like a task of its own (the emulator keeps no stop reason to read)
+    assert again.poll([found[specs[1].key or ""]])[0].state.finished

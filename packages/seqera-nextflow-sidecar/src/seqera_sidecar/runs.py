@@ -6,15 +6,14 @@ it.
 
 Exactly once: a task may carry its own ``id``; a task sent again with the same run and
 id (a client retrying after a timeout or a 503) is answered from its row and never
-submitted again. The row is written before the backend is called (state
-``submitting``, with a unique submission key the job carries: ``$SEQERA_SUBMISSION_KEY``
-and the spec's ``key`` where the backend contract has one). A row left without a handle
-(the sidecar died mid-submit, or the backend failed in a way whose outcome is unknown)
-is reconciled by the poll loop: a backend that can look jobs up by key
-(``backend.find(keys) -> {key: handle}``) says whether the job exists; if it does not,
-the stored spec is submitted again. A backend that cannot look up is never asked twice:
-the task becomes ``unknown`` with the reason. A :class:`SubmitError`'s submitted
-handles are stored, so a partial failure loses no job.
+submitted again. The row is written before the backend is called (state ``submitting``,
+with a unique submission key the job carries as ``JobSpec.key`` and
+``$SEQERA_SUBMISSION_KEY``). A row left without a handle (the sidecar died mid-submit,
+or the backend failed in a way whose outcome is unknown) is reconciled by the poll loop:
+``backend.find(keys)`` asks the scheduler for the key; a found job is adopted (polled as
+usual), one the scheduler proves it never got is submitted again from the stored spec,
+and while the scheduler does not answer the row waits. A backend that cannot look up
+(``NoLookup``) is never asked twice: the task becomes ``unknown`` with the reason.
 
 History: every finished task goes to the session's history (``Session.record``, which
 never raises and keeps what a locked SQLite or a dropped PostgreSQL connection refused for
@@ -36,7 +35,7 @@ from typing import Any
 import attrs
 
 from seqera_core import wire
-from seqera_core.backends import JobHandle, JobSpec, JobState, JobStatus, SubmitError
+from seqera_core.backends import JobHandle, JobSpec, JobState, JobStatus, NoLookup, SubmitError
 from seqera_core.errors import ResourceError, SeqeraError, WireError
 from seqera_core.labels import string_labels
 from seqera_core.models import ResourceRequest
@@ -46,8 +45,8 @@ from seqera_core.session import Finished, Session
 
 from .crashpoints import crash_point
 from .poller import Supervisor, redact
-from .store import handle_from, handle_to, open_state, spec_from, spec_to
-from .submission import KEY_VARIABLE, Parsed, keyed, task_spec
+from .store import forget, handle_from, open_state, set_handles, set_state, spec_from, spec_to
+from .submission import KEY_VARIABLE, Parsed, by_name, keyed, task_spec
 
 __all__ = ["KEY_VARIABLE", "NotFound", "RunStore", "SubmitFailed"]
 
@@ -188,14 +187,7 @@ class RunStore:
             self._forget(keys)  # refused before anything was sent
             raise
         except Exception as exc:
-            gone = exc.submitted if isinstance(exc, SubmitError) else ()
-            mapped = self._after_failure(fresh, gone)
-            self._store(keys, mapped)
-            unknown = [k for k, h in zip(keys, mapped, strict=True) if h is None]
-            if isinstance(exc, SubmitError) or self._finder() is not None:
-                self._forget(unknown)  # provably never reached the backend: a retry resends
-            else:
-                self._unknown(unknown, f"submission failed: {type(exc).__name__}")
+            mapped = self._after_failure(fresh, exc)
             sent = [task_id for (task_id, _, _), h in zip(fresh, mapped, strict=True) if h]
             raise SubmitFailed(redact(f"{exc}"), [self.task(run_id, t) for t in sent]) from exc
         finally:
@@ -203,50 +195,51 @@ class RunStore:
                 self._inflight.difference_update(keys)
         self._store(keys, handles)
 
-    def _finder(self) -> Any:
-        find = getattr(self.backend, "find", None)
-        return find if callable(find) else None
-
     def _after_failure(
-        self, fresh: list[tuple[str, str, JobSpec]], submitted: Sequence[JobHandle]
+        self, fresh: list[tuple[str, str, JobSpec]], exc: Exception
     ) -> list[JobHandle | None]:
-        """Which of ``fresh`` reached the backend: by key when it can tell, else by name."""
-        find = self._finder()
-        if find is not None:
-            found: Mapping[str, JobHandle] = find([key for _, key, _ in fresh])
-            return [found.get(key) for _, key, _ in fresh]
-        # SubmitError lists handles in task order; names match them to their tasks.
-        left = list(submitted)
-        mapped: list[JobHandle | None] = []
-        for _, _, spec in fresh:
-            match = next((h for h in left if h.name == spec.name), None)
-            if match is not None:
-                left.remove(match)
-            mapped.append(match)
+        """Which of ``fresh`` reached the backend, asked by key; a row the backend proves
+        it never got is forgotten (the client's retry sends it), one it cannot tell about
+        yet stays ``submitting`` (:meth:`reconcile` asks again), and without a lookup one
+        that may have gone out becomes ``unknown``."""
+        keys = [key for _, key, _ in fresh]
+        submitted = exc.submitted if isinstance(exc, SubmitError) else ()
+        try:
+            found = self.backend.find(keys)
+        except NoLookup:
+            mapped = by_name(fresh, submitted)
+            self._store(keys, mapped)
+            maybe = {keys[n] for n in exc.unknown} if isinstance(exc, SubmitError) else set(keys)
+            left = [k for k, h in zip(keys, mapped, strict=True) if h is None]
+            why = f"submission failed: {type(exc).__name__}"
+            self._unknown([k for k in left if k in maybe], why)
+            self._forget([k for k in left if k not in maybe])  # provably never sent
+            return mapped
+        except Exception as lookup:  # the backend did not answer: reconcile asks again
+            _log.warning("cannot look the failed submission up yet: %s", redact(f"{lookup}"))
+            mapped = by_name(fresh, submitted)
+            self._store(keys, mapped)
+            return mapped
+        mapped = [found.get(key) for key in keys]
+        self._store(keys, mapped)
+        self._forget([k for k, h in zip(keys, mapped, strict=True) if h is None])
         return mapped
 
     def _store(self, keys: Sequence[str], handles: Sequence[JobHandle | None]) -> None:
-        now = time.time()
         with self._lock:
-            self._db.executemany(
-                "UPDATE tasks SET handle = ?, state = 'pending', updated = ? "
-                "WHERE key = ? AND state = 'submitting'",
-                [(handle_to(h), now, k) for k, h in zip(keys, handles, strict=True) if h],
-            )
+            set_handles(self._db, keys, handles)
 
     def _forget(self, keys: Sequence[str]) -> None:
         with self._lock:
-            self._db.executemany("DELETE FROM tasks WHERE key = ? AND handle IS NULL",
-                                 [(k,) for k in keys])  # fmt: skip
+            forget(self._db, keys)
+
+    def _mark(self, keys: Sequence[str], state: str, reason: str | None = None) -> None:
+        with self._lock:
+            set_state(self._db, keys, state, reason)
 
     def _unknown(self, keys: Sequence[str], why: str) -> None:
-        reason = (f"{why}; the backend cannot look jobs up by submission key, so the task is "
-                  "not sent again (it may or may not be running)")  # fmt: skip
-        with self._lock:
-            self._db.executemany(
-                "UPDATE tasks SET state = 'unknown', reason = ?, updated = ? WHERE key = ?",
-                [(reason, time.time(), k) for k in keys],
-            )
+        self._mark(keys, "unknown", f"{why}; the backend cannot look jobs up by submission "
+                   "key, so the task is not sent again (it may or may not be running)")  # fmt: skip
 
     def task(self, run_id: str, task_id: str) -> dict[str, Any]:
         """A task as last seen: state, exit code, reason, attempts, resources granted."""
@@ -313,32 +306,22 @@ class RunStore:
             return 0
         keys = [r[0] for r in rows]
         try:
-            find = self._finder()
-            if find is None:
+            try:
+                found = self.backend.find(keys)  # not answered: raises, asked next cycle
+            except NoLookup:
                 self._unknown(keys, "the sidecar stopped while submitting")
                 return len(rows)
-            found: Mapping[str, JobHandle] = find(keys)
             self._store(keys, [found.get(k) for k in keys])
             missing = [r for r in rows if r[0] not in found]
-            dropped = [r[0] for r in missing if r[2] == "cancelled"]
-            if dropped:  # cancelled before it was ever sent: it never will be
-                with self._lock:
-                    self._db.executemany(
-                        "UPDATE tasks SET state = 'cancelled', updated = ? WHERE key = ?",
-                        [(time.time(), k) for k in dropped],
-                    )
+            # cancelled before it was ever sent: it never will be
+            self._mark([r[0] for r in missing if r[2] == "cancelled"], "cancelled")
             missing = [r for r in missing if r[2] != "cancelled"]
             if missing:
                 # Proven absent: the job never reached the backend. Sent now, once.
                 try:
-                    handles = self.backend.submit([spec_from(r[1]) for r in missing])
+                    handles = self.backend.submit([keyed(spec_from(r[1]), r[0]) for r in missing])
                 except ResourceError as exc:  # refused before anything went out: for good
-                    with self._lock:
-                        self._db.executemany(
-                            "UPDATE tasks SET state = 'failed', reason = ?, updated = ? "
-                            "WHERE key = ?",
-                            [(f"cannot be submitted: {exc}", time.time(), r[0]) for r in missing],
-                        )
+                    self._mark([r[0] for r in missing], "failed", f"cannot be submitted: {exc}")
                     return len(rows)
                 self.resubmitted += len(missing)
                 self._store([r[0] for r in missing], handles)

@@ -15,7 +15,8 @@ import fcntl
 import json
 import os
 import sqlite3
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,17 @@ from seqera_core.backends import JobHandle, JobSpec
 from seqera_core.errors import UsageError
 from seqera_core.models import ResourceRequest
 
-__all__ = ["VERSION", "handle_from", "open_state", "spec_from", "spec_to"]
+__all__ = [
+    "VERSION",
+    "forget",
+    "handle_from",
+    "handle_to",
+    "open_state",
+    "set_handles",
+    "set_state",
+    "spec_from",
+    "spec_to",
+]
 
 VERSION = 2
 _SCHEMA = """
@@ -104,6 +115,36 @@ def open_state(path: Path) -> tuple[sqlite3.Connection, int]:
     return db, lock
 
 
+def set_handles(
+    db: sqlite3.Connection, keys: Sequence[str], handles: Sequence[JobHandle | None]
+) -> None:
+    """Each key's handle (None: left as it is); a row still ``submitting`` is ``pending``."""
+    now = time.time()
+    db.executemany(
+        "UPDATE tasks SET handle = ?, state = 'pending', updated = ? "
+        "WHERE key = ? AND state = 'submitting'",
+        [(handle_to(h), now, k) for k, h in zip(keys, handles, strict=True) if h],
+    )
+
+
+def forget(db: sqlite3.Connection, keys: Sequence[str]) -> None:
+    """Delete the rows of ``keys`` that have no handle: their jobs never went out."""
+    db.executemany("DELETE FROM tasks WHERE key = ? AND handle IS NULL", [(k,) for k in keys])
+
+
+def set_state(
+    db: sqlite3.Connection, keys: Sequence[str], state: str, reason: str | None = None
+) -> None:
+    """``state`` for the rows of ``keys``, and ``reason`` unless None."""
+    now = time.time()
+    if reason is None:
+        db.executemany("UPDATE tasks SET state = ?, updated = ? WHERE key = ?",
+                       [(state, now, k) for k in keys])  # fmt: skip
+    else:
+        db.executemany("UPDATE tasks SET state = ?, reason = ?, updated = ? WHERE key = ?",
+                       [(state, reason, now, k) for k in keys])  # fmt: skip
+
+
 def handle_from(text: str | None) -> JobHandle | None:
     """A stored handle."""
     return None if not text else JobHandle(**json.loads(text))
@@ -114,11 +155,8 @@ def spec_to(spec: JobSpec) -> str:
     document = {
         "name": spec.name, "command": list(spec.command), "workdir": spec.workdir,
         "env": dict(spec.env), "labels": dict(spec.labels), "stdout": spec.stdout,
-        "stderr": spec.stderr, "request": wire.unstructure(spec.request),
+        "stderr": spec.stderr, "request": wire.unstructure(spec.request), "key": spec.key,
     }  # fmt: skip
-    extra = {f.name for f in attrs.fields(JobSpec)} - set(document)
-    if "key" in extra:  # a backend contract with submission keys carries it in the spec
-        document["key"] = getattr(spec, "key", None)
     return json.dumps(document)
 
 

@@ -3,8 +3,8 @@
 A task is ``{id?, name?, image?, command, environment?, resources?, labels?}`` (the
 contract's ``TaskSubmission``). Its ``id``, when the client gives one, makes a retry
 safe; its digest tells a retry from a different task under the same id. The submission
-key goes with the job as ``$SEQERA_SUBMISSION_KEY`` (the local backend records it) and
-as the spec's ``key`` where the backend contract has one.
+key goes with the job as the spec's ``key`` (what ``Backend.find`` looks up) and as
+``$SEQERA_SUBMISSION_KEY`` (in the job's own environment).
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from seqera_core import wire
-from seqera_core.backends import JobSpec
+from seqera_core.backends import JobHandle, JobSpec
 from seqera_core.errors import WireError
 from seqera_core.models import ResourceRequest
 
-__all__ = ["KEY_VARIABLE", "Parsed", "keyed", "task_spec"]
+__all__ = ["KEY_VARIABLE", "Parsed", "by_name", "keyed", "task_spec"]
 
 KEY_VARIABLE = "SEQERA_SUBMISSION_KEY"
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
@@ -77,9 +77,19 @@ def task_spec(index: int, document: Any) -> Parsed:
 
 
 def keyed(spec: JobSpec, key: str) -> JobSpec:
-    """``spec`` carrying the submission ``key``."""
-    keyed = attrs.evolve(spec, env={**spec.env, KEY_VARIABLE: key})
-    if "key" in attrs.fields_dict(JobSpec):
-        changes: dict[str, Any] = {"key": key}  # a contract that carries keys in the spec
-        keyed = attrs.evolve(keyed, **changes)
-    return keyed
+    """``spec`` carrying the submission ``key``: ``JobSpec.key`` and ``$SEQERA_SUBMISSION_KEY``."""
+    return attrs.evolve(spec, env={**spec.env, KEY_VARIABLE: key}, key=key)
+
+
+def by_name(
+    fresh: Sequence[tuple[str, str, JobSpec]], submitted: Sequence[JobHandle]
+) -> list[JobHandle | None]:
+    """A SubmitError's handles (in task order) matched to their tasks by name."""
+    left = list(submitted)
+    mapped: list[JobHandle | None] = []
+    for _, _, spec in fresh:
+        match = next((h for h in left if h.name == spec.name), None)
+        if match is not None:
+            left.remove(match)
+        mapped.append(match)
+    return mapped

@@ -4,7 +4,7 @@ and squashed allocations on a batch scheduler."""
 from ._batch import BatchBackend, RetryPolicy, SchedulerError, SubmitError
 from ._squash import SquashBackend
 from ._squash_plan import Decision, history_runtime
-from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
+from .base import Backend, JobHandle, JobSpec, JobState, JobStatus, NoLookup
 from .local import LocalBackend
 from .pbs import PbsBackend
 from .registry import BACKENDS, BATCH, BackendEntry, entry, open_backend
@@ -22,6 +22,7 @@ __all__ = [
     "JobState",
     "JobStatus",
     "LocalBackend",
+    "NoLookup",
     "PbsBackend",
     "RetryPolicy",
     "SchedulerError",

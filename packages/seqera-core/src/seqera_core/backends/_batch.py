@@ -13,7 +13,9 @@ sent twice"):
    before anything reaches the scheduler: a job that cannot be expressed fails the whole
    call with a :class:`~seqera_core.errors.UsageError` and nothing is submitted.
 2. Each submission carries a key unique to it (``_jobdir.submission_key``) in a field the
-   scheduler keeps (Slurm: the comment; PBS Pro: a job variable; Torque: the job name).
+   scheduler keeps (Slurm: the comment; PBS Pro: a job variable; Torque: the job name),
+   and a caller's own key (``JobSpec.key``) is recorded with the submission it went out
+   in, so :meth:`BatchBackend.find` in a later process can ask the scheduler for it.
 3. A submission that fails for good refusal (bad account, invalid option) raises at once.
    One whose outcome is unknown (the command timed out, or the scheduler said it was
    busy or unreachable, when it may have accepted the job anyway) is never sent again
@@ -27,27 +29,25 @@ engine; ``_recovery`` decides them (node failure, preemption; never OOM or time 
 
 from __future__ import annotations
 
-import abc
 import contextlib
-import os
 import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
 from attrs import frozen
 
 from ..errors import UsageError
-from ..squash import SquashPolicy
 from ._arrays import array_shape, batches, write_array
-from ._commands import CommandResult, RetryPolicy, Runner, run_command
+from ._batch_verbs import BatchVerbs
+from ._commands import CommandResult, RetryPolicy, run_command
 from ._errors import SchedulerError, SubmitError, Unsent
 from ._exits import Observed, from_wait_status, reconcile, shell_exit
 from ._jobdir import (
     EXIT_FILE,
     JobFiles,
-    JobIndex,
+    KeyRecord,
     job_environment,
     job_labels,
     job_script,
@@ -55,13 +55,14 @@ from ._jobdir import (
     started_id,
     submission_key,
 )
-from ._recovery import RESUBMIT_LIMITS, Sent, next_submission, resubmitted
-from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
+from ._recovery import RESUBMIT_LIMITS, Sent, latest_run, next_submission, resubmitted
+from .base import JobHandle, JobSpec, JobState, JobStatus, NoLookup
 
 __all__ = [
     "EXIT_FILE",
     "RESUBMIT_LIMITS",
     "BatchBackend",
+    "BatchVerbs",
     "CommandResult",
     "JobFiles",
     "Observed",
@@ -78,6 +79,10 @@ __all__ = [
 ]
 
 
+# Seconds the submit host's clock may be ahead of the scheduler's.
+_CLOCK_SKEW = 300.0
+
+
 @frozen
 class _Send:
     """One submission, ready to go: which jobs, its argv, key and directory."""
@@ -89,141 +94,8 @@ class _Send:
     array: bool
 
 
-class BatchBackend(Backend):
-    """The shared life cycle of batch schedulers; subclasses supply the native verbs.
-
-    Args:
-        work_dir: where each job gets a directory (script, stdout, stderr, exit code);
-            it must be visible from the compute nodes. Defaults to ``~/.seqera/jobs``.
-        timeout: seconds any one scheduler command may take before it is killed.
-        retry: backoff for transient errors (controller busy or restarting).
-        env: extra environment for the scheduler commands (``SLURM_CONF``, ``PBS_SERVER``).
-        runner: runs one argv; tests replace it to work without a scheduler.
-        sleep: the pause between retries; tests replace it.
-        squash: which jobs may go out together (arrays); off by default.
-    """
-
-    name = "batch"
-    # Substrings of a failed command's output that mean "try again later".
-    _TRANSIENT: tuple[str, ...] = ()
-    # Whether this scheduler takes job arrays (see _array_argv), and the variable that
-    # holds an element's index inside one.
-    _ARRAYS = False
-    _ARRAY_INDEX = ""
-
-    def __init__(
-        self,
-        *,
-        work_dir: str | os.PathLike[str] | None = None,
-        timeout: float = 30.0,
-        retry: RetryPolicy | None = None,
-        env: Mapping[str, str] | None = None,
-        runner: Runner | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-        squash: SquashPolicy | None = None,
-    ) -> None:
-        super().__init__()
-        self.squash = squash or SquashPolicy()
-        self.work_dir = Path(work_dir) if work_dir else Path.home() / ".seqera" / "jobs"
-        self.timeout = timeout
-        self.retry = retry or RetryPolicy()
-        self._env = None if env is None else {**os.environ, **env}
-        self._runner: Runner = runner or run_command
-        self._sleep = sleep
-        self._index = JobIndex(self.work_dir)
-        self._jobs: dict[str, Sent] = {}  # by the id submit() returned
-        self._current: dict[str, str] = {}  # id submit() returned -> id of its latest run
-        self._finished: dict[str, JobStatus] = {}
-        self._cancelled: set[str] = set()
-
-    # -- what each scheduler supplies ------------------------------------------------
-
-    @abc.abstractmethod
-    def _submit_argv(
-        self, spec: JobSpec, files: JobFiles, key: str, exclude: Sequence[str] = ()
-    ) -> list[str]:
-        """The submission command for one job whose script is ``files.script``, carrying
-        ``key`` where the scheduler keeps it and avoiding the ``exclude`` nodes if it can.
-
-        Raises:
-            UsageError: an option that cannot be used; it must name the field.
-        """
-
-    @abc.abstractmethod
-    def _parse_submit(self, stdout: str) -> str:
-        """The native job id from the submission command's output."""
-
-    @abc.abstractmethod
-    def _active(self, ids: Sequence[str]) -> dict[str, Observed]:
-        """Jobs the scheduler still lists, with ONE native call; unknown ids are left out."""
-
-    def _finished_lookup(self, ids: Sequence[str]) -> dict[str, Observed]:
-        """Jobs the live listing has forgotten, from a history source (one call)."""
-        return {}
-
-    @abc.abstractmethod
-    def _cancel_argv(self, ids: Sequence[str]) -> list[str]:
-        """One command that cancels every id."""
-
-    def _cancel_failed(self, result: CommandResult) -> bool:
-        """Whether a non-zero cancel means more than "already finished"."""
-        return True
-
-    def _array_argv(
-        self, spec: JobSpec, array: JobFiles, size: int, apart: bool, key: str
-    ) -> list[str]:
-        """One submission of an array of ``size`` elements shaped like ``spec``, running
-        ``array.script``; element ``i``'s outputs are ``array.directory/<i>.out``/``.err``
-        (one file when not ``apart``)."""
-        raise NotImplementedError(f"{self.name} has no job arrays")
-
-    def _element_id(self, base: str, index: int) -> str:
-        """The native id of element ``index`` of the array ``base``."""
-        raise NotImplementedError(f"{self.name} has no job arrays")
-
-    def _find_key(self, key: str) -> tuple[bool, str | None]:
-        """Ask the scheduler (one call) for the job carrying submission ``key``.
-
-        Returns (whether the scheduler answered, the job's id or None). The default
-        cannot ask: a submission with an unknown outcome is then never sent again.
-        """
-        return False, None
-
-    def _settle(self, handle: JobHandle, seen: Observed) -> Observed:
-        """Last scheduler-specific touch on a finished job (e.g. OOM from its log)."""
-        return seen
-
-    def _usage(self, ids: Sequence[str]) -> dict[str, tuple[float | None, int | None]]:
-        """Wall seconds and peak memory bytes of jobs that just finished (one call), from
-        the scheduler's accounting where it keeps them; what it does not know is left out."""
-        return {}
-
-    # -- commands --------------------------------------------------------------------
-
-    def _run(self, argv: Sequence[str], *, cwd: str | None = None) -> CommandResult:
-        self.calls[argv[0]] += 1
-        return self._runner(list(argv), self.timeout, cwd, self._env)
-
-    def _transient(self, result: CommandResult) -> bool:
-        if result.returncode is None:
-            return True
-        text = f"{result.stdout}\n{result.stderr}".lower()
-        return any(marker.lower() in text for marker in self._TRANSIENT)
-
-    def _run_retrying(self, argv: Sequence[str], *, cwd: str | None = None) -> CommandResult:
-        """Run argv, retrying transient failures with backoff; returns the last result.
-
-        Only for commands that are safe to repeat (listing, cancelling): never submission.
-        """
-        delays = self.retry.delays()
-        while True:
-            result = self._run(argv, cwd=cwd)
-            if result.ok or not self._transient(result):
-                return result
-            delay = next(delays, None)
-            if delay is None:
-                return result
-            self._sleep(delay)
+class BatchBackend(BatchVerbs):
+    """The shared life cycle of batch schedulers over :class:`BatchVerbs` (its arguments)."""
 
     # -- submission ------------------------------------------------------------------
 
@@ -247,10 +119,11 @@ class BatchBackend(Backend):
                 self._plan(prepared, batch)
                 for batch in batches(prepared, self.squash, self._ARRAYS)
             ]
-        except (ValueError, UsageError) as exc:
+            self._remember_keys(prepared, sends)
+        except (ValueError, UsageError, OSError) as exc:
             for _, files in prepared:  # nothing was sent: leave nothing behind
                 shutil.rmtree(files.directory, ignore_errors=True)
-            if isinstance(exc, UsageError):
+            if isinstance(exc, UsageError | OSError):
                 raise
             name = prepared[-1][0].name if len(prepared) == len(jobs) else jobs[len(prepared)].name
             raise UsageError(f"job {name!r} cannot be submitted to {self.name}: {exc}") from exc
@@ -296,6 +169,53 @@ class BatchBackend(Backend):
         argv = self._array_argv(first, array, len(members), apart, key)
         return _Send(tuple(batch), tuple(argv), key, array.directory, array=True)
 
+    def _remember_keys(
+        self, prepared: Sequence[tuple[JobSpec, JobFiles]], sends: Sequence[_Send]
+    ) -> None:
+        """Where each caller's key goes, on disk before anything is sent (see :meth:`find`)."""
+        for send in sends:
+            for index, n in enumerate(send.positions):
+                spec, files = prepared[n]
+                if spec.key is not None:
+                    array = send.directory if send.array else None
+                    record = KeyRecord(spec.name, files.directory, files.stdout, files.stderr,
+                                       array, index)  # fmt: skip
+                    self._index.remember_key(spec.key, record)
+
+    def find(self, keys: Sequence[str]) -> dict[str, JobHandle]:
+        """The jobs carrying these caller keys (``JobSpec.key``), by key: one listing of
+        every submission key the scheduler shows (Slurm: ``squeue`` by comment; PBS Pro:
+        ``qstat -x`` by ``SEQERA_SUBMISSION``; Torque: ``qstat`` by job name), plus one
+        history call (Slurm: ``sacct``) for jobs that never started and left the listing.
+        A key the work directory has no record of never went out; a job that ran is also
+        found by its start mark. A found job is polled as usual, but not sent again after
+        a node failure (its spec stayed with the process that submitted it).
+
+        Raises:
+            NoLookup: this scheduler has no listing of submission keys.
+            SchedulerError: the scheduler did not answer; nothing can be concluded yet.
+        """
+        records = {k: r for k in dict.fromkeys(keys) if (r := self._index.keyed(k)) is not None}
+        if not records:
+            return {}
+        listed = self._keys()  # NoLookup where the scheduler has no such listing
+        if listed is None:
+            raise SchedulerError(f"{self.name} did not list its jobs' submission keys")
+        if any(latest_run(listed, r) is None for r in records.values()):
+            # a job script is written before its job is sent: the history from then on
+            since = min(_written(r.directory / "job.sh") for r in records.values())
+            listed = {**self._forgotten_keys(since - _CLOCK_SKEW), **listed}
+        found: dict[str, JobHandle] = {}
+        for key, record in records.items():
+            base = latest_run(listed, record)
+            if base is None:
+                continue
+            native_id = self._element_id(base, record.index) if record.array else base
+            self._index.remember(native_id, record.directory)
+            found[key] = JobHandle(self.name, native_id, record.name, str(record.stdout),
+                                   str(record.stderr))  # fmt: skip
+        return found
+
     def _send(self, argv: Sequence[str], key: str, directory: Path) -> str:
         """Submit once, whatever fails: after an unknown outcome, ask for ``key`` first.
 
@@ -311,10 +231,14 @@ class BatchBackend(Backend):
                 raise Unsent("submission refused", result, unknown=False)
             # Timed out, or the scheduler was busy or unreachable: it may have the job.
             while True:
-                answered, found = self._find_key(key)
+                try:
+                    listed = self._keys()
+                except NoLookup:
+                    listed = None
+                answered = listed is not None
                 # Not listed (any more)? A job that ran marked its directory on starting:
                 # looked at after the listing, a job cannot slip between the two.
-                found = found or started_id(directory)
+                found = (listed or {}).get(key) or started_id(directory)
                 if found:
                     return found
                 delay = next(delays, None)
@@ -468,3 +392,10 @@ def _read(path: Path) -> str:
         return path.read_text(errors="replace")
     except OSError:
         return ""
+
+
+def _written(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # gone: ask for the last day
+        return time.time() - 86400

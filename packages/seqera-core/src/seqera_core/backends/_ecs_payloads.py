@@ -168,12 +168,15 @@ def task_definition_request(
 SUBMISSION_TAG = "seqera-submission"
 
 
-def submission_key(attempt: int = 0, base: str = "") -> str:
+def submission_key(attempt: int = 0, base: str = "", caller: str | None = None) -> str:
     """A new submission key (``seqera-`` and 24 hex digits: ``startedBy`` takes 36
     characters), or ``base`` for its ``attempt``-th restart (a restart is a new task, so it
-    needs its own token)."""
+    needs its own token). With a ``caller``'s own key (``JobSpec.key``, of any length),
+    the same key every time, from its SHA-256: what ``EcsBackend.find`` asks ListTasks for."""
     if base:
         return f"{base[:32]}-r{attempt}"
+    if caller is not None:
+        return f"seqera-{hashlib.sha256(caller.encode()).hexdigest()[:24]}"
     return f"seqera-{uuid.uuid4().hex[:24]}"
 
 

@@ -10,11 +10,18 @@ directory, environment, labels) is quoted with :func:`shlex.quote`, its newlines
 as a variable, so no line of the script starts with caller text and none can become an
 ``#SBATCH``/``#PBS`` directive. The script records the command's exit code in the job
 directory, so a job whose record the scheduler has already forgotten is not lost.
+
+A caller's own submission key (``JobSpec.key``) is recorded under ``by-key/`` before the
+job is sent (:class:`KeyRecord`): which directory (and, for an array element, which
+array and index) it went out as, so a later process can ask the scheduler for it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
+import os
 import re
 import shlex
 import uuid
@@ -30,6 +37,7 @@ __all__ = [
     "STARTED_FILE",
     "JobFiles",
     "JobIndex",
+    "KeyRecord",
     "job_environment",
     "job_labels",
     "job_script",
@@ -111,9 +119,28 @@ def prepare_job(work_dir: Path, spec: JobSpec) -> JobFiles:
     return files
 
 
+@frozen
+class KeyRecord:
+    """Where the job with a caller's key went: its name, directory and output files and,
+    for an element of an array, the array's directory and the element's index."""
+
+    name: str
+    directory: Path
+    stdout: Path
+    stderr: Path
+    array: Path | None = None
+    index: int = 0
+
+    @property
+    def sent_as(self) -> Path:
+        """The directory whose key (:func:`submission_key`) the scheduler carries."""
+        return self.array or self.directory
+
+
 class JobIndex:
     """Which directory holds which native id: in memory, and as ``by-id`` links on disk
-    so a later process (a resumed workflow) finds a job's exit code from its id alone."""
+    so a later process (a resumed workflow) finds a job's exit code from its id alone;
+    and, as ``by-key`` records, where each caller's submission key went."""
 
     def __init__(self, work_dir: Path) -> None:
         self.work_dir = work_dir
@@ -130,6 +157,40 @@ class JobIndex:
             link.parent.mkdir(exist_ok=True)
             link.unlink(missing_ok=True)
             link.symlink_to(directory)
+
+    def _key_file(self, key: str) -> Path:
+        # hashed: a caller's key may hold any character
+        return self.work_dir / "by-key" / hashlib.sha256(key.encode()).hexdigest()[:40]
+
+    def remember_key(self, key: str, record: KeyRecord) -> None:
+        """Record where ``key``'s job goes; before it is sent (an error here sends nothing).
+
+        Written then renamed, so a reader after a crash sees the old record or the new.
+        """
+        path = self._key_file(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        document = {
+            "key": key, "name": record.name, "directory": str(record.directory),
+            "stdout": str(record.stdout), "stderr": str(record.stderr),
+            "array": str(record.array) if record.array else None, "index": record.index,
+        }  # fmt: skip
+        partial = path.with_suffix(".part")
+        partial.write_text(json.dumps(document))
+        os.replace(partial, path)
+
+    def keyed(self, key: str) -> KeyRecord | None:
+        """Where ``key``'s job went, if this or an earlier process recorded it."""
+        try:
+            document = json.loads(self._key_file(key).read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(document, dict) or document.get("key") != key:
+            return None
+        array = document.get("array")
+        return KeyRecord(
+            str(document["name"]), Path(document["directory"]), Path(document["stdout"]),
+            Path(document["stderr"]), Path(array) if array else None, int(document["index"]),
+        )  # fmt: skip
 
     def directory(self, native_id: str) -> Path | None:
         """The job directory of ``native_id``, if this or an earlier process recorded it."""

@@ -64,9 +64,8 @@ def wrap(command: tuple[str, ...], exit_file: Path, cwd: str | None, path: str |
 
 
 def job_key(spec: JobSpec) -> str | None:
-    """The submission key a job carries: the spec's ``key`` where it has one, else its env."""
-    key = getattr(spec, "key", None)
-    return key if isinstance(key, str) else spec.env.get(KEY_VARIABLE)
+    """The submission key a job carries: the spec's ``key``, else its environment's."""
+    return spec.key if spec.key is not None else spec.env.get(KEY_VARIABLE)
 
 
 def start_ticks(pid: int) -> int | None:

@@ -5,6 +5,10 @@ node excluded where the scheduler can exclude one; a preempted one up to three t
 as it was. Neither uses an engine attempt: the backend keeps the engine's handle and
 reports the latest run. Out-of-memory and time-limit kills are not retried here: they go
 back to the engine, whose own retry (and the right-sizer) asks for more.
+
+After a crash, :func:`latest_run` tells which run of a job a new process adopts: the
+latest submission the scheduler lists under the job's key, or the run whose id the job's
+script marked on starting (``_jobdir.started_id``).
 """
 
 from __future__ import annotations
@@ -15,10 +19,10 @@ from collections.abc import Mapping
 import attrs
 from attrs import frozen
 
-from ._jobdir import JobFiles, submission_key
+from ._jobdir import JobFiles, KeyRecord, started_id, submission_key
 from .base import NODE_FAILURE, PREEMPTED, JobSpec, JobState, JobStatus
 
-__all__ = ["RESUBMIT_LIMITS", "Next", "Sent", "next_submission", "resubmitted"]
+__all__ = ["RESUBMIT_LIMITS", "Next", "Sent", "latest_run", "next_submission", "resubmitted"]
 
 # How often poll() sends a job again by itself, per cause.
 RESUBMIT_LIMITS: Mapping[str, int] = {NODE_FAILURE: 1, PREEMPTED: 3}
@@ -69,3 +73,14 @@ def resubmitted(status: JobStatus, new_id: str, count: int) -> JobStatus:
         node=status.node,
         resubmissions=count,
     )
+
+
+def latest_run(listed: Mapping[str, str], record: KeyRecord) -> str | None:
+    """The scheduler's id of the latest run of the job (or array) ``record`` went out as:
+    ``listed`` maps submission keys to ids; a resubmission's key ends in ``-r<n>``."""
+    key = submission_key(record.sent_as)
+    found = listed.get(key)
+    # at most every cause's limit of resubmissions; the latest the listing knows wins
+    for count in range(1, sum(RESUBMIT_LIMITS.values()) + 1):
+        found = listed.get(submission_key(record.sent_as, count), found)
+    return found or started_id(record.sent_as)

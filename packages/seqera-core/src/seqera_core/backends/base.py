@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from attrs import Factory, field, frozen
 
+from ..errors import SeqeraError
 from ..models import ResourceRequest, string_map
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "JobSpec",
     "JobState",
     "JobStatus",
+    "NoLookup",
     "job_cause",
 ]
 
@@ -81,9 +83,19 @@ def _cause(status: JobStatus) -> str | None:
     return job_cause(status.state, status.out_of_memory, status.time_limit)
 
 
+class NoLookup(SeqeraError):
+    """This backend cannot look jobs up by submission key (see :meth:`Backend.find`)."""
+
+
 @frozen
 class JobSpec:
-    """One job to submit: an argv (never a shell string), its resources and where it runs."""
+    """One job to submit: an argv (never a shell string), its resources and where it runs.
+
+    ``key`` is the caller's submission key, unique to this job (the sidecar writes it
+    to its row before submitting): the backend keeps it with the job, so that after a
+    crash :meth:`Backend.find` tells whether the job reached the scheduler. None: the
+    job cannot be looked up later (the backend still keys its own submissions).
+    """
 
     name: str
     command: tuple[str, ...] = field(converter=_argv)
@@ -93,6 +105,7 @@ class JobSpec:
     labels: Mapping[str, str] = field(factory=dict, converter=string_map, hash=False)
     stdout: str | None = None
     stderr: str | None = None
+    key: str | None = None
 
 
 @frozen
@@ -162,6 +175,23 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def logs(self, handle: JobHandle) -> str:
         """The job's output so far (stdout, then stderr if kept apart)."""
+
+    def find(self, keys: Sequence[str]) -> dict[str, JobHandle]:
+        """The handles of the jobs carrying these submission keys (:attr:`JobSpec.key`),
+        by key, asked of the scheduler itself (one listing call where it has one).
+
+        What a caller that lost its handles (a crash between submit and storing them)
+        uses to learn whether a job went out: a key left out of the answer was never
+        accepted (or its job is gone from every record the scheduler keeps), so it may
+        be sent again. A found job is polled with its handle like any other.
+
+        Raises:
+            NoLookup: the backend cannot look jobs up (this default): nothing can be
+                concluded about a key, and the job must not be sent again blindly.
+            SeqeraError: the scheduler did not answer (a ``SchedulerError`` or
+                ``EcsError``): ask again later, and send nothing meanwhile.
+        """
+        raise NoLookup(f"the {self.name} backend cannot look jobs up by submission key")
 
     def close(self) -> None:  # noqa: B027 - most backends hold nothing to release
         """Release what the backend holds (processes, launchers, connections).

@@ -33,6 +33,8 @@ import botocore.exceptions
 from ..errors import ResourceError, SeqeraError, UsageError
 from ._batch import SubmitError, job_labels
 from ._ecs_definitions import TaskDefinitions
+from ._ecs_logs import output_lines
+from ._ecs_logs import peaks as read_peaks
 from ._ecs_network import network
 from ._ecs_payloads import (
     EcsSettings,
@@ -43,14 +45,12 @@ from ._ecs_payloads import (
     task_definition_request,
 )
 from ._ecs_status import Seen, seen
-from ._ecs_usage import MARKER, parse_usage
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = ["EcsBackend", "EcsError", "EcsSettings"]
 
 _LOG = logging.getLogger("seqera_core.backends.ecs")
 _DESCRIBE_MAX = 100  # DescribeTasks takes at most 100 tasks
-_FILTER_STREAMS_MAX = 100  # FilterLogEvents takes at most 100 stream names
 _STOPPED_BY_US = "stopped by seqera"
 
 
@@ -248,22 +248,47 @@ class EcsBackend(Backend):
             env=spec.env,
             labels=job_labels(spec),
             machine_type=spec.request.machine_type,
-            key=submission_key(),
+            key=submission_key(caller=spec.key),
         )
 
-    def _started(self, key: str) -> str | None:
+    def find(self, keys: Sequence[str]) -> dict[str, JobHandle]:
+        """The tasks started for these caller keys (``JobSpec.key``), by key: ListTasks by
+        ``startedBy`` (the key's digest, see ``_ecs_payloads.submission_key``), running
+        then stopped, at most two calls per key. A found task is followed like any other;
+        after a spot interruption it is reported, not started again (its body stayed
+        with the process that submitted it). ECS forgets a stopped task after about an hour.
+
+        Raises:
+            EcsError: ListTasks failed (after botocore's retries): nothing can be concluded.
+        """
+        found: dict[str, JobHandle] = {}
+        for key in dict.fromkeys(keys):
+            arn = self._listed(submission_key(caller=key))
+            if arn is not None:
+                self._record(JobHandle(self.name, arn))
+                found[key] = JobHandle(self.name, arn)
+        return found
+
+    def _listed(self, key: str) -> str | None:
         """The task a submission key started, if any (ListTasks by ``startedBy``)."""
         for status in ("RUNNING", "STOPPED"):
             try:
                 found = self.ecs.list_tasks(
                     cluster=self.settings.cluster, startedBy=key, desiredStatus=status
                 )
-            except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError):
-                return None  # cannot tell: the caller reports the submission failed
+            except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as exc:
+                raise EcsError(f"ListTasks by startedBy {key} failed: {exc}") from exc
             arns = found.get("taskArns") or []
             if arns:
                 return str(arns[0])
         return None
+
+    def _started(self, key: str) -> str | None:
+        """:meth:`_listed`, None when ECS cannot tell: the caller reports the failure."""
+        try:
+            return self._listed(key)
+        except EcsError:
+            return None
 
     def _run(self, body: dict[str, Any]) -> str:
         started = self._call(self.ecs.run_task, **body)
@@ -341,28 +366,7 @@ class EcsBackend(Backend):
     def _usage(self, waiting: dict[str, _Task], now: float) -> dict[str, JobStatus]:
         """Statuses of stopped tasks: final once their usage line is found or given up on."""
         streams = {log_stream(self.settings, r.arn): r for r in waiting.values()}
-        peaks: dict[str, int] = {}
-        for chunk in _chunks(list(streams), _FILTER_STREAMS_MAX):
-            params: dict[str, Any] = {
-                "logGroupName": self.settings.logs_group,
-                "logStreamNames": list(chunk),
-                "filterPattern": f'"{MARKER}"',
-            }
-            while True:
-                try:
-                    page = self.cloudwatch_logs.filter_log_events(**params)
-                except botocore.exceptions.ClientError as exc:
-                    # Missing streams (a container that never logged) or a refusal: the
-                    # usage is unknown, which must not fail the job.
-                    _LOG.warning("FilterLogEvents failed: %s", exc)
-                    break
-                for event in page.get("events") or []:
-                    peak = parse_usage(event.get("message", ""))
-                    if peak is not None:
-                        peaks[event["logStreamName"]] = peak
-                if not page.get("nextToken"):
-                    break
-                params["nextToken"] = page["nextToken"]
+        peaks = read_peaks(self.cloudwatch_logs, self.settings.logs_group, list(streams))
         settled: dict[str, JobStatus] = {}
         for stream, record in streams.items():
             assert record.ended is not None
@@ -421,28 +425,9 @@ class EcsBackend(Backend):
 
     def logs(self, handle: JobHandle) -> str:
         """The container's output so far, from its CloudWatch Logs stream."""
-        record = self._record(handle)
-        params: dict[str, Any] = {
-            "logGroupName": self.settings.logs_group,
-            "logStreamName": log_stream(self.settings, record.arn),
-            "startFromHead": True,
-        }
-        lines: list[str] = []
-        while True:
-            try:
-                page = self.cloudwatch_logs.get_log_events(**params)
-            except botocore.exceptions.ClientError as exc:
-                if _error_code(exc) == "ResourceNotFoundException":
-                    break  # the stream is created when the container starts
-                raise EcsError(f"GetLogEvents failed: {exc}") from exc
-            # the usage wrapper's line is ours, not the job's output
-            lines += [
-                event["message"]
-                for event in page.get("events") or []
-                if parse_usage(event["message"]) is None
-            ]
-            token = page.get("nextForwardToken")
-            if not page.get("events") or token == params.get("nextToken"):
-                break
-            params["nextToken"] = token
+        stream = log_stream(self.settings, self._record(handle).arn)
+        try:
+            lines = output_lines(self.cloudwatch_logs, self.settings.logs_group, stream)
+        except botocore.exceptions.ClientError as exc:
+            raise EcsError(f"GetLogEvents failed: {exc}") from exc
         return "".join(f"{line}\n" for line in lines)

@@ -297,19 +297,18 @@ class PbsBackend(BatchBackend):
         argv.append(str(array.script))
         return argv
 
-    def _find_key(self, key: str) -> tuple[bool, str | None]:
+    def _keys(self) -> dict[str, str] | None:
         # Every job the server lists (an array once, as 1234[]), finished ones too on Pro.
         argv = (
             ["qstat", "-x", "-f", "-F", "json"] if self.dialect == "pro" else ["qstat", "-f", "-1"]
         )
         result = self._run(argv)
         if not result.ok and not result.stdout.strip():
-            return False, None
+            return None
         try:
-            keys = submission_keys(result.stdout, self.dialect)
+            return submission_keys(result.stdout, self.dialect)
         except ValueError:
-            return False, None
-        return True, keys.get(key)
+            return None
 
     def _element_id(self, base: str, index: int) -> str:
         # qsub -J prints "1234[].server"; subjob 5 is "1234[5].server"

@@ -17,24 +17,25 @@ the cgroup's high-water mark, ``jobacct_gather/linux`` samples every
 between samples, entirely. Without accounting storage the first ``sacct`` fails and it
 is not asked again.
 
-Every submission carries its key (``_jobdir.submission_key``) as the first pair of its
-``--comment`` (``seqera-submission=<key>``, before the labels, within the 1024 bytes);
-after an unknown outcome one ``squeue --me -t all -O ArrayJobID,Comment`` finds it. The
+Every submission carries its key in its ``--comment`` (``_slurm_keys``); after an unknown
+outcome, or in ``find`` after a crash, one ``squeue --me -t all`` lists every key (and
+``find`` asks ``sacct`` too, where slurmdbd keeps comments, for jobs that left it). The
 node a job ran on comes with its state (``NodeList``), for the node-failure retry,
 which resubmits with ``--exclude``.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
 from ..dialects.slurm import parse_time, submission
 from ..errors import ResourceError
-from ..labels import SLURM_COMMENT_MAX, decode_labels, encode_labels
 from ._batch import (
     BatchBackend,
     CommandResult,
@@ -45,6 +46,13 @@ from ._batch import (
     job_labels,
     shell_exit,
 )
+from ._slurm_keys import (
+    SUBMISSION_LABEL,
+    comment_args,
+    parse_sacct_keys,
+    parse_squeue_keys,
+    submission_key_of,
+)
 from .base import NODE_FAILURE, PREEMPTED, JobHandle, JobSpec, JobState
 
 __all__ = [
@@ -52,14 +60,13 @@ __all__ = [
     "SlurmBackend",
     "comment_args",
     "parse_sacct",
+    "parse_sacct_keys",
     "parse_sacct_usage",
     "parse_squeue",
+    "parse_squeue_keys",
     "slurm_state",
     "submission_key_of",
 ]
-
-# The comment pair that holds a submission's key; decode_labels() shows it like a label.
-SUBMISSION_LABEL = "seqera-submission"
 
 # Job state codes, ``man squeue`` (JOB STATE CODES) and ``man sacct`` (JOB STATE CODES),
 # Slurm 22.05. Value: (common state, reason when it says more than the state).
@@ -220,25 +227,6 @@ def parse_sacct_usage(text: str) -> dict[str, tuple[float | None, int | None]]:
     return {job_id: (seconds, peaks.get(job_id)) for job_id, seconds in wall.items()}
 
 
-def comment_args(key: str, labels: Mapping[str, str]) -> list[str]:
-    """``["--comment=seqera-submission=<key>;<labels>"]``: the key first, then as many
-    labels as fit in slurmctld's 1024 bytes (``labels.encode_labels``). One argv element:
-    ``=`` binds the value, so a value can never be read as an option."""
-    head = encode_labels({SUBMISSION_LABEL: key})
-    rest = encode_labels(
-        {k: v for k, v in labels.items() if k != SUBMISSION_LABEL},
-        SLURM_COMMENT_MAX - len(head) - 1,
-    )
-    return [f"--comment={head};{rest}" if rest else f"--comment={head}"]
-
-
-def submission_key_of(comment: str) -> str | None:
-    """The submission key in a job's comment, or None for a job seqera did not submit."""
-    if not comment.startswith(SUBMISSION_LABEL + "="):
-        return None
-    return decode_labels(comment.partition(";")[0]).get(SUBMISSION_LABEL)
-
-
 def _pattern_path(path: str) -> str:
     # sbatch expands %j, %x, ... in --output/--error (man sbatch, "filename pattern").
     return path.replace("%", "%%")
@@ -312,18 +300,22 @@ class SlurmBackend(BatchBackend):
             raise SchedulerError(f"sbatch printed no job id: {stdout!r}")
         return job_id
 
-    def _find_key(self, key: str) -> tuple[bool, str | None]:
+    def _keys(self) -> dict[str, str] | None:
         # ArrayJobID is the job's id, or an array's own id (what sbatch printed for it);
         # -t all: a job that already ended (within MinJobAge) counts too.
         argv = ["squeue", "-h", "--me", "-t", "all", "-O", "ArrayJobID:|,Comment:|"]
         result = self._run(argv)
-        if not result.ok:
-            return False, None
-        for line in result.stdout.splitlines():
-            job_id, _, comment = line.partition("|")
-            if submission_key_of(comment.strip().rstrip("|")) == key:
-                return True, job_id.strip()
-        return True, None
+        return parse_squeue_keys(result.stdout) if result.ok else None
+
+    def _forgotten_keys(self, since: float) -> dict[str, str]:
+        # Only slurmdbd keeps comments (AccountingStoreFlags=job_comment); jobcomp does not.
+        if self.history in ("jobcomp", "none") or self._no_accounting:
+            return {}
+        start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since))
+        argv = ["sacct", "-n", "-P", "-X", f"--user={os.getuid()}", "-S", start,
+                "-o", "JobID,Comment"]  # fmt: skip
+        result = self._run(argv)
+        return parse_sacct_keys(result.stdout) if result.ok else {}
 
     def _active(self, ids: Sequence[str]) -> dict[str, Observed]:
         argv = ["squeue", "-h", "-r", "-t", "all", "-j", ",".join(ids), "-O", _SQUEUE_FORMAT]
