@@ -102,8 +102,9 @@ def postgres_server() -> Iterator[PostgresServer]:
         as_user = ("runuser", "-u", "postgres", "--")
     server = PostgresServer(directory, free_port(), pg_ctl, as_user)
     try:
-        subprocess.run([*as_user, initdb, "-D", str(directory / "data"), "-A", "trust", "-U",
-                        "postgres", "--no-sync"], check=True, capture_output=True, timeout=120)  # fmt: skip
+        subprocess.run([*as_user, initdb, "-D", str(directory / "data"), "-A", "trust",
+                        "-U", "postgres", "--no-sync"],
+                       check=True, capture_output=True, timeout=120)  # fmt: skip
         server.start()
     except (subprocess.SubprocessError, OSError) as exc:
         log = directory / "log"
