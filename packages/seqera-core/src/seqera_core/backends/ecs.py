@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -30,9 +30,11 @@ import boto3
 import botocore.config
 import botocore.exceptions
 
-from ..errors import ResourceError, SeqeraError, UsageError
+from ..errors import ResourceError, SeqeraError
 from ._batch import SubmitError, job_labels
+from ._ecs_cluster import capacity
 from ._ecs_definitions import TaskDefinitions
+from ._ecs_logs import chunks, error_code, output, peaks
 from ._ecs_network import network
 from ._ecs_payloads import (
     EcsSettings,
@@ -43,14 +45,12 @@ from ._ecs_payloads import (
     task_definition_request,
 )
 from ._ecs_status import Seen, seen
-from ._ecs_usage import MARKER, parse_usage
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = ["EcsBackend", "EcsError", "EcsSettings"]
 
 _LOG = logging.getLogger("seqera_core.backends.ecs")
 _DESCRIBE_MAX = 100  # DescribeTasks takes at most 100 tasks
-_FILTER_STREAMS_MAX = 100  # FilterLogEvents takes at most 100 stream names
 _STOPPED_BY_US = "stopped by seqera"
 
 
@@ -75,15 +75,6 @@ class _Task:
 
 def _reading_usage(handle: JobHandle) -> JobStatus:
     return JobStatus(handle, JobState.RUNNING, reason="stopped; reading its usage")
-
-
-def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def _error_code(exc: botocore.exceptions.ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 class EcsBackend(Backend):
@@ -147,15 +138,10 @@ class EcsBackend(Backend):
         """Check the cluster and capacity provider and find the network; once per backend."""
         if self._ready:
             return
-        cluster = self.settings.cluster
-        found = self._call(self.ecs.describe_clusters, clusters=[cluster])
-        clusters = found.get("clusters") or []
-        if not clusters:
-            raise UsageError(f"ECS cluster {cluster!r} does not exist in region {self.region}")
-        if clusters[0].get("status") != "ACTIVE":
-            status = clusters[0].get("status")
-            raise UsageError(f"ECS cluster {cluster!r} is {status}, not ACTIVE")
-        self._pick_provider(cluster, list(clusters[0].get("capacityProviders") or []))
+        self.capacity_provider, self.storage_gib = capacity(
+            self._call, self.ecs, self.settings.cluster, self.settings.capacity_provider,
+            self.region,
+        )  # fmt: skip
         if not self.subnets or not self.security_groups:
             self.subnets, self.security_groups = network(
                 self._call, self.ec2, self.subnets, self.security_groups, self.region
@@ -164,43 +150,13 @@ class EcsBackend(Backend):
         self._ensure_log_group()
         self._ready = True
 
-    def _pick_provider(self, cluster: str, names: list[str]) -> None:
-        wanted = self.settings.capacity_provider
-        params: dict[str, Any] = {"cluster": cluster}
-        if wanted or names:
-            params["capacityProviders"] = [wanted] if wanted else names
-        providers = self._call(self.ecs.describe_capacity_providers, **params)
-        managed = [
-            p
-            for p in providers.get("capacityProviders") or []
-            if (p.get("managedInstancesProvider") or p.get("type") == "MANAGED_INSTANCES")
-            and p.get("status", "ACTIVE") == "ACTIVE"
-        ]
-        if not managed:
-            listed = ", ".join(names) or "none"
-            problem = (
-                f"capacity provider {wanted!r} is not an active ECS Managed Instances provider"
-                if wanted
-                else "has no active ECS Managed Instances capacity provider"
-            )
-            raise UsageError(
-                f"ECS cluster {cluster!r}: {problem} (the cluster's capacity providers: "
-                f"{listed}); create one with CreateCapacityProvider --managed-instances-provider "
-                "or name another in ecs.capacity_provider"
-            )
-        provider = managed[0]
-        template = provider["managedInstancesProvider"].get("instanceLaunchTemplate") or {}
-        storage = (template.get("storageConfiguration") or {}).get("storageSizeGiB")
-        self.storage_gib = int(storage) if storage else None
-        self.capacity_provider = str(provider["name"])
-
     def _ensure_log_group(self) -> None:
         # Without the group awslogs cannot start the container; creating it here needs no
         # logs:CreateLogGroup in the execution role.
         try:
             self.cloudwatch_logs.create_log_group(logGroupName=self.settings.logs_group)
         except botocore.exceptions.ClientError as exc:
-            if _error_code(exc) != "ResourceAlreadyExistsException":
+            if error_code(exc) != "ResourceAlreadyExistsException":
                 _LOG.warning("could not create log group %s: %s", self.settings.logs_group, exc)
 
     # -- the contract --------------------------------------------------------------------
@@ -286,7 +242,7 @@ class EcsBackend(Backend):
         records = [self._record(handle) for handle in handles]
         active = list({r.key: r for r in records if r.final is None and r.ended is None}.values())
         described: dict[str, dict[str, Any]] = {}
-        for chunk in _chunks([r.arn for r in active], _DESCRIBE_MAX):
+        for chunk in chunks([r.arn for r in active], _DESCRIBE_MAX):
             found = self._call(self.ecs.describe_tasks, cluster=self.settings.cluster, tasks=chunk)
             described.update({t["taskArn"]: t for t in found.get("tasks") or []})
         now = time.time()
@@ -341,33 +297,12 @@ class EcsBackend(Backend):
     def _usage(self, waiting: dict[str, _Task], now: float) -> dict[str, JobStatus]:
         """Statuses of stopped tasks: final once their usage line is found or given up on."""
         streams = {log_stream(self.settings, r.arn): r for r in waiting.values()}
-        peaks: dict[str, int] = {}
-        for chunk in _chunks(list(streams), _FILTER_STREAMS_MAX):
-            params: dict[str, Any] = {
-                "logGroupName": self.settings.logs_group,
-                "logStreamNames": list(chunk),
-                "filterPattern": f'"{MARKER}"',
-            }
-            while True:
-                try:
-                    page = self.cloudwatch_logs.filter_log_events(**params)
-                except botocore.exceptions.ClientError as exc:
-                    # Missing streams (a container that never logged) or a refusal: the
-                    # usage is unknown, which must not fail the job.
-                    _LOG.warning("FilterLogEvents failed: %s", exc)
-                    break
-                for event in page.get("events") or []:
-                    peak = parse_usage(event.get("message", ""))
-                    if peak is not None:
-                        peaks[event["logStreamName"]] = peak
-                if not page.get("nextToken"):
-                    break
-                params["nextToken"] = page["nextToken"]
+        found = peaks(self.cloudwatch_logs, self.settings.logs_group, list(streams))
         settled: dict[str, JobStatus] = {}
         for stream, record in streams.items():
             assert record.ended is not None
-            if stream in peaks:
-                record.final = attrs.evolve(record.ended, peak_memory_bytes=peaks[stream])
+            if stream in found:
+                record.final = attrs.evolve(record.ended, peak_memory_bytes=found[stream])
             elif now >= record.usage_deadline:
                 _LOG.warning("no usage line from ECS task %s within %s s", record.arn,
                              self.settings.usage_wait)  # fmt: skip
@@ -421,28 +356,8 @@ class EcsBackend(Backend):
 
     def logs(self, handle: JobHandle) -> str:
         """The container's output so far, from its CloudWatch Logs stream."""
-        record = self._record(handle)
-        params: dict[str, Any] = {
-            "logGroupName": self.settings.logs_group,
-            "logStreamName": log_stream(self.settings, record.arn),
-            "startFromHead": True,
-        }
-        lines: list[str] = []
-        while True:
-            try:
-                page = self.cloudwatch_logs.get_log_events(**params)
-            except botocore.exceptions.ClientError as exc:
-                if _error_code(exc) == "ResourceNotFoundException":
-                    break  # the stream is created when the container starts
-                raise EcsError(f"GetLogEvents failed: {exc}") from exc
-            # the usage wrapper's line is ours, not the job's output
-            lines += [
-                event["message"]
-                for event in page.get("events") or []
-                if parse_usage(event["message"]) is None
-            ]
-            token = page.get("nextForwardToken")
-            if not page.get("events") or token == params.get("nextToken"):
-                break
-            params["nextToken"] = token
-        return "".join(f"{line}\n" for line in lines)
+        stream = log_stream(self.settings, self._record(handle).arn)
+        try:
+            return output(self.cloudwatch_logs, self.settings.logs_group, stream)
+        except botocore.exceptions.ClientError as exc:
+            raise EcsError(f"GetLogEvents failed: {exc}") from exc
