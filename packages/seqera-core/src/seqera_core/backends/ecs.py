@@ -256,8 +256,13 @@ class EcsBackend(Backend):
                 continue
             statuses[record.key] = self._settle(handle, record, seen(task), now)
         statuses.update(self._usage({r.key: r for r in records if r.ended is not None}, now))
+        # A spot restart is the backend's own: the engine sees one attempt, resubmitted.
         return [
-            attrs.evolve(record.final or statuses[record.key], handle=handle)
+            attrs.evolve(
+                record.final or statuses[record.key],
+                handle=handle,
+                resubmissions=record.attempts - 1,
+            )
             for handle, record in zip(handles, records, strict=True)
         ]
 
