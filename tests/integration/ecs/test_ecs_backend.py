@@ -258,6 +258,7 @@ def test_spot_interruption_then_success(emulator: Emulator) -> None:
     assert backend.poll([handle])[0].state is JobState.PENDING
     (status,) = wait(backend, [handle])
     assert (status.state, status.exit_code) == (JobState.SUCCEEDED, 0)
+    assert status.resubmissions == 1  # the backend's own restart, not an engine attempt
 
 
 def test_missing_cluster(emulator: Emulator) -> None:

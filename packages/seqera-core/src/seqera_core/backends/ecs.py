@@ -7,11 +7,12 @@ tag on an existing revision of the family before a new one is registered; the jo
 is one RunTask with its command, environment and labels. ``poll`` describes every active
 task with one DescribeTasks per 100, stops tasks whose time limit has passed (ECS has no
 walltime) and starts again a task its capacity was taken from (spot interruption), up to
-``max_spot_attempts`` starts. ``logs`` reads the awslogs stream of the task's container.
-A task that ran reports its wall time (startedAt to stoppedAt) and, under the usage
-wrapper (`_ecs_usage`), its container's peak memory, read from the logs of every task
-that stopped in the same poll with one FilterLogEvents per 100; until that line arrives
-(at most ``usage_wait`` seconds) the task shows as running.
+``max_spot_attempts`` starts, under the same handle (``resubmissions`` on its status).
+``logs`` reads the awslogs stream of the task's container (`_ecs_logs`). A task that
+ran reports its wall time (startedAt to stoppedAt) and, under the usage wrapper
+(`_ecs_usage`), its container's peak memory, read from the logs of every task that
+stopped in the same poll with one FilterLogEvents per 100; until that line arrives (at
+most ``usage_wait`` seconds) the task shows as running.
 
 Credentials come only from boto3's standard chain (environment, profile, instance role);
 ``AWS_ENDPOINT_URL`` points every client at an emulator. Throttling and transient errors
