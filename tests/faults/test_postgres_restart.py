@@ -119,20 +119,20 @@ def test_four_runs_lose_no_row_across_a_restart(
     )
     with psycopg.connect(postgres.url, autocommit=True) as db:
         rows = db.execute(
-            "SELECT run_id, task_id, count(*) FROM task_history WHERE process = 'work' "
-            "GROUP BY run_id, task_id"
+            "SELECT run_id, task_id, count(*), bool_and(succeeded) FROM task_history "
+            "WHERE process = 'work' GROUP BY run_id, task_id"
         ).fetchall()
-    per_run = Counter(run_id for run_id, _, _ in rows)
+    per_run = Counter(run_id for run_id, *_ in rows)
     fault_table.rows.append(
         FaultRow(
             fault=f"PostgreSQL history down {DOWN_SECONDS:.0f} s under {RUNS} Snakemake runs "
             f"({during} jobs ended while down; submitted = rows stored)",
             injected=len(outage),
             jobs=JOBS,
-            submitted=sum(count for _, _, count in rows),
+            submitted=sum(count for _, _, count, _ in rows),
             ran=sum(1 for n in ran if n),
             lost=sum(1 for n in ran if not n) + JOBS - len(rows),
-            twice=sum(1 for n in ran if n > 1) + sum(1 for *_, count in rows if count > 1),
+            twice=sum(1 for n in ran if n > 1) + sum(1 for _, _, count, _ in rows if count > 1),
             command="uvx nox -s faults -- -k postgres",
         )
     )
@@ -140,5 +140,5 @@ def test_four_runs_lose_no_row_across_a_restart(
     assert [writer.returncode for writer in writers] == [0] * RUNS, errors
     assert ran == [1] * JOBS, ran
     assert sorted(per_run.values()) == sorted(SIZES), per_run  # a row for every job
-    assert all(count == 1 for *_, count in rows), rows  # and only one
+    assert all(count == 1 and ok for _, _, count, ok in rows), rows  # only one, succeeded
     assert during > 0, "no job finished while the server was down: the fault hit nobody"
