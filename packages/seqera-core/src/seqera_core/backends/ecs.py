@@ -59,6 +59,19 @@ class EcsError(SeqeraError):
     """An AWS call failed for good (after botocore's retries), or ECS refused a task."""
 
 
+# Refusals that say "not now" rather than "no": throttling and the service's own errors.
+_TRANSIENT_CODES = frozenset(
+    {"ThrottlingException", "RequestLimitExceeded", "ServerException", "ServiceUnavailable"}
+)
+
+
+def _transient(exc: EcsError) -> bool:
+    cause = exc.__cause__
+    if isinstance(cause, botocore.exceptions.ClientError):
+        return error_code(cause) in _TRANSIENT_CODES
+    return isinstance(cause, botocore.exceptions.BotoCoreError)  # no answer: the network
+
+
 @attrs.define(eq=False)
 class _Task:
     # Mutable on purpose: a task's current ARN changes when a spot interruption restarts it.
@@ -337,6 +350,11 @@ class EcsBackend(Backend):
             record.arn = self._run(body)
         except EcsError as exc:
             found = self._started(key)
+            if found is None and _transient(exc):
+                # Throttled past botocore's retries: the next poll sees the same stopped
+                # task and tries again under the same key (clientToken: at most one starts).
+                why = f"restarting after a spot interruption: {exc}"
+                return JobStatus(handle, JobState.PENDING, reason=why)
             if found is None:
                 record.final = JobStatus(handle, JobState.FAILED, None, f"{view.reason}; {exc}")
                 return record.final
