@@ -1,9 +1,11 @@
-"""The fault-injection suite: the real one-node Slurm of tests/integration, faults on top.
+"""The fault-injection suite: the real components of tests/integration, faults on top.
 
 The cluster fixture is the integration suite's own (imported, not copied), so both
-suites start Slurm the same way. Each test adds a row to the fault table printed at the
-end of the run: fault, times injected, jobs submitted (what the scheduler accepted), run
-(side effects counted), lost, run twice, and the command that reproduces it.
+suites start Slurm the same way; the ECS tests use its moto emulator the same way, and
+the PostgreSQL one the server of ``tests/postgres.py``. Each test adds a row to the fault
+table printed at the end of the run: fault, times injected, jobs submitted (what the
+scheduler accepted), run (side effects counted), lost, run twice, and the command that
+reproduces it.
 """
 
 from __future__ import annotations

@@ -2,16 +2,8 @@
 
 from __future__ import annotations
 
-import glob
-import os
-import pwd
-import shutil
-import socket
-import subprocess
-import tempfile
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -20,74 +12,14 @@ from seqera_core.history import History, TaskRecord, open_history
 from seqera_core.models import ResourceRequest
 from seqera_core.resolvers import PredictiveResolver
 
-from ..conftest import IN_CI, require
-
-
-def _unavailable(why: str) -> None:
-    if IN_CI:
-        pytest.fail(f"PostgreSQL cannot start: {why}")
-    pytest.skip(f"PostgreSQL cannot start: {why}")
-
-
-def _bin(name: str) -> str | None:
-    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
-    return found[-1] if found else shutil.which(name)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from ..conftest import require
+from ..postgres import free_port, postgres_server
 
 
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
-    require("psycopg", "the PostgreSQL history needs the postgresql extra")
-    initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
-    if (initdb is None or pg_ctl is None) and os.geteuid() == 0 and shutil.which("apt-get"):
-        # A fresh machine has apt only: install the server, as the Slurm fixture does.
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for argv in (
-            ["apt-get", "update", "-qq"],
-            ["apt-get", "install", "-y", "-qq", "postgresql"],
-        ):
-            subprocess.run(argv, env=env, capture_output=True, timeout=900, check=False)
-        initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
-    if initdb is None or pg_ctl is None:
-        _unavailable("initdb/pg_ctl not found (apt-get install -y postgresql)")
-    assert initdb is not None and pg_ctl is not None
-    # The server refuses to run as root: run it as the postgres user then.
-    as_user: list[str] = []
-    directory = Path(tempfile.mkdtemp(prefix="seqera-pg-"))
-    if os.geteuid() == 0:
-        try:
-            account = pwd.getpwnam("postgres")
-        except KeyError:
-            shutil.rmtree(directory)
-            _unavailable("running as root and there is no postgres user")
-        os.chown(directory, account.pw_uid, account.pw_gid)
-        as_user = ["runuser", "-u", "postgres", "--"]
-    data, port = directory / "data", _free_port()
-    try:
-        subprocess.run([*as_user, initdb, "-D", str(data), "-A", "trust", "-U", "postgres",
-                        "--no-sync"], check=True, capture_output=True, timeout=120)  # fmt: skip
-        subprocess.run(
-            [*as_user, pg_ctl, "-D", str(data), "-l", str(directory / "log"), "-w", "-t", "60",
-             "-o", f"-p {port} -k {directory} -c listen_addresses=127.0.0.1 -c fsync=off",
-             "start"],
-            check=True, capture_output=True, timeout=120,
-        )  # fmt: skip
-    except (subprocess.SubprocessError, OSError) as exc:
-        log = directory / "log"
-        detail = log.read_text() if log.exists() else ""
-        shutil.rmtree(directory, ignore_errors=True)
-        _unavailable(f"{exc} {getattr(exc, 'stderr', b'')!r} {detail}")
-    try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"],
-                       capture_output=True, timeout=120, check=False)  # fmt: skip
-        shutil.rmtree(directory, ignore_errors=True)
+    with postgres_server() as server:
+        yield server.url
 
 
 @pytest.fixture
@@ -162,7 +94,7 @@ def test_the_right_sizer_learns_from_it(history: History) -> None:
 
 
 def test_an_unreachable_server_is_a_clear_error(postgres_url: str) -> None:
-    url = f"postgresql://postgres@127.0.0.1:{_free_port()}/postgres"
+    url = f"postgresql://postgres@127.0.0.1:{free_port()}/postgres"
     with pytest.raises(ResourceError, match=r"history: .* expected a reachable PostgreSQL"):
         open_history(url)
 
@@ -196,7 +128,7 @@ def test_a_reader_following_concurrent_writers_misses_nothing(
 
 
 def test_the_password_stays_out_of_the_error(postgres_url: str) -> None:
-    url = f"postgresql://postgres:s3cret@127.0.0.1:{_free_port()}/postgres"
+    url = f"postgresql://postgres:s3cret@127.0.0.1:{free_port()}/postgres"
     with pytest.raises(ResourceError) as caught:
         open_history(url)
     assert "s3cret" not in str(caught.value)

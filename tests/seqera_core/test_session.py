@@ -4,6 +4,7 @@ records every finished attempt through one path and closes what it opened."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -116,6 +117,25 @@ def test_a_locked_history_never_fails_and_loses_no_row(tmp_path: Path) -> None:
     blocker.execute("COMMIT")
     session.close()  # the last waiting row goes at close
     assert open_history(path).count() == 4
+
+
+def test_close_waits_for_a_history_that_comes_back(tmp_path: Path) -> None:
+    # Issue 20: a run that ends while a shared history restarts kept its rows in memory
+    # and dropped them with close()'s one try.
+    path = tmp_path / "h.db"
+    open_history(path).close()
+    warnings: list[str] = []
+    session = Session(Config({"backend": "local", "history": str(path)}), "seqera-run",
+                      warn=warnings.append)  # fmt: skip
+    session.history._db.execute("PRAGMA busy_timeout = 100")  # type: ignore[union-attr]
+    blocker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    blocker.execute("BEGIN EXCLUSIVE")
+    session.record([Finished(ResourceRequest(process="p"), _status("1"))])
+    assert session.unrecorded == 1
+    threading.Timer(1.0, blocker.execute, ("COMMIT",)).start()
+    session.close()
+    assert open_history(path).count() == 1
+    assert "trying again for up to" in warnings[-1]
 
 
 def test_a_real_job_through_the_session(tmp_path: Path) -> None:

@@ -113,9 +113,12 @@ class Emulator:
             created.type = "MANAGED_INSTANCES"
         state.create_cluster(name, capacity_providers=[provider])
 
-    def throttling(self, throttle: dict[str, int]) -> ThrottlingProxy:
-        """A proxy in front of this emulator that throttles the first calls of operations."""
-        return ThrottlingProxy(self.url, throttle)
+    def throttling(
+        self, throttle: dict[str, int], every: dict[str, int] | None = None
+    ) -> ThrottlingProxy:
+        """A proxy in front of this emulator that throttles the first calls of operations
+        (``throttle``), or every Nth call of an operation (``every``)."""
+        return ThrottlingProxy(self.url, throttle, every)
 
     def task(self, arn: str) -> Any:
         """moto's record of a task."""
@@ -209,15 +212,21 @@ def moto_ecs() -> Iterator[Emulator]:
 
 class ThrottlingProxy:
     """An HTTP proxy in front of the emulator that answers ``ThrottlingException`` (HTTP 400,
-    as ECS does) to the first N calls of chosen operations, and forwards everything else.
+    as ECS does) to the first N calls of chosen operations (``throttle``) or to every Nth
+    call (``every``), and forwards everything else.
 
-    ``attempts`` counts the requests per operation that reached the proxy, retries included.
+    ``attempts`` counts the requests per operation that reached the proxy, retries included;
+    ``throttled`` those it answered with the exception.
     """
 
-    def __init__(self, upstream: str, throttle: dict[str, int]) -> None:
+    def __init__(
+        self, upstream: str, throttle: dict[str, int], every: dict[str, int] | None = None
+    ) -> None:
         self.upstream = urllib.parse.urlsplit(upstream)
         self.remaining = dict(throttle)
+        self.every = dict(every or {})
         self.attempts: Counter[str] = Counter()
+        self.throttled: Counter[str] = Counter()
         self._lock = threading.Lock()
         proxy = self
 
@@ -230,6 +239,9 @@ class ThrottlingProxy:
                     throttled = proxy.remaining.get(operation, 0) > 0
                     if throttled:
                         proxy.remaining[operation] -= 1
+                    elif operation in proxy.every:
+                        throttled = proxy.attempts[operation] % proxy.every[operation] == 0
+                    proxy.throttled[operation] += throttled
                 if throttled:
                     error = {"__type": "ThrottlingException", "message": "Rate exceeded"}
                     self._answer(400, {"Content-Type": "application/x-amz-json-1.1"}, error)

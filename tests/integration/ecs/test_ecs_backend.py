@@ -258,6 +258,28 @@ def test_spot_interruption_then_success(emulator: Emulator) -> None:
     assert backend.poll([handle])[0].state is JobState.PENDING
     (status,) = wait(backend, [handle])
     assert (status.state, status.exit_code) == (JobState.SUCCEEDED, 0)
+    assert status.resubmissions == 1  # the backend's own restart, not an engine attempt
+
+
+def test_a_restart_throttled_past_its_retries_is_tried_again(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 20: a throttling burst at the moment of a spot restart failed the job, which
+    # spent one of the engine's attempts on AWS's rate limit.
+    with emulator.throttling({}) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+        backend = EcsBackend(settings(), max_attempts=2)
+        (handle,) = backend.submit([job("spot")])
+        emulator.stop(handle.native_id, exit_code=None, stop_code="SpotInterruption")
+        proxy.remaining |= {"RunTask": 2, "ListTasks": 2}  # the restart's tries, the lookup's
+        (status,) = backend.poll([handle])
+        assert status.state is JobState.PENDING and "ThrottlingException" in (status.reason or "")
+        (status,) = backend.poll([handle])  # the same key again, now through
+        assert status.state is JobState.PENDING and status.resubmissions == 1
+        assert proxy.attempts["RunTask"] == 4  # the first start, two throttled, the restart
+        (status,) = wait(backend, [handle])
+    assert (status.state, status.resubmissions) == (JobState.SUCCEEDED, 1)
+    assert len(emulator.ecs_state.tasks["seqera"]) == 2  # the reclaimed task and one restart
 
 
 def test_missing_cluster(emulator: Emulator) -> None:

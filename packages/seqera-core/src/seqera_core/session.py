@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -46,6 +47,8 @@ __all__ = ["Finished", "Session", "squash_policy"]
 _LOG = logging.getLogger("seqera_core.session")
 # Rows kept while the history cannot take them; past this the oldest are dropped, loudly.
 _MAX_PENDING = 100_000
+# How long close() keeps trying to write waiting rows: past a server restart (seconds).
+_CLOSE_PATIENCE = 30.0
 
 
 def squash_policy(config: Config, platform: Platform | None = None) -> SquashPolicy:
@@ -298,14 +301,27 @@ class Session:
                 except Exception as exc:  # closing one must not leave the others open
                     self._warn(f"resolver {resolver.name}: {exc}")
             if self.history is not None:
-                if self._pending:
-                    try:
-                        self.history.record(self._pending)
-                        self._pending = []
-                    except HistoryError as exc:
-                        self._warn(f"{len(self._pending)} finished attempts were not "
-                                   f"recorded in the history: {exc}")  # fmt: skip
+                self._flush(self.history)
                 self.history.close()
+
+    def _flush(self, history: History) -> None:
+        """Write the waiting rows, trying again for ``_CLOSE_PATIENCE`` seconds: a run that
+        ends while a shared server restarts would otherwise drop them with its last call."""
+        deadline, pause = time.monotonic() + _CLOSE_PATIENCE, 0.5
+        while self._pending:
+            try:
+                history.record(self._pending)
+                self._pending = []
+            except HistoryError as exc:
+                if time.monotonic() + pause > deadline:
+                    self._warn(f"{len(self._pending)} finished attempts were not "
+                               f"recorded in the history: {exc}")  # fmt: skip
+                    return
+                if pause == 0.5:  # once: the retries themselves say nothing new
+                    self._warn(f"the history is unavailable, trying again for up to "
+                               f"{_CLOSE_PATIENCE:g} s: {exc}")  # fmt: skip
+                time.sleep(pause)
+                pause = min(pause * 2, 5.0)
 
     def __enter__(self) -> Session:
         return self

@@ -1,44 +1,56 @@
-"""Reading an ECS task's CloudWatch Logs: its output, and the usage line its wrapper wrote.
+"""What CloudWatch Logs holds for ECS tasks: a task's output, and the usage wrapper's line.
 
-The awslogs driver writes each container's lines to the stream
-``<prefix>/<container>/<task id>`` (``_ecs_payloads.log_stream``). GetLogEvents pages
-forward until the token stops changing (the API's own end-of-stream signal);
-FilterLogEvents takes at most 100 stream names and finds every usage line
-(``_ecs_usage.MARKER``) of many stopped tasks at once.
+Each task's container logs to the awslogs stream ``PREFIX/main/TASK-ID`` of the configured
+group (:func:`~seqera_core.backends._ecs_payloads.log_stream`). ``peaks`` finds the usage
+line (:mod:`~seqera_core.backends._ecs_usage`) of many tasks with one FilterLogEvents per
+100 streams (the API's limit on ``logStreamNames``); ``output`` pages GetLogEvents from the
+head of one stream, without that line, which is ours and not the job's.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import botocore.exceptions
 
 from ._ecs_usage import MARKER, parse_usage
 
-__all__ = ["output_lines", "peaks"]
+__all__ = ["chunks", "error_code", "output", "peaks"]
 
 _LOG = logging.getLogger("seqera_core.backends.ecs")
 _FILTER_STREAMS_MAX = 100  # FilterLogEvents takes at most 100 stream names
 
 
+def chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    """``items`` in slices of at most ``size`` (the AWS calls' list limits)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def error_code(exc: botocore.exceptions.ClientError) -> str:
+    """The AWS error code of a refused call (``ResourceNotFoundException``, ...)."""
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
 def peaks(client: Any, group: str, streams: Sequence[str]) -> dict[str, int]:
-    """The peak memory in bytes each stream's usage line reports, one FilterLogEvents per
-    100 streams; a stream without one (yet) is left out, and so is any the call refused."""
+    """The peak memory each stream's usage line reports; streams without one are left out.
+
+    A refused call (missing streams: a container that never logged) leaves its streams out
+    too: the usage is unknown, which must not fail the job.
+    """
     found: dict[str, int] = {}
-    for start in range(0, len(streams), _FILTER_STREAMS_MAX):
+    for chunk in chunks(streams, _FILTER_STREAMS_MAX):
         params: dict[str, Any] = {
             "logGroupName": group,
-            "logStreamNames": list(streams[start : start + _FILTER_STREAMS_MAX]),
+            "logStreamNames": list(chunk),
             "filterPattern": f'"{MARKER}"',
         }
         while True:
             try:
                 page = client.filter_log_events(**params)
             except botocore.exceptions.ClientError as exc:
-                # Missing streams (a container that never logged) or a refusal: the
-                # usage is unknown, which must not fail the job.
                 _LOG.warning("FilterLogEvents failed: %s", exc)
                 break
             for event in page.get("events") or []:
@@ -51,11 +63,11 @@ def peaks(client: Any, group: str, streams: Sequence[str]) -> dict[str, int]:
     return found
 
 
-def output_lines(client: Any, group: str, stream: str) -> list[str]:
-    """The container's lines so far, without the usage wrapper's; none before it starts.
+def output(client: Any, group: str, stream: str) -> str:
+    """The stream's lines so far, the usage line left out; empty before the stream exists.
 
     Raises:
-        botocore.exceptions.ClientError: GetLogEvents failed for another reason.
+        botocore.exceptions.ClientError: CloudWatch Logs refused the call.
     """
     params: dict[str, Any] = {"logGroupName": group, "logStreamName": stream,
                               "startFromHead": True}  # fmt: skip
@@ -64,15 +76,16 @@ def output_lines(client: Any, group: str, stream: str) -> list[str]:
         try:
             page = client.get_log_events(**params)
         except botocore.exceptions.ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            if error_code(exc) == "ResourceNotFoundException":
                 break  # the stream is created when the container starts
             raise
-        # the usage wrapper's line is ours, not the job's output
         lines += [
-            e["message"] for e in page.get("events") or [] if parse_usage(e["message"]) is None
+            event["message"]
+            for event in page.get("events") or []
+            if parse_usage(event["message"]) is None
         ]
         token = page.get("nextForwardToken")
         if not page.get("events") or token == params.get("nextToken"):
             break
         params["nextToken"] = token
-    return lines
+    return "".join(f"{line}\n" for line in lines)

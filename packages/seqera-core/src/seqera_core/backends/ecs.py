@@ -7,11 +7,12 @@ tag on an existing revision of the family before a new one is registered; the jo
 is one RunTask with its command, environment and labels. ``poll`` describes every active
 task with one DescribeTasks per 100, stops tasks whose time limit has passed (ECS has no
 walltime) and starts again a task its capacity was taken from (spot interruption), up to
-``max_spot_attempts`` starts. ``logs`` reads the awslogs stream of the task's container.
-A task that ran reports its wall time (startedAt to stoppedAt) and, under the usage
-wrapper (`_ecs_usage`), its container's peak memory, read from the logs of every task
-that stopped in the same poll with one FilterLogEvents per 100; until that line arrives
-(at most ``usage_wait`` seconds) the task shows as running.
+``max_spot_attempts`` starts, under the same handle (``resubmissions`` on its status).
+``logs`` reads the awslogs stream of the task's container (`_ecs_logs`). A task that
+ran reports its wall time (startedAt to stoppedAt) and, under the usage wrapper
+(`_ecs_usage`), its container's peak memory, read from the logs of every task that
+stopped in the same poll with one FilterLogEvents per 100; until that line arrives (at
+most ``usage_wait`` seconds) the task shows as running.
 
 Credentials come only from boto3's standard chain (environment, profile, instance role);
 ``AWS_ENDPOINT_URL`` points every client at an emulator. Throttling and transient errors
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -30,11 +31,11 @@ import boto3
 import botocore.config
 import botocore.exceptions
 
-from ..errors import ResourceError, SeqeraError, UsageError
+from ..errors import ResourceError, SeqeraError
 from ._batch import SubmitError, job_labels
+from ._ecs_cluster import capacity
 from ._ecs_definitions import TaskDefinitions
-from ._ecs_logs import output_lines
-from ._ecs_logs import peaks as read_peaks
+from ._ecs_logs import chunks, error_code, output, peaks
 from ._ecs_network import network
 from ._ecs_payloads import (
     EcsSettings,
@@ -58,6 +59,19 @@ class EcsError(SeqeraError):
     """An AWS call failed for good (after botocore's retries), or ECS refused a task."""
 
 
+# Refusals that say "not now" rather than "no": throttling and the service's own errors.
+_TRANSIENT_CODES = frozenset(
+    {"ThrottlingException", "RequestLimitExceeded", "ServerException", "ServiceUnavailable"}
+)
+
+
+def _transient(exc: EcsError) -> bool:
+    cause = exc.__cause__
+    if isinstance(cause, botocore.exceptions.ClientError):
+        return error_code(cause) in _TRANSIENT_CODES
+    return isinstance(cause, botocore.exceptions.BotoCoreError)  # no answer: the network
+
+
 @attrs.define(eq=False)
 class _Task:
     # Mutable on purpose: a task's current ARN changes when a spot interruption restarts it.
@@ -75,15 +89,6 @@ class _Task:
 
 def _reading_usage(handle: JobHandle) -> JobStatus:
     return JobStatus(handle, JobState.RUNNING, reason="stopped; reading its usage")
-
-
-def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def _error_code(exc: botocore.exceptions.ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 class EcsBackend(Backend):
@@ -147,15 +152,10 @@ class EcsBackend(Backend):
         """Check the cluster and capacity provider and find the network; once per backend."""
         if self._ready:
             return
-        cluster = self.settings.cluster
-        found = self._call(self.ecs.describe_clusters, clusters=[cluster])
-        clusters = found.get("clusters") or []
-        if not clusters:
-            raise UsageError(f"ECS cluster {cluster!r} does not exist in region {self.region}")
-        if clusters[0].get("status") != "ACTIVE":
-            status = clusters[0].get("status")
-            raise UsageError(f"ECS cluster {cluster!r} is {status}, not ACTIVE")
-        self._pick_provider(cluster, list(clusters[0].get("capacityProviders") or []))
+        self.capacity_provider, self.storage_gib = capacity(
+            self._call, self.ecs, self.settings.cluster, self.settings.capacity_provider,
+            self.region,
+        )  # fmt: skip
         if not self.subnets or not self.security_groups:
             self.subnets, self.security_groups = network(
                 self._call, self.ec2, self.subnets, self.security_groups, self.region
@@ -164,43 +164,13 @@ class EcsBackend(Backend):
         self._ensure_log_group()
         self._ready = True
 
-    def _pick_provider(self, cluster: str, names: list[str]) -> None:
-        wanted = self.settings.capacity_provider
-        params: dict[str, Any] = {"cluster": cluster}
-        if wanted or names:
-            params["capacityProviders"] = [wanted] if wanted else names
-        providers = self._call(self.ecs.describe_capacity_providers, **params)
-        managed = [
-            p
-            for p in providers.get("capacityProviders") or []
-            if (p.get("managedInstancesProvider") or p.get("type") == "MANAGED_INSTANCES")
-            and p.get("status", "ACTIVE") == "ACTIVE"
-        ]
-        if not managed:
-            listed = ", ".join(names) or "none"
-            problem = (
-                f"capacity provider {wanted!r} is not an active ECS Managed Instances provider"
-                if wanted
-                else "has no active ECS Managed Instances capacity provider"
-            )
-            raise UsageError(
-                f"ECS cluster {cluster!r}: {problem} (the cluster's capacity providers: "
-                f"{listed}); create one with CreateCapacityProvider --managed-instances-provider "
-                "or name another in ecs.capacity_provider"
-            )
-        provider = managed[0]
-        template = provider["managedInstancesProvider"].get("instanceLaunchTemplate") or {}
-        storage = (template.get("storageConfiguration") or {}).get("storageSizeGiB")
-        self.storage_gib = int(storage) if storage else None
-        self.capacity_provider = str(provider["name"])
-
     def _ensure_log_group(self) -> None:
         # Without the group awslogs cannot start the container; creating it here needs no
         # logs:CreateLogGroup in the execution role.
         try:
             self.cloudwatch_logs.create_log_group(logGroupName=self.settings.logs_group)
         except botocore.exceptions.ClientError as exc:
-            if _error_code(exc) != "ResourceAlreadyExistsException":
+            if error_code(exc) != "ResourceAlreadyExistsException":
                 _LOG.warning("could not create log group %s: %s", self.settings.logs_group, exc)
 
     # -- the contract --------------------------------------------------------------------
@@ -311,7 +281,7 @@ class EcsBackend(Backend):
         records = [self._record(handle) for handle in handles]
         active = list({r.key: r for r in records if r.final is None and r.ended is None}.values())
         described: dict[str, dict[str, Any]] = {}
-        for chunk in _chunks([r.arn for r in active], _DESCRIBE_MAX):
+        for chunk in chunks([r.arn for r in active], _DESCRIBE_MAX):
             found = self._call(self.ecs.describe_tasks, cluster=self.settings.cluster, tasks=chunk)
             described.update({t["taskArn"]: t for t in found.get("tasks") or []})
         now = time.time()
@@ -325,8 +295,13 @@ class EcsBackend(Backend):
                 continue
             statuses[record.key] = self._settle(handle, record, seen(task), now)
         statuses.update(self._usage({r.key: r for r in records if r.ended is not None}, now))
+        # A spot restart is the backend's own: the engine sees one attempt, resubmitted.
         return [
-            attrs.evolve(record.final or statuses[record.key], handle=handle)
+            attrs.evolve(
+                record.final or statuses[record.key],
+                handle=handle,
+                resubmissions=record.attempts - 1,
+            )
             for handle, record in zip(handles, records, strict=True)
         ]
 
@@ -366,12 +341,12 @@ class EcsBackend(Backend):
     def _usage(self, waiting: dict[str, _Task], now: float) -> dict[str, JobStatus]:
         """Statuses of stopped tasks: final once their usage line is found or given up on."""
         streams = {log_stream(self.settings, r.arn): r for r in waiting.values()}
-        peaks = read_peaks(self.cloudwatch_logs, self.settings.logs_group, list(streams))
+        found = peaks(self.cloudwatch_logs, self.settings.logs_group, list(streams))
         settled: dict[str, JobStatus] = {}
         for stream, record in streams.items():
             assert record.ended is not None
-            if stream in peaks:
-                record.final = attrs.evolve(record.ended, peak_memory_bytes=peaks[stream])
+            if stream in found:
+                record.final = attrs.evolve(record.ended, peak_memory_bytes=found[stream])
             elif now >= record.usage_deadline:
                 _LOG.warning("no usage line from ECS task %s within %s s", record.arn,
                              self.settings.usage_wait)  # fmt: skip
@@ -400,6 +375,11 @@ class EcsBackend(Backend):
             record.arn = self._run(body)
         except EcsError as exc:
             found = self._started(key)
+            if found is None and _transient(exc):
+                # Throttled past botocore's retries: the next poll sees the same stopped
+                # task and tries again under the same key (clientToken: at most one starts).
+                why = f"restarting after a spot interruption: {exc}"
+                return JobStatus(handle, JobState.PENDING, reason=why)
             if found is None:
                 record.final = JobStatus(handle, JobState.FAILED, None, f"{view.reason}; {exc}")
                 return record.final
@@ -427,7 +407,6 @@ class EcsBackend(Backend):
         """The container's output so far, from its CloudWatch Logs stream."""
         stream = log_stream(self.settings, self._record(handle).arn)
         try:
-            lines = output_lines(self.cloudwatch_logs, self.settings.logs_group, stream)
+            return output(self.cloudwatch_logs, self.settings.logs_group, stream)
         except botocore.exceptions.ClientError as exc:
             raise EcsError(f"GetLogEvents failed: {exc}") from exc
-        return "".join(f"{line}\n" for line in lines)
