@@ -149,7 +149,8 @@ def test_a_history_locked_for_10_s_loses_no_row(
             f"{len(rows)} of {len(starts)} rows after)",
             injected=1,
             jobs=len(starts),
-            submitted=len(starts),  # the local backend ran what it was given: see the rows
+            # the local backend starts a job as it accepts it: what started is what it took
+            submitted=sum(1 for s in starts.values() if s),
             ran=sum(1 for s in starts.values() if s),
             lost=sum(1 for s in starts.values() if not s),
             twice=sum(1 for s in starts.values() if len(s) > 1),
