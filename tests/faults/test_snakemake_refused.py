@@ -5,8 +5,11 @@ job alone; ``b`` is refused (an error that is not transient). Only ``b`` fails: 
 ``a`` runs once and its output is there, and the run exits non-zero.
 
 Snakemake decides which jobs it hands over together and in what order, so this run does
-not force the case where the array went out before a refused job handed over first (the
-executor then keeps what ``SubmitError.positions`` names); it guards the outcome.
+not force one: with ``b`` handed over first the array still goes out after its refusal
+(once, before that was fixed, every ``a`` failed unsent here), with the array first the
+executor keeps what ``SubmitError.positions`` names; it guards the outcome.
+``test_slurm.py::test_a_refused_job_does_not_keep_the_others_from_going`` forces the
+refused-first order.
 
 Reproduce: ``uvx nox -s faults -- -k refused``
 """

@@ -138,6 +138,31 @@ def test_close_waits_for_a_history_that_comes_back(tmp_path: Path) -> None:
     assert "trying again for up to" in warnings[-1]
 
 
+def test_the_summary_and_report_count_rows_that_waited_for_the_store(tmp_path: Path) -> None:
+    # cwltool-seqera under a locked history (tests/faults/test_history_locked.py) printed
+    # "15 tasks" for 16: the last row still waited when the summary read the store.
+    path = tmp_path / "h.db"
+    open_history(path).close()
+    session = Session(Config({"backend": "local", "history": str(path)}), "seqera-run",
+                      warn=lambda _: None)  # fmt: skip
+    session.history._db.execute("PRAGMA busy_timeout = 100")  # type: ignore[union-attr]
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    request = ResourceRequest(process="p", memory=GIB)
+    session.record([Finished(request, _status(str(n), peak_memory_bytes=MIB)) for n in (1, 2)])
+    assert session.unrecorded == 2
+    blocker.execute("COMMIT")  # released before the run's end
+    lines = session.summary()
+    assert lines and lines[0].startswith("2 tasks"), lines
+    assert session.unrecorded == 0
+    blocker.execute("BEGIN EXCLUSIVE")
+    session.record([Finished(request, _status("3", peak_memory_bytes=MIB))])
+    blocker.execute("COMMIT")
+    session.write_report(tmp_path / "report.html")
+    assert session.unrecorded == 0 and open_history(path).count() == 3
+    session.close()
+
+
 def test_a_real_job_through_the_session(tmp_path: Path) -> None:
     config = Config({"backend": "local", "history": str(tmp_path / "h.db")})
     with Session(config, "seqera-run", work_dir=tmp_path) as session:

@@ -401,6 +401,29 @@ def test_permanent_errors_are_not_retried(tmp_path: Path) -> None:
     assert slurm.calls["sbatch"] == 1
 
 
+def test_a_refused_job_does_not_keep_the_others_from_going(tmp_path: Path) -> None:
+    # Snakemake may hand the refused job over first: the jobs after it still go out, and
+    # the error says which did (tests/faults/test_snakemake_refused.py met this order).
+    refused = fail("sbatch: error: Batch job submission failed: Invalid account")
+    runner = FakeSlurm({"sbatch": [refused, ok("2"), refused, ok("4")]})
+    slurm = backend(tmp_path, runner)
+    jobs = [JobSpec(name, ["true"]) for name in ("b", "a1", "c", "a2")]
+    with pytest.raises(SubmitError, match=r"cannot submit 'b'.*Invalid account") as error:
+        slurm.submit(jobs)
+    assert [h.native_id for h in error.value.submitted] == ["2", "4"]
+    assert error.value.positions == (1, 3) and error.value.unknown == ()
+    assert slurm.calls["sbatch"] == 4  # none sent twice
+    # an unreachable scheduler still stops the batch at once
+    down = fail("sbatch: error: Batch job submission failed: Unable to contact slurm controller")
+    unreachable = fail("squeue: error: Unable to contact slurm controller (connect failure)")
+    runner = FakeSlurm({"sbatch": [refused, down], "squeue": [unreachable]})
+    slurm = backend(tmp_path, runner, retry=RetryPolicy(attempts=2, first_delay=1, max_delay=1))
+    with pytest.raises(SubmitError) as error:
+        slurm.submit(jobs)
+    assert error.value.positions == () and error.value.unknown == (1,)
+    assert slurm.calls["sbatch"] == 2
+
+
 def test_a_timed_out_submission_that_went_through_is_not_sent_twice(tmp_path: Path) -> None:
     runner = FakeSlurm({"sbatch": [CommandResult(["sbatch"], None)], "squeue": [listing(tmp_path)]})
     slurm = backend(tmp_path, runner)

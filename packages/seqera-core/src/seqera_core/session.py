@@ -249,9 +249,11 @@ class Session:
 
     def summary(self, limit: int = 3) -> list[str]:
         """A few lines on what this run used and wasted (the ``limit`` worst processes, the
-        right-sizer's saving); none without a history or before any task finished."""
+        right-sizer's saving); none without a history or before any task finished. Rows
+        still waiting for a store that failed earlier are offered to it first."""
         if self.history is None:
             return []
+        self.record([])  # rows that waited for the store count too: offered once more
         from .report import summary_lines  # the figures need no plotting library
 
         try:
@@ -271,6 +273,7 @@ class Session:
         """
         if self.history is None:
             raise UsageError("a report needs a history: set history in seqera config")
+        self.record([])  # rows that waited for the store belong in the page too
         from .report import write_report
 
         return write_report(self.history, [self.run_id], path, platform=self.platform)

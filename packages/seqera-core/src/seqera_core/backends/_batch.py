@@ -16,11 +16,13 @@ sent twice"):
    scheduler keeps (Slurm: the comment; PBS Pro: a job variable; Torque: the job name),
    and a caller's own key (``JobSpec.key``) is recorded with the submission it went out
    in, so :meth:`BatchBackend.find` in a later process can ask the scheduler for it.
-3. A submission that fails for good refusal (bad account, invalid option) raises at once.
-   One whose outcome is unknown (the command timed out, or the scheduler said it was
-   busy or unreachable, when it may have accepted the job anyway) is never sent again
-   blindly: the scheduler is first asked for the key (one listing call), and the job is
-   sent again only once the scheduler has answered that it does not have it.
+3. A submission refused for good (bad account, invalid option) is not sent again; the
+   batch's other submissions still go, and the call raises once they have. One whose
+   outcome is unknown (the command timed out, or the scheduler said it was busy or
+   unreachable, when it may have accepted the job anyway) is never sent again blindly:
+   the scheduler is first asked for the key (one listing call), and the job is sent
+   again only once the scheduler has answered that it does not have it; if it stays
+   unreachable, the batch stops there.
 4. If the batch fails part-way, :class:`SubmitError` carries what went out.
 
 Retries that act on the cause happen in :meth:`BatchBackend.poll`, the same for every
@@ -32,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -94,6 +96,25 @@ class _Send:
     array: bool
 
 
+def _partial(
+    prepared: Sequence[tuple[JobSpec, JobFiles]],
+    handles: Mapping[int, JobHandle],
+    send: _Send,
+    exc: Unsent,
+) -> SubmitError:
+    """What a batch that failed part-way carries: the jobs that went out, and whether
+    ``send``'s jobs may be with the scheduler anyway."""
+    done = sorted(handles)
+    names = ", ".join(repr(prepared[n][0].name) for n in send.positions[:3])
+    return SubmitError(
+        f"cannot submit {names}",
+        exc.result,
+        [handles[n] for n in done],
+        positions=done,
+        unknown=send.positions if exc.unknown else (),
+    )
+
+
 class BatchBackend(BatchVerbs):
     """The shared life cycle of batch schedulers over :class:`BatchVerbs` (its arguments)."""
 
@@ -108,8 +129,8 @@ class BatchBackend(BatchVerbs):
         Raises:
             UsageError: a job cannot be expressed (its script, or an option such as
                 ``slurm_extra``); raised before any job is submitted.
-            SubmitError: the scheduler refused, or stayed unreachable, part-way: see its
-                ``submitted``, ``positions`` and ``unknown``.
+            SubmitError: the scheduler refused some jobs (the others were sent), or stayed
+                unreachable part-way: see its ``submitted``, ``positions`` and ``unknown``.
         """
         prepared: list[tuple[JobSpec, JobFiles]] = []
         try:
@@ -128,19 +149,17 @@ class BatchBackend(BatchVerbs):
             name = prepared[-1][0].name if len(prepared) == len(jobs) else jobs[len(prepared)].name
             raise UsageError(f"job {name!r} cannot be submitted to {self.name}: {exc}") from exc
         handles: dict[int, JobHandle] = {}
+        refusal: tuple[_Send, Unsent] | None = None
         for send in sends:
             try:
                 base = self._send(send.argv, send.key, send.directory)
             except Unsent as exc:
-                done = sorted(handles)
-                names = ", ".join(repr(prepared[n][0].name) for n in send.positions[:3])
-                raise SubmitError(
-                    f"cannot submit {names}",
-                    exc.result,
-                    [handles[n] for n in done],
-                    positions=done,
-                    unknown=send.positions if exc.unknown else (),
-                ) from exc
+                if exc.refused:
+                    # For this job's own reasons: the jobs handed over with it still go
+                    # (tests/faults/test_snakemake_refused.py, the refused job first).
+                    refusal = refusal or (send, exc)
+                    continue
+                raise _partial(prepared, handles, send, exc) from exc
             ids = (
                 [self._element_id(base, i) for i in range(len(send.positions))]
                 if send.array
@@ -153,6 +172,8 @@ class BatchBackend(BatchVerbs):
                 handles[n] = JobHandle(
                     self.name, native_id, spec.name, str(files.stdout), str(files.stderr)
                 )
+        if refusal is not None:
+            raise _partial(prepared, handles, *refusal) from refusal[1]
         return [handles[n] for n in range(len(prepared))]
 
     def _plan(self, prepared: Sequence[tuple[JobSpec, JobFiles]], batch: Sequence[int]) -> _Send:
@@ -228,7 +249,7 @@ class BatchBackend(BatchVerbs):
             if result.ok:
                 return self._parse_submit(result.stdout)
             if not self._transient(result):
-                raise Unsent("submission refused", result, unknown=False)
+                raise Unsent("submission refused", result, unknown=False, refused=True)
             # Timed out, or the scheduler was busy or unreachable: it may have the job.
             while True:
                 try:

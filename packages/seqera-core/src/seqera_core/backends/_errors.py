@@ -57,8 +57,12 @@ class SubmitError(SchedulerError):
 
 
 class Unsent(SchedulerError):
-    """A submission given up on; ``unknown`` when the scheduler could not be asked."""
+    """A submission given up on; ``unknown`` when the scheduler could not be asked,
+    ``refused`` when it answered no for this job's own reasons (account, option)."""
 
-    def __init__(self, message: str, result: CommandResult | None, unknown: bool) -> None:
+    def __init__(
+        self, message: str, result: CommandResult | None, unknown: bool, refused: bool = False
+    ) -> None:
         self.unknown = unknown
+        self.refused = refused
         super().__init__(message, result)

@@ -1,0 +1,143 @@
+"""slurmctld stopped and started again in the middle of a ``cwltool-seqera --executor slurm``
+scatter: every job runs once, every output is there, exit 0, one history row per job.
+
+The workflow (``data/pairs.cwl``) scatters a two-job chain over 12 indices: ``first``
+then ``second``. Eight chains' ``first`` jobs end at once, four pause ten seconds. Each
+job appends one line to a file of its own in a directory outside cwltool's staging, so
+the count of lines says how often each ran; Slurm's completion log (``sacct -c``) says
+how many jobs it accepted under each name.
+
+The controller goes down as soon as the first ``second`` job is being sent: the other
+quick chains' ``second`` jobs are still being sent (one ``sbatch`` at a time) and meet
+"Unable to contact slurm controller", the four long ``first`` jobs run on and end while
+it is down (slurmd reports them once it is back), and the poller's status calls get no
+answer for the whole outage.
+
+Reproduce: ``uvx nox -s faults -- -k cwl_scatter``
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from .conftest import FaultRow, FaultTable, SlurmCluster
+from .test_controller_restart import accepted_by_slurm
+
+pytestmark = pytest.mark.integration
+
+DATA = Path(__file__).parent / "data"
+COMMAND = str(Path(sys.executable).parent / "cwltool-seqera")
+PAUSES = [0] * 8 + [10] * 4  # seconds each chain's first job pauses
+STEPS = ("first", "second")
+DOWN_SECONDS = 12.0
+
+
+def submit_times(cluster: SlurmCluster, prefix: str) -> dict[str, float]:
+    """When slurmctld accepted each job named ``prefix...`` (epoch seconds), from its
+    jobcomp/filetxt log (``sacct -c`` shows the start there, not the submission)."""
+    conf = dict(line.split("=", 1) for line in cluster.conf.read_text().splitlines() if "=" in line)
+    accepted: dict[str, float] = {}
+    for record in Path(conf["JobCompLoc"]).read_text().splitlines():
+        fields = dict(word.split("=", 1) for word in record.split() if "=" in word)
+        if fields.get("Name", "").startswith(prefix) and "SubmitTime" in fields:
+            stamp = time.strptime(fields["SubmitTime"], "%Y-%m-%dT%H:%M:%S")
+            accepted[fields["Name"]] = time.mktime(stamp)
+    return accepted
+
+
+def test_cwl_scatter_survives_a_controller_restart(
+    slurm: SlurmCluster, tmp_path: Path, fault_table: FaultTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    for name in ("SEQERA_BACKEND", "SEQERA_PLATFORM", "SEQERA_RESOLVER_URL", "SEQERA_LABELS",
+                 "SEQERA_HISTORY"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    chains = range(len(PAUSES))
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"runs": str(runs), "indices": list(chains), "pauses": PAUSES}))
+    history = tmp_path / "history.db"
+    jobs = tmp_path / "cwltool-seqera-work" / "jobs"  # the backend's job directories
+    outage: list[float] = []  # wall-clock time of the stop
+    failures: list[BaseException] = []
+    long = {f"first.{i}" for i, pause in enumerate(PAUSES) if pause}
+
+    def started() -> set[str]:
+        return {path.name for path in runs.iterdir()}
+
+    def restart() -> None:
+        try:
+            # A job's directory is written just before its sbatch: down as the first
+            # second job goes out, while the other quick chains' are still to be sent,
+            # and the long first jobs run.
+            deadline = time.monotonic() + 240
+            while not (any(jobs.glob("faultcwl_second*")) and long <= started()):
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.02)
+            outage.append(time.time())
+            slurm.stop_controller()
+            time.sleep(DOWN_SECONDS)
+            slurm.start_controller()
+        except BaseException as exc:  # reported by the test, not lost in the thread
+            failures.append(exc)
+
+    fault = threading.Thread(target=restart, daemon=True)
+    fault.start()
+    done = subprocess.run(
+        [COMMAND, "--executor", "slurm", "--seqera-history", str(history), "--no-container",
+         "--outdir", str(tmp_path / "out"), str(DATA / "pairs.cwl"), str(job)],
+        cwd=tmp_path, env={**os.environ, **slurm.env}, capture_output=True, text=True,
+        timeout=600, check=False,
+    )  # fmt: skip
+    fault.join(60)
+    (tmp_path / "cwltool-seqera.log").write_text(done.stderr)  # for a failure's reader
+    lines = {
+        (step, i): (runs / f"{step}.{i}").read_text().split()
+        if (runs / f"{step}.{i}").exists() else []
+        for step in STEPS for i in chains
+    }  # fmt: skip
+    names = accepted_by_slurm("faultcwl_")
+    with sqlite3.connect(history) as db:
+        rows = db.execute("SELECT task_id, succeeded FROM task_history").fetchall()
+    # second jobs Slurm accepted only once it was back, less the long chains' (their first
+    # jobs ended during the outage): the submissions the outage held up
+    accepted = submit_times(slurm, "faultcwl_second") if outage else {}
+    hit = sum(1 for t in accepted.values() if t > outage[0]) - len(long)
+    fault_table.rows.append(
+        FaultRow(
+            fault=f"slurmctld down {DOWN_SECONDS:.0f} s in a cwltool-seqera scatter "
+            f"({hit} submissions held up, {len(long)} jobs ran through it)",
+            injected=len(outage),
+            jobs=len(lines),
+            submitted=sum(names.values()),
+            ran=sum(1 for r in lines.values() if r),
+            lost=sum(1 for r in lines.values() if not r),
+            twice=sum(1 for r in lines.values() if len(r) > 1),
+            command="uvx nox -s faults -- -k cwl_scatter",
+        )
+    )
+    assert outage and not failures, failures or "the controller was never stopped"
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert all(len(r) == 1 for r in lines.values()), lines
+    # every job accepted by Slurm once, under the name cwltool gave it
+    assert len(names) == len(lines) and set(names.values()) == {1}, names
+    outputs = json.loads(done.stdout)
+    for step in STEPS:
+        texts = [Path(item["path"]).read_text() for item in outputs[step]]
+        assert texts == [f"{step} {i}\n" for i in chains], texts
+    # one row per job in the history, each a success: none lost, none doubled
+    assert len(rows) == len(lines), rows
+    assert Counter(task for task, _ in rows) == Counter(names), rows
+    assert all(ok for _, ok in rows), rows
