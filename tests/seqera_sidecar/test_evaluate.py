@@ -12,16 +12,8 @@ import pytest
 from seqera_core.errors import UsageError
 from seqera_core.history import open_history
 from seqera_sidecar.cli import main
-from seqera_sidecar.evaluate import (
-    MIN_RUNS,
-    Score,
-    _choose,
-    _Settings,
-    evaluate,
-    evaluate_time,
-    leave_one_out,
-    split,
-)
+from seqera_sidecar.evaluate import MIN_RUNS, Sample, Score, evaluate, evaluate_time, split
+from seqera_sidecar.lopo import _choose, _Settings, leave_one_out
 from seqera_sidecar.trace import read_trace
 
 TRACE = Path(__file__).parent / "data" / "trace-iwd.csv.gz"

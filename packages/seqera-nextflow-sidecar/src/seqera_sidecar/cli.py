@@ -179,7 +179,7 @@ def _cpus(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from .evaluate import command
+    from .evaluate_cli import command
 
     return command(args)
 
@@ -187,7 +187,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seqera-sidecar", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    from .evaluate import add_arguments
+    from .evaluate_cli import add_arguments
 
     evaluate = commands.add_parser("evaluate", help="replay Nextflow traces against predictors")
     add_arguments(evaluate)
