@@ -8,6 +8,7 @@ import random
 import pytest
 
 from seqera_core.sizing import UsageModel
+from seqera_core.sizing_prior import Pool
 
 
 def _trained(points: list[tuple[int | None, float]], **options: float) -> UsageModel:
@@ -17,10 +18,47 @@ def _trained(points: list[tuple[int | None, float]], **options: float) -> UsageM
     return model
 
 
-def test_no_run_no_opinion_and_too_few_runs_fall_back() -> None:
+def test_no_run_no_opinion_and_too_few_runs_without_a_pipeline_fall_back() -> None:
     assert UsageModel().upper(10) is None
     model = _trained([(10, 100.0), (20, 120.0)], fallback_margin=1.25)
     assert model.upper(10) == pytest.approx(150.0)
+
+
+def _pipeline(spreads: list[float], seed: int = 8) -> Pool:
+    """A pipeline whose processes, 20 runs each, vary by ``spreads`` (log sd)."""
+    rng = random.Random(seed)
+    pool = Pool()
+    for spread in spreads:
+        other = UsageModel(pool=pool)
+        for _ in range(20):
+            other.learn(None, 1e9 * rng.lognormvariate(0, spread))
+    return pool
+
+
+@pytest.mark.parametrize(("spread", "least", "most"), [(0.01, 1.0, 1.08), (0.3, 1.5, 64.0)])
+def test_a_process_with_few_runs_borrows_its_pipelines_dispersion(
+    spread: float, least: float, most: float
+) -> None:
+    pool = _pipeline([spread * f for f in (0.8, 0.9, 1.0, 1.1, 1.2, 1.0)])
+    model = UsageModel(pool=pool)
+    for peak in (30e9, 30.1e9, 29.9e9):  # three runs of a new process: no fit yet
+        model.learn(None, peak)
+    bound = model.upper(None)
+    assert bound is not None and least * 30.1e9 <= bound <= most * 30.1e9
+    # a stratum borrows without lending: the pipeline's prior is unchanged by it
+    prior = pool.prior()
+    UsageModel(pool=pool, lends=False).learn(None, 5.0)
+    assert pool.prior() == prior
+
+
+def test_a_dozen_steady_runs_with_a_few_small_ones_keep_a_tight_bound() -> None:
+    # nf-core/eager's bwa: 11.05 GB give or take 0.5 %, and now and then a tiny input that
+    # peaks at a fraction of it; those say nothing of how far above 11.1 GB a run goes
+    rng = random.Random(9)
+    runs = [(10**9, 11.05e9 * rng.uniform(0.995, 1.005)) for _ in range(10)]
+    model = _trained([*runs, (10**6, 2e9), (10**6, 3e9)])
+    bound = model.upper(None)
+    assert bound is not None and model.largest <= bound <= model.largest * 1.05
 
 
 def test_a_dozen_steady_runs_get_a_margin_of_a_few_per_cent() -> None:

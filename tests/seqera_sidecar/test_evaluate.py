@@ -48,6 +48,23 @@ def test_split_is_seeded_and_keeps_30_percent_of_large_processes() -> None:
     assert abs(len(past) - 0.3 * kept) <= len(by_process)
 
 
+def test_a_sample_keeps_a_dozen_runs_of_history_per_process() -> None:
+    records = read_trace(TRACE)
+    past, online = split(records, 3, Sample(12, 28))
+    assert split(records, 3, Sample(12, 28)) == (past, online)
+    counts: dict[str, int] = {}
+    for record in records:
+        counts[record.process] = counts.get(record.process, 0) + 1
+    large = {process for process, n in counts.items() if n >= MIN_RUNS}
+    assert len(large) == 5 and {r.process for r in past + online} == large
+    for process in large:
+        assert sum(r.process == process for r in past) == 12
+        assert sum(r.process == process for r in online) == 28
+    assert not {r.task_id for r in past} & {r.task_id for r in online}
+    with pytest.raises(ValueError, match="history"):
+        Sample(0, 28)
+
+
 def test_the_predictor_beats_the_maximum_with_few_retries() -> None:
     records = read_trace(TRACE)
     preset, largest, predictive = (evaluate(records, 0, p) for p in ("preset", "max", "predictive"))

@@ -29,6 +29,7 @@ import threading
 from ..history import History, TaskRecord
 from ..models import ResourceRequest, ResourceResponse
 from ..sizing import Budget, UsageModel
+from ..sizing_prior import Pool
 from ..units import GIB, MIB
 from .base import Resolver
 
@@ -40,9 +41,17 @@ _Key = str | tuple[str, float | None, str | None]
 class _Process:
     __slots__ = ("cpu_percent", "memory", "time")
 
-    def __init__(self, budgets: tuple[Budget, Budget], options: dict[str, float]) -> None:
-        self.memory = UsageModel(budget=budgets[0], **options)  # type: ignore[arg-type]
-        self.time = UsageModel(budget=budgets[1], **options)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        budgets: tuple[Budget, Budget],
+        pools: tuple[Pool, Pool],
+        options: dict[str, float],
+        lends: bool,
+    ) -> None:
+        self.memory = UsageModel(budget=budgets[0], pool=pools[0], lends=lends,
+                                 **options)  # type: ignore[arg-type]  # fmt: skip
+        self.time = UsageModel(budget=budgets[1], pool=pools[1], lends=lends,
+                               **options)  # type: ignore[arg-type]  # fmt: skip
         self.cpu_percent = 0.0
 
 
@@ -80,6 +89,8 @@ class PredictiveResolver(Resolver):
                          "escalation": escalation}  # fmt: skip
         # A retry is priced at what a typical task of the whole history uses.
         self._budgets = (Budget(), Budget())
+        # What the processes of the history show of dispersion, lent to those with few runs
+        self._pools = (Pool(), Pool())
         UsageModel(**self._options)  # type: ignore[arg-type]  # refuses bad settings now
         self.history = history
         self.min_runs = min_runs
@@ -107,7 +118,9 @@ class PredictiveResolver(Resolver):
     def _model(self, key: _Key) -> _Process:
         model = self._models.get(key)
         if model is None:
-            model = self._models[key] = _Process(self._budgets, self._options)
+            # a (cpus, container) stratum borrows, but its runs are its process's: lent once
+            lends = isinstance(key, str)
+            model = self._models[key] = _Process(self._budgets, self._pools, self._options, lends)
         return model
 
     def _learn(self, record: TaskRecord) -> None:
