@@ -61,9 +61,13 @@ def _runs(rule: Any) -> list[object]:
     script, text = getattr(rule, "script", None), None
     if isinstance(script, str) and "{" not in script:
         basedir = getattr(rule, "basedir", None)
-        if basedir is not None and not os.path.isabs(script):
-            script = str(basedir.join(script).get_path_or_uri())
-        text = read_source(script)
+        try:
+            if basedir is not None and not os.path.isabs(script):
+                # snakemake/sourcecache.py SourceFile (as workflow.py reads a rule's files)
+                script = str(basedir.join(script).get_path_or_uri(secret_free=True))
+            text = read_source(script)
+        except (AttributeError, TypeError, ValueError):  # a Snakemake whose API moved
+            text = None
     return [getattr(rule, name, None) for name in ("shellcmd", "run_func_src", "params")] + [text]
 
 
