@@ -120,6 +120,21 @@ def test_a_retry_escalates_from_the_error_not_by_doubling() -> None:
     assert 50e9 * 1.1 <= far <= 50e9 * 2
 
 
+@pytest.mark.parametrize("spread", [0.05, 0.3])
+def test_a_retry_is_rarely_killed_again(spread: float) -> None:
+    # Past the bound a run passed, the errors' tail says how far it may be: the retry is
+    # passed by at most alpha of the runs that passed the first bound.
+    rng = random.Random(10)
+    model = _trained([(None, 1e9 * rng.lognormvariate(0, spread)) for _ in range(40)])
+    first = model.upper(None)
+    assert first is not None
+    retry = model.retry(None, first)
+    fresh = [1e9 * rng.lognormvariate(0, spread) for _ in range(100_000)]
+    missed = [y for y in fresh if y > first]
+    assert sum(y > retry for y in missed) <= 0.05 * max(len(missed), 20)
+    assert retry <= 2 * max(first, model.largest)
+
+
 def test_a_kill_belongs_to_the_task_of_the_same_input() -> None:
     model = UsageModel()
     model.fail(100, 5.0)

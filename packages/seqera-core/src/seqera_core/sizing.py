@@ -17,7 +17,9 @@ keeps the cheapest:
   them, at least that; below them, at least the nearest inputs' bound;
 - a retry after a kill at ``failed`` gets the smallest of: the chosen candidate at the
   least miss rate (its error distribution's far tail), the calibrated maximum, the
-  largest use seen, that exceeds ``failed`` by 5 % or more, and never more than
+  largest use seen, that exceeds ``failed`` by 5 % or more and by what the model's errors
+  say a miss overshoots (the scale of their upper tail x ln(1/``alpha``): a second miss
+  at most ``alpha`` of the time), and never more than
   ``escalation`` x the larger of ``failed`` and the largest use; past all of them (a
   use never seen), the failed allocation grown by the process's own spread (at least
   10 %; ``escalation`` before any run). A miss thus escalates from how wrong the model
@@ -269,6 +271,11 @@ class UsageModel:
                 self.largest,
             ]
             spread = fit.spread
+            # The kill says this run's error passed the margin the failed allocation stood
+            # for. Past a margin, the model's errors run on by its tail's scale (an
+            # exponential tail forgets where it was passed): the allocation a second miss
+            # passes at most ``alpha`` of the time is that scale x ln(1/alpha) higher.
+            least = max(least, failed * math.exp(best.overshoot(key) * -math.log(self.alpha)))
         # Never past ``escalation`` x what is known: a tail fitted to few errors can
         # promise any size.
         most = max(failed, self.largest) * self.escalation
@@ -278,4 +285,4 @@ class UsageModel:
         # Nothing learned yet: no spread to go by, so the full step.
         growth = self.escalation if fit is None else (
             min(self.escalation, max(_MIN_GROWTH, math.exp(2 * spread))))  # fmt: skip
-        return max(failed, self.largest) * growth
+        return max(min(least, most), max(failed, self.largest) * growth)

@@ -7,7 +7,8 @@ for a miss rate (:mod:`seqera_core.sizing_margin`).
 
 The candidates: ``quantile`` (the largest use of the others: the per-process maximum, whose
 conformal margin makes it an upper order statistic), ``mean`` (their log-mean),
-``neighbours`` (the log-mean of the runs nearest in input) and ``power`` (least squares of
+``neighbours`` (the median log use of the runs nearest in input: a run that
+used next to nothing, a tiny input or an early exit, does not drag its neighbours down) and ``power`` (least squares of
 log use on log input: a power law, the only one that extrapolates). A window picks the
 candidate whose calibrated allocations would have wasted least on its own runs, weighted
 (by run time for memory, so the waste is in GB-hours), a miss charged its whole allocation
@@ -19,10 +20,19 @@ from __future__ import annotations
 
 import bisect
 import math
+import statistics
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from .sizing_margin import MOST, RESOLUTION, Residuals, margin, t_quantile, upper_tail
+from .sizing_margin import (
+    MOST,
+    RESOLUTION,
+    Residuals,
+    margin,
+    t_quantile,
+    tail_scale,
+    upper_tail,
+)
 from .sizing_prior import Prior
 
 __all__ = [
@@ -126,8 +136,8 @@ class Candidate:
     (in units of the local scale for a ``local`` one)."""
 
     __slots__ = (
-        "cost", "intercept", "keys", "kind", "local", "margin", "prefix", "safe", "slope",
-        "width",
+        "cost", "excess", "intercept", "keys", "kind", "local", "margin", "safe", "slope",
+        "values", "width",
     )  # fmt: skip
 
     def __init__(self, kind: str, margin_: float, cost: float, safe: float) -> None:
@@ -135,10 +145,12 @@ class Candidate:
         self.margin = margin_
         self.cost = cost
         self.safe = safe  # the margin at the least miss rate: what a retry is sized at
+        # how far past a margin it passes a miss lands, on average (its errors' tail scale)
+        self.excess = RESOLUTION
         self.intercept = 0.0  # quantile, mean: the centre; power: the intercept
         self.slope = 0.0
         self.keys: Sequence[float] = ()
-        self.prefix: list[float] = []
+        self.values: Sequence[float] = ()  # neighbours: the log uses, in order of ``keys``
         self.width = 0
         self.local: _Scale | None = None
 
@@ -148,7 +160,7 @@ class Candidate:
             return self.intercept + self.slope * key
         if self.kind == "neighbours" and key is not None:
             lo, hi = nearest(self.keys, key, self.width)
-            return (self.prefix[hi] - self.prefix[lo]) / (hi - lo)
+            return statistics.median(self.values[lo:hi])
         return self.intercept
 
     def upper(self, key: float | None, *, safe: bool = False) -> float:
@@ -157,6 +169,12 @@ class Candidate:
         if self.local is not None and key is not None:
             return self.centre(key) + min(MOST, max(RESOLUTION, margin_ * self.local.at(key)))
         return self.centre(key) + max(RESOLUTION, margin_)
+
+    def overshoot(self, key: float | None) -> float:
+        """The log scale of how far past its bound a miss lands, near ``key``."""
+        if self.local is not None and key is not None:
+            return min(MOST, max(RESOLUTION, self.excess * self.local.at(key)))
+        return min(MOST, max(RESOLUTION, self.excess))
 
 
 def _calibrated(
@@ -215,6 +233,8 @@ def _calibrated(
             best = Candidate(kind, margin_, cost, 0.0)
     assert best is not None
     best.safe = safe
+    if n >= 3:
+        best.excess = tail_scale(ordered.ordered)
     return best
 
 
@@ -231,7 +251,7 @@ def _local(
     candidate = _calibrated(base.kind, centres, values, weights, settings,
                             scales=scale.left_out())  # fmt: skip
     candidate.intercept, candidate.slope = base.intercept, base.slope
-    candidate.keys, candidate.prefix, candidate.width = base.keys, base.prefix, base.width
+    candidate.keys, candidate.values, candidate.width = base.keys, base.values, base.width
     candidate.local = scale
     return candidate
 
@@ -274,22 +294,19 @@ def _neighbours(
 ) -> tuple[Candidate, list[float]]:
     n = len(keys)
     width = max(3, min(16, round(math.sqrt(n))))
-    prefix = [0.0]
-    for value in values:
-        prefix.append(prefix[-1] + value)
     centres = []
     count = min(width + 1, n)
     for i, lo in enumerate(_windows(keys, count)):
         key, hi = keys[i], lo + count
         if lo <= i < hi:
-            total = prefix[hi] - prefix[lo] - values[i]
+            others = [*values[lo:i], *values[i + 1 : hi]]
         elif key - keys[lo] > keys[hi - 1] - key:  # a tie took i's place: drop the far end
-            total = prefix[hi] - prefix[lo + 1]
+            others = list(values[lo + 1 : hi])
         else:
-            total = prefix[hi - 1] - prefix[lo]
-        centres.append(total / width)
+            others = list(values[lo : hi - 1])
+        centres.append(statistics.median(others))
     candidate = _calibrated("neighbours", centres, values, weights, settings)
-    candidate.keys, candidate.prefix, candidate.width = keys, prefix, width
+    candidate.keys, candidate.values, candidate.width = keys, values, width
     return candidate, centres
 
 

@@ -24,7 +24,7 @@ from statistics import NormalDist
 
 from .sizing_prior import Prior
 
-__all__ = ["MOST", "RESOLUTION", "Residuals", "margin", "t_quantile", "upper_tail"]
+__all__ = ["MOST", "RESOLUTION", "Residuals", "margin", "t_quantile", "tail_scale", "upper_tail"]
 
 # The least log margin over a prediction: a peak is sampled (Nextflow reads /proc every
 # few seconds, a cgroup's counter is rounded to pages), so two runs that used "the same"
@@ -119,5 +119,12 @@ def upper_tail(ordered: Sequence[float], alpha: float) -> float:
     n = len(ordered)
     top = max(2, min(10, n // 3))
     threshold = ordered[n - 1 - top]
-    excess = sum(ordered[n - top :]) / top - threshold
-    return threshold + excess * math.log(top / ((n + 1) * alpha))
+    return threshold + tail_scale(ordered) * math.log(top / ((n + 1) * alpha))
+
+
+def tail_scale(ordered: Sequence[float]) -> float:
+    """The scale of the exponential tail :func:`upper_tail` fits to sorted values: how far
+    past a high one the next value that passes it lands, on average."""
+    n = len(ordered)
+    top = max(2, min(10, n // 3))
+    return sum(ordered[n - top :]) / top - ordered[n - 1 - top]

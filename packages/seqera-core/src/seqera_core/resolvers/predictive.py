@@ -10,8 +10,9 @@ picks its own margin per process from its leave-one-out errors and how many runs
 the per-process maximum where that wastes less. A first attempt never gets more than it
 declared unless the history has seen it use more.
 
-A retry after an out-of-memory (time-limit) kill escalates from how wrong the model has
-been (:meth:`UsageModel.retry`); after a time-limit kill it gets at least what was
+The time model prices a miss 10 x higher than the memory model (a kill loses the run, a
+longer limit holds nothing). A retry after an out-of-memory (time-limit) kill escalates
+from how wrong the model has been (:meth:`UsageModel.retry`); after a time-limit kill it gets at least what was
 declared, so no task is killed twice for time when its declaration suffices.
 
 Tools that size themselves from their allocation (the request's ``self_sizing``, set by
@@ -37,6 +38,11 @@ __all__ = ["PredictiveResolver"]
 
 _Key = str | tuple[str, float | None, str | None]
 
+# A time-limit kill throws away the whole run (and its retry gets the declared limit),
+# while a limit longer than needed holds no resource, only some backfill priority: a miss
+# of the time model is priced this many times a memory miss.
+_TIME_MISS = 10.0
+
 
 class _Process:
     __slots__ = ("cpu_percent", "memory", "time")
@@ -50,8 +56,9 @@ class _Process:
     ) -> None:
         self.memory = UsageModel(budget=budgets[0], pool=pools[0], lends=lends,
                                  **options)  # type: ignore[arg-type]  # fmt: skip
+        timing = {**options, "retry_cost": options["retry_cost"] * _TIME_MISS}
         self.time = UsageModel(budget=budgets[1], pool=pools[1], lends=lends,
-                               **options)  # type: ignore[arg-type]  # fmt: skip
+                               **timing)  # type: ignore[arg-type]  # fmt: skip
         self.cpu_percent = 0.0
 
 
