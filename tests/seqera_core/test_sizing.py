@@ -75,7 +75,11 @@ def test_an_erratic_process_gets_a_wide_margin() -> None:
     peaks = [rng.lognormvariate(math.log(4e9), 0.3) for _ in range(12)]
     model = _trained([(None, p) for p in peaks])
     bound = model.upper(None)
-    assert bound is not None and bound > max(peaks) * 1.1
+    # past the largest of 12 by more than a steady process's few per cent, and missed by
+    # no more of its new runs than the miss rate it was sized at (5 %)
+    assert bound is not None and bound > max(peaks) * 1.05
+    fresh = [rng.lognormvariate(math.log(4e9), 0.3) for _ in range(10_000)]
+    assert sum(y > bound for y in fresh) <= 0.05 * len(fresh)
 
 
 def test_follows_use_that_grows_with_input() -> None:

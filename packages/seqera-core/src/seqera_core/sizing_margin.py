@@ -115,11 +115,18 @@ def upper_tail(ordered: Sequence[float], alpha: float) -> float:
     exponential tail fitted to the top third (at most ten) of them: the mean-excess
     estimator of peaks over a threshold (Davison & Smith, "Models for exceedances over
     high thresholds", JRSS B 52(3), 1990), heavier than a normal tail, so a skewed
-    process is not held to a symmetric bound, and blind to values far below the top."""
+    process is not held to a symmetric bound, and blind to values far below the top;
+    with its scale's uncertainty (Lomax predictive) while there are few of them."""
     n = len(ordered)
     top = max(2, min(10, n // 3))
     threshold = ordered[n - 1 - top]
-    return threshold + tail_scale(ordered) * math.log(top / ((n + 1) * alpha))
+    # The share of new values past the threshold that may pass the bound. With the scale
+    # known, an exponential tail puts it scale x ln(1/share) past the threshold; estimated
+    # from ``top`` excesses, a new excess follows the predictive Lomax law instead,
+    # P(Y > y) = (1 + y / (top x scale))^-top (a scale prior of 1/scale): wider while
+    # ``top`` is small, the same as it grows (the finite-sample correction).
+    share = (n + 1) * alpha / top
+    return threshold + top * tail_scale(ordered) * (math.pow(share, -1 / top) - 1)
 
 
 def tail_scale(ordered: Sequence[float]) -> float:

@@ -12,8 +12,9 @@ declared unless the history has seen it use more.
 
 The time model prices a miss 10 x higher than the memory model (a kill loses the run, a
 longer limit holds nothing). A retry after an out-of-memory (time-limit) kill escalates
-from how wrong the model has been (:meth:`UsageModel.retry`); after a time-limit kill it gets at least what was
-declared, so no task is killed twice for time when its declaration suffices.
+from how wrong the model has been (:meth:`UsageModel.retry`); after a time-limit kill it
+gets at least what was declared, so no task is killed twice for time when its
+declaration suffices.
 
 Tools that size themselves from their allocation (the request's ``self_sizing``, set by
 the engine adapters from :func:`seqera_core.sizing_guard.references_memory`, or a history
