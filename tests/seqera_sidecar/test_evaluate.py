@@ -156,3 +156,12 @@ def test_the_command_with_several_traces(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert alone.returncode == 2 and "--leave-one-out needs two traces" in alone.stderr
+
+
+def test_a_bad_sample_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    for bad in ("12", "0,28", "a,b"):
+        with pytest.raises(SystemExit) as exited:
+            main(["evaluate", str(TRACE), "--sample", bad])
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert f"--sample: {bad!r}" in err and ("HISTORY,ONLINE" in err or ">= 1" in err)
