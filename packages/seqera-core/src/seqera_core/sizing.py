@@ -105,7 +105,7 @@ class _Fit:
             self.best_sized = candidates[0]
             self.low, self.high = keys[0], keys[-1]
             self.quantile = _best(candidates, "quantile")
-            self.neighbours = next((c for c in candidates if c.kind in ("median", "neighbours")
+            self.neighbours = next((c for c in candidates if c.kind == "median"
                                     and c.local is None), None)  # fmt: skip
         if len(sized) < len(runs) or self.best_sized is None:
             candidates = fit_candidates(None, values, [r.weight for r in runs], settings)

@@ -7,9 +7,10 @@ for a miss rate (:mod:`seqera_core.sizing_margin`).
 
 The candidates: ``quantile`` (the largest use of the others: the per-process maximum, whose
 conformal margin makes it an upper order statistic), ``mean`` (their log-mean),
-``neighbours`` and ``median`` (the log-mean, and the median log use, of the runs nearest
-in input) and ``power`` (least squares of
-log use on log input: a power law, the only one that extrapolates). A window picks the
+``median`` (the median log use of the runs nearest in input: a run that used next to
+nothing, a tiny input or an early exit, does not drag its neighbours down as a mean
+would) and ``power`` (least squares of log use on log input: a power law, the only one
+that extrapolates). A window picks the
 candidate whose calibrated allocations would have wasted least on its own runs, weighted
 (by run time for memory, so the waste is in GB-hours), a miss charged its whole allocation
 and a retry. The two constant candidates' t bounds lean on the pipeline's prior for a
@@ -64,15 +65,6 @@ class Settings(NamedTuple):
     levels: tuple[float, ...] = LEVELS
     penalty: float = 0.0
     prior: Prior | None = None  # of the variance of a process's log use
-
-
-# How the runs nearest in input are summed up: their log-mean, or their median log use
-# (a run that used next to nothing, a tiny input or an early exit, does not drag its
-# neighbours down).
-_CENTRES: dict[str, Callable[[Sequence[float]], float]] = {
-    "neighbours": statistics.fmean,
-    "median": statistics.median,
-}
 
 
 def nearest(keys: Sequence[float], key: float, count: int) -> tuple[int, int]:
@@ -159,7 +151,7 @@ class Candidate:
         self.intercept = 0.0  # quantile, mean: the centre; power: the intercept
         self.slope = 0.0
         self.keys: Sequence[float] = ()
-        self.values: Sequence[float] = ()  # neighbours: the log uses, in order of ``keys``
+        self.values: Sequence[float] = ()  # median: the log uses, in order of ``keys``
         self.width = 0
         self.local: _Scale | None = None
 
@@ -167,9 +159,9 @@ class Candidate:
         """The log prediction (no margin) for log input ``key``."""
         if self.kind == "power" and key is not None:
             return self.intercept + self.slope * key
-        if self.kind in _CENTRES and key is not None:
+        if self.kind == "median" and key is not None:
             lo, hi = nearest(self.keys, key, self.width)
-            return _CENTRES[self.kind](self.values[lo:hi])
+            return statistics.median(self.values[lo:hi])
         return self.intercept
 
     def upper(self, key: float | None, *, safe: bool = False) -> float:
@@ -298,16 +290,11 @@ def _constant(
     return [quantile, mean]
 
 
-def _neighbours(
-    keys: Sequence[float],
-    values: Sequence[float],
-    weights: Sequence[float],
-    settings: Settings,
-    kind: str,
+def _median(
+    keys: Sequence[float], values: Sequence[float], weights: Sequence[float], settings: Settings
 ) -> tuple[Candidate, list[float]]:
     n = len(keys)
     width = max(3, min(16, round(math.sqrt(n))))
-    centre: Callable[[Sequence[float]], float] = _CENTRES[kind]
     centres = []
     count = min(width + 1, n)
     for i, lo in enumerate(_windows(keys, count)):
@@ -318,8 +305,8 @@ def _neighbours(
             others = list(values[lo + 1 : hi])
         else:
             others = list(values[lo : hi - 1])
-        centres.append(centre(others))
-    candidate = _calibrated(kind, centres, values, weights, settings)
+        centres.append(statistics.median(others))
+    candidate = _calibrated("median", centres, values, weights, settings)
     candidate.keys, candidate.values, candidate.width = keys, values, width
     return candidate, centres
 
@@ -354,11 +341,11 @@ def fit_candidates(
     """Every candidate the window supports, each at its cheapest miss rate; cheapest
     (least estimated waste) first. ``keys`` are log inputs sorted ascending (``values`` and
     ``weights`` in the same order), or ``None`` when the runs have no input size.
-    Needs at least 3 runs; ``neighbours``, ``median`` and ``power`` need 6 with an input size.
+    Needs at least 3 runs; ``median`` and ``power`` need 6 with an input size.
     """
     candidates = _constant(values, weights, settings)
     if keys is not None and len(keys) >= 6:
-        fitted = [_neighbours(keys, values, weights, settings, "median"),
+        fitted = [_median(keys, values, weights, settings),
                   _power(keys, values, weights, settings)]  # fmt: skip
         for found in fitted:
             if found is not None:
