@@ -11,9 +11,9 @@ from seqera_core.units import MB, MIB
 from tests.cwltool_seqera.test_local_runs import DATA, run_cwl
 
 
-def _sized(tmp_path: Path, tool: str) -> int | None:
+def _sized(tmp_path: Path, tool: str, *flags: str) -> int | None:
     """The memory the tool's job ran with, after a history of runs that used 50 MB."""
-    db = tmp_path / tool / "history.db"
+    db = tmp_path / "-".join((tool, *flags)) / "history.db"
     db.parent.mkdir()
     history = open_history(db)
     history.record(
@@ -24,10 +24,8 @@ def _sized(tmp_path: Path, tool: str) -> int | None:
     history.close()
     job = db.parent / "job.yml"
     job.write_text(json.dumps({"python": sys.executable}))
-    run = run_cwl(
-        ["--seqera-history", str(db), "--no-container", str(DATA / f"{tool}.cwl"), str(job)],
-        db.parent,
-    )
+    args = ["--seqera-history", str(db), *flags, "--no-container"]
+    run = run_cwl([*args, str(DATA / f"{tool}.cwl"), str(job)], db.parent)
     assert run.code == 0, run.stderr
     _, records = open_history(db).attempts()
     (latest,) = [r for r in records if r.run_id != "before"]
@@ -39,3 +37,8 @@ def test_a_tool_given_runtime_ram_keeps_what_it_declares(tmp_path: Path) -> None
     # Without $(runtime.ram) the same history sizes a tool down: see the Snakemake twin of
     # this test (both rules in one run) and test_local_runs' history test.
     assert _sized(tmp_path, "ram") == 2000 * MIB
+
+
+def test_the_user_may_opt_out(tmp_path: Path) -> None:
+    sized = _sized(tmp_path, "ram", "--seqera-shrink-self-sizing")
+    assert sized is not None and sized < 500 * MIB

@@ -171,3 +171,14 @@ def test_auto_labels_tolerate_spaces(tmp_path: Path) -> None:
         "run-id",
         "user",
     ]
+
+
+def test_the_self_sizing_guard_opt_out(tmp_path: Path) -> None:
+    def shrink(environ: dict[str, str]) -> object:
+        config = load_config(environ=environ, cwd=tmp_path, home=tmp_path)
+        return config.get("sizing.shrink_self_sizing", False)
+
+    assert shrink({}) is False
+    assert shrink({"SEQERA_SIZING_SHRINK_SELF_SIZING": "yes"}) is True
+    with pytest.raises(ResourceError, match=r"SEQERA_SIZING_SHRINK_SELF_SIZING.*true or false"):
+        shrink({"SEQERA_SIZING_SHRINK_SELF_SIZING": "sometimes"})

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from seqera_core.sizing_guard import references_memory, tracks_allocation
+from seqera_core.sizing_guard import read_source, references_memory, tracks_allocation
 
 GB = 10**9
 
@@ -19,6 +21,12 @@ GB = 10**9
         "${ return Math.floor(runtime['ram'] * 0.8) }",
         "spades.py --memory $((SLURM_MEM_PER_NODE / 1024))",
         "java -XX:MaxRAMPercentage=80 -jar tool.jar",
+        # Snakemake run: blocks and script:s (Python, R, Bash)
+        "shell('bwa index -m {resources.mem_mb}')",
+        "subprocess.run(['sort', '-S', f'{snakemake.resources.mem_mb}M', path])",
+        'sort(x, mem = snakemake@resources[["mem_mb"]])',
+        "sort -S ${snakemake_resources[mem_mb]}M in.txt",
+        "heap = resources.get('mem_mb', 1000)",
     ],
 )
 def test_commands_that_hand_the_allocation_to_the_tool(text: str) -> None:
@@ -30,6 +38,17 @@ def test_commands_that_hand_the_allocation_to_the_tool(text: str) -> None:
 )
 def test_commands_that_do_not(text: str | None) -> None:
     assert not references_memory(text)
+
+
+def test_a_script_is_read_when_it_can_be(tmp_path: Path) -> None:
+    script = tmp_path / "sort.R"
+    script.write_text('x <- sort(y, mem = snakemake@resources[["mem_mb"]])\n')
+    assert references_memory(read_source(script))
+    assert read_source(tmp_path / "missing.py") is None
+    assert read_source(tmp_path) is None  # a directory
+    big = tmp_path / "big.py"
+    big.write_bytes(b"#" * (2 << 20) + b"snakemake.resources.mem_mb")
+    assert not references_memory(read_source(big))  # past the first MiB: not a rule's script
 
 
 def test_nested_descriptions_and_functions_that_take_resources() -> None:

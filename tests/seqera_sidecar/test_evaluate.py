@@ -12,16 +12,8 @@ import pytest
 from seqera_core.errors import UsageError
 from seqera_core.history import open_history
 from seqera_sidecar.cli import main
-from seqera_sidecar.evaluate import (
-    MIN_RUNS,
-    Score,
-    _choose,
-    _Settings,
-    evaluate,
-    evaluate_time,
-    leave_one_out,
-    split,
-)
+from seqera_sidecar.evaluate import MIN_RUNS, Sample, Score, evaluate, evaluate_time, split
+from seqera_sidecar.lopo import _choose, _Settings, leave_one_out
 from seqera_sidecar.trace import read_trace
 
 TRACE = Path(__file__).parent / "data" / "trace-iwd.csv.gz"
@@ -54,6 +46,23 @@ def test_split_is_seeded_and_keeps_30_percent_of_large_processes() -> None:
     kept = sum(n for n in by_process.values() if n >= MIN_RUNS)
     assert len(past) + len(online) == kept
     assert abs(len(past) - 0.3 * kept) <= len(by_process)
+
+
+def test_a_sample_keeps_a_dozen_runs_of_history_per_process() -> None:
+    records = read_trace(TRACE)
+    past, online = split(records, 3, Sample(12, 28))
+    assert split(records, 3, Sample(12, 28)) == (past, online)
+    counts: dict[str, int] = {}
+    for record in records:
+        counts[record.process] = counts.get(record.process, 0) + 1
+    large = {process for process, n in counts.items() if n >= MIN_RUNS}
+    assert len(large) == 5 and {r.process for r in past + online} == large
+    for process in large:
+        assert sum(r.process == process for r in past) == 12
+        assert sum(r.process == process for r in online) == 28
+    assert not {r.task_id for r in past} & {r.task_id for r in online}
+    with pytest.raises(ValueError, match="history"):
+        Sample(0, 28)
 
 
 def test_the_predictor_beats_the_maximum_with_few_retries() -> None:
@@ -147,3 +156,12 @@ def test_the_command_with_several_traces(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert alone.returncode == 2 and "--leave-one-out needs two traces" in alone.stderr
+
+
+def test_a_bad_sample_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    for bad in ("12", "0,28", "a,b"):
+        with pytest.raises(SystemExit) as exited:
+            main(["evaluate", str(TRACE), "--sample", bad])
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert f"--sample: {bad!r}" in err and ("HISTORY,ONLINE" in err or ">= 1" in err)

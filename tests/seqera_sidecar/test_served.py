@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
 
+from seqera_core.dialects.nextflow import parse_memory
+from seqera_core.history import TaskRecord, open_history
 from seqera_core.models import ResourceRequest
 from seqera_core.resolvers import HttpResolver
 
@@ -74,6 +77,30 @@ def test_resolve_and_config_from_the_command_line(tmp_path: Path) -> None:
     assert text.startswith("//") and f"withName: '{name}' {{ cpus = " in text
     bad = _cli("resolve", "--history", str(history), "--process", name, "--memory", "4 gigs")
     assert bad.returncode == 2 and "memory" in bad.stderr
+
+
+def test_a_self_sizing_process_keeps_its_memory_unless_the_user_opts_out(tmp_path: Path) -> None:
+    # nf-core/eager's MarkDuplicates: retried at 2x and 3x, it used most of what it got
+    history, gb = tmp_path / "h.db", 10**9
+    usual = [(int((5 + i / 10) * gb), (14 + i / 20) * gb, 17.2 * gb) for i in range(30)]
+    retried = [(6 * gb, 32.1 * gb, 34.4 * gb), (6.4 * gb, 32.8 * gb, 34.4 * gb),
+               (7.2 * gb, 45.4 * gb, 51.5 * gb)]  # fmt: skip
+    store = open_history(history)
+    store.record(TaskRecord("before", str(i), "MARKDUP", True, memory=int(given),
+                            peak_memory=int(peak), realtime=60.0, input_bytes=size)
+                 for i, (size, peak, given) in enumerate(usual + retried))  # fmt: skip
+    store.close()
+    ask = ("resolve", "--history", str(history), "--process", "MARKDUP", "--memory", "60 GB")
+    kept, shrunk = _cli(*ask), _cli(*ask, "--shrink-self-sizing")
+    assert kept.returncode == shrunk.returncode == 0, kept.stderr + shrunk.stderr
+    assert kept.stdout.splitlines()[1] == "memory '60 GB'"
+    shrunk_to = parse_memory(shrunk.stdout.splitlines()[1].split(" ", 1)[1].strip("'"))
+    assert 45.4 * gb <= shrunk_to < 60 * 2**30
+    by_environment = subprocess.run(
+        [sys.executable, "-m", "seqera_sidecar", *ask], capture_output=True, text=True,
+        timeout=60, check=False, env={**os.environ, "SEQERA_SIZING_SHRINK_SELF_SIZING": "true"},
+    )  # fmt: skip
+    assert by_environment.stdout == shrunk.stdout
 
 
 def test_refuses_to_listen_beyond_loopback_without_a_token(tmp_path: Path) -> None:

@@ -44,6 +44,8 @@ def _config(options: SeqeraOptions) -> Config:
         "local.cpus": options.local_cpus,
         "local.memory": options.local_memory,
         **{f"ecs.{key}": value for key, value in options.ecs.items()},
+        # a flag given turns the guard off; not given leaves the config's choice
+        "sizing.shrink_self_sizing": options.shrink_self_sizing or None,
     }
     return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
 

@@ -35,6 +35,7 @@ class SeqeraOptions:
     history: str | None = None  # task history (path or URL): sizes jobs, records each one
     report: Path | None = None  # the run's HTML report, written when the run ends
     pull_first: bool = False  # container images made ready on this host before the jobs
+    shrink_self_sizing: bool = False  # tools given $(runtime.ram) may be sized below it
 
 
 def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
@@ -59,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seqera-history")
     parser.add_argument("--seqera-report", type=Path)
     parser.add_argument("--seqera-pull-first", action="store_true")
+    parser.add_argument("--seqera-shrink-self-sizing", action="store_true")
     return parser
 
 
@@ -109,5 +111,6 @@ def parse_options(argv: Sequence[str]) -> tuple[SeqeraOptions, list[str]]:
         history=ours.seqera_history,
         report=ours.seqera_report,
         pull_first=ours.seqera_pull_first,
+        shrink_self_sizing=ours.seqera_shrink_self_sizing,
     )
     return options, rest + args[cut:]

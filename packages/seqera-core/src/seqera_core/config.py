@@ -26,6 +26,10 @@ ecs: {cluster: genomics, execution_role: "arn:aws:iam::123456789012:role/ecsTask
 and bytes or a size such as ``8GiB``) are what the local backend shares between jobs
 (default: the whole machine).
 
+``sizing.shrink_self_sizing`` (``SEQERA_SIZING_SHRINK_SELF_SIZING``, boolean, default
+false) lets the right-sizer size a tool that sizes itself from its allocation below what
+it declares (:mod:`seqera_core.sizing_guard`): the user's opt-out of that guard.
+
 ``ecs.*`` keys configure the AWS ECS backend (``SEQERA_ECS_<KEY>`` in the environment):
 ``cluster`` and ``execution_role`` are required to run there; ``task_role``, ``subnets``
 and ``security_groups`` (lists, or comma-separated text), ``assign_public_ip`` (boolean),
@@ -79,6 +83,7 @@ KEYS: dict[str, str] = {
     "squash.max_time": "SEQERA_SQUASH_MAX_TIME",
     "squash.cpus": "SEQERA_SQUASH_CPUS",
     "squash.key": "SEQERA_SQUASH_KEY",
+    "sizing.shrink_self_sizing": "SEQERA_SIZING_SHRINK_SELF_SIZING",
 }
 _LISTS = ("ecs.subnets", "ecs.security_groups")
 _BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
@@ -227,7 +232,7 @@ def _check(key: str, value: Any, where: str) -> Any:
         return _labels(value, where)
     if key in _LISTS:
         return _list(key, value, where)
-    if key in ("ecs.assign_public_ip", "ecs.report_usage"):
+    if key in ("ecs.assign_public_ip", "ecs.report_usage", "sizing.shrink_self_sizing"):
         return _boolean(key, value, where)
     if key == "local.cpus":
         return _cores(key, value, where)

@@ -139,8 +139,13 @@ class Session:
                 self.history = open_history(os.path.expanduser(str(location)))
             self.resolvers = configured(config)
             if self.history is not None:
-                build = sizing or PredictiveResolver
-                self.resolvers.append(build(self.history))
+                shrink = bool(config.get("sizing.shrink_self_sizing", False))
+                history = self.history
+                self.resolvers.append(
+                    sizing(history)
+                    if sizing is not None
+                    else PredictiveResolver(history, shrink_self_sizing=shrink)
+                )
         except BaseException:
             self.close()
             raise

@@ -8,13 +8,18 @@ window, each at the miss rate (at most ``alpha``) where it costs least, a miss p
 ``retry_cost`` x what a typical task of the whole history uses (:class:`Budget`), and
 keeps the cheapest:
 
-- with no run it has no opinion; with fewer than ``min_runs``, the largest use x
-  ``fallback_margin``;
+- with no run it has no opinion; with fewer than ``min_runs``, the Student-t bound of
+  its log-mean at ``alpha`` with the variance its pipeline's processes lend it
+  (:mod:`seqera_core.sizing_prior`: as much as they are alike), never below its largest
+  use; without a pipeline to borrow from (or with almost nothing to go by: a prior of
+  less than one degree of freedom and one run), the largest use x ``fallback_margin``;
 - within the inputs seen, never more than the calibrated per-process maximum; above
   them, at least that; below them, at least the nearest inputs' bound;
 - a retry after a kill at ``failed`` gets the smallest of: the chosen candidate at the
   least miss rate (its error distribution's far tail), the calibrated maximum, the
-  largest use seen, that exceeds ``failed`` by 5 % or more, and never more than
+  largest use seen, that exceeds ``failed`` by 5 % or more and by what the model's errors
+  say a miss overshoots (the scale of their upper tail x ln(1/``alpha``): a second miss
+  at most ``alpha`` of the time), and never more than
   ``escalation`` x the larger of ``failed`` and the largest use; past all of them (a
   use never seen), the failed allocation grown by the process's own spread (at least
   10 %; ``escalation`` before any run). A miss thus escalates from how wrong the model
@@ -29,6 +34,8 @@ from typing import NamedTuple
 
 from .sizing_fit import LEVELS, Candidate, Settings, fit_candidates
 from .sizing_guard import tracks_allocation
+from .sizing_margin import MOST, RESOLUTION, t_quantile
+from .sizing_prior import Moments, Pool
 
 __all__ = ["Budget", "UsageModel"]
 
@@ -98,7 +105,7 @@ class _Fit:
             self.best_sized = candidates[0]
             self.low, self.high = keys[0], keys[-1]
             self.quantile = _best(candidates, "quantile")
-            self.neighbours = next((c for c in candidates if c.kind == "neighbours"
+            self.neighbours = next((c for c in candidates if c.kind == "median"
                                     and c.local is None), None)  # fmt: skip
         if len(sized) < len(runs) or self.best_sized is None:
             candidates = fit_candidates(None, values, [r.weight for r in runs], settings)
@@ -134,7 +141,11 @@ class UsageModel:
         min_runs: int = 5,
         fallback_margin: float = 1.2,
         escalation: float = 2.0,
+        pool: Pool | None = None,
+        lends: bool = True,
     ) -> None:
+        """``pool``: the pipeline's processes, whose dispersion this one borrows while it
+        has few runs, and (``lends``) adds its own to."""
         if (not 0 < alpha < 0.5 or retry_cost < 0 or min_runs < 3 or fallback_margin < 1
                 or escalation <= 1):  # fmt: skip
             raise ValueError(
@@ -157,6 +168,9 @@ class UsageModel:
         self._fit: _Fit | None = None
         self._stale = 0  # runs learned since the fit
         self._tracks: bool | None = None
+        self.pool = pool
+        # the all-time moments of log use: what this process lends its pipeline
+        self._moments = pool.member() if pool is not None and lends else Moments()
 
     def learn(
         self,
@@ -173,7 +187,9 @@ class UsageModel:
         self.largest = max(self.largest, usage)
         if self._own_budget:
             self.budget.add(usage, weight)
-        self._window.append(_Run(input_bytes, usage, math.log(usage), weight, allocation))
+        value = math.log(usage)
+        self._moments.add(value)
+        self._window.append(_Run(input_bytes, usage, value, weight, allocation))
         self._stale += 1
         self._tracks = None
 
@@ -200,7 +216,8 @@ class UsageModel:
         if self._fit is None or self._stale > len(self._window) // 16:
             self._stale = 0
             penalty = self.retry_cost * self.budget.mean
-            self._fit = _Fit(self._window, Settings(self.levels, penalty))
+            prior = None if self.pool is None else self.pool.prior(self._moments)
+            self._fit = _Fit(self._window, Settings(self.levels, penalty, prior))
         return self._fit
 
     @property
@@ -218,14 +235,32 @@ class UsageModel:
             return None
         fit = self._fitted()
         if fit is None:
-            return self.largest * self.fallback_margin
+            return self._few()
         return math.exp(fit.upper(input_bytes))
+
+    def _few(self) -> float:
+        """Fewer runs than ``min_runs``: the t bound of the log-mean, the variance its
+        pipeline lends it (see the module's rules)."""
+        values = [r.value for r in self._window]
+        n = len(values)
+        prior = None if self.pool is None else self.pool.prior(self._moments)
+        if prior is None:  # a t bound on 1-3 dof alone is boundless: no better than this
+            return self.largest * self.fallback_margin
+        mean = sum(values) / n
+        variance = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
+        variance, dof = prior.posterior(variance, float(n - 1))
+        if dof < 1:  # a prior of almost no weight and one run: nothing to go by
+            return self.largest * self.fallback_margin
+        bound = mean + t_quantile(1 - self.alpha, dof) * math.sqrt(variance * (1 + 1 / n))
+        # never past MOST over the largest use: a t bound on one degree of freedom is boundless
+        bound = min(bound, math.log(self.largest) + MOST)
+        return max(self.largest * math.exp(RESOLUTION), math.exp(bound))
 
     def retry(self, input_bytes: int | None, failed: float) -> float:
         """The allocation for a retry after a kill at ``failed`` (see the module's rules)."""
         fit = self._fitted()
         least = failed * _RETRY_STEP
-        rungs = [self.largest * self.fallback_margin] if fit is None else []
+        rungs = [self._few()] if fit is None else []
         spread = 0.0
         if fit is not None:
             best = fit.best_sized if input_bytes is not None and fit.best_sized else fit.best_all
@@ -236,6 +271,11 @@ class UsageModel:
                 self.largest,
             ]
             spread = fit.spread
+            # The kill says this run's error passed the margin the failed allocation stood
+            # for. Past a margin, the model's errors run on by its tail's scale (an
+            # exponential tail forgets where it was passed): the allocation a second miss
+            # passes at most ``alpha`` of the time is that scale x ln(1/alpha) higher.
+            least = max(least, failed * math.exp(best.overshoot(key) * -math.log(self.alpha)))
         # Never past ``escalation`` x what is known: a tail fitted to few errors can
         # promise any size.
         most = max(failed, self.largest) * self.escalation
@@ -245,4 +285,4 @@ class UsageModel:
         # Nothing learned yet: no spread to go by, so the full step.
         growth = self.escalation if fit is None else (
             min(self.escalation, max(_MIN_GROWTH, math.exp(2 * spread))))  # fmt: skip
-        return max(failed, self.largest) * growth
+        return max(min(least, most), max(failed, self.largest) * growth)

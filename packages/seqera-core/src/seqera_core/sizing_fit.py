@@ -1,35 +1,40 @@
-"""Calibrated upper bounds from a few runs or many: candidate predictors and their margins.
+"""Calibrated upper bounds from a few runs or many: candidate predictors of one window.
 
 Every candidate predicts the logarithm of a quantity (peak memory, run time) from the log of
 the task's input size. Each run of the window is scored by the candidate fitted to the
-*other* runs (leave-one-out: closed forms, no refit), and those residuals set the margin
-for a target miss rate ``alpha``:
-
-- with enough runs (``ceil((n + 1)(1 - alpha)) <= n``) the margin is that order statistic
-  of the residuals: the jackknife form of conformal prediction, whose coverage holds for
-  any distribution of exchangeable runs (Vovk, Gammerman & Shafer 2005; Barber et al.,
-  "Predictive inference with the jackknife+", Ann. Statist. 2021);
-- with fewer, no order statistic is far enough out: the margin is the larger of the
-  Student-t prediction bound ``mean + t(n-1, 1-alpha) s sqrt(1 + 1/n)`` and the largest
-  residual seen, so a process whose peak barely varies gets a margin of a few per cent
-  from a dozen runs, and an erratic one a wide one.
+*other* runs (leave-one-out: closed forms, no refit), and those residuals set its margin
+for a miss rate (:mod:`seqera_core.sizing_margin`).
 
 The candidates: ``quantile`` (the largest use of the others: the per-process maximum, whose
 conformal margin makes it an upper order statistic), ``mean`` (their log-mean),
-``neighbours`` (the log-mean of the runs nearest in input) and ``power`` (least squares of
-log use on log input: a power law, the only one that extrapolates). A window picks the
+``median`` (the median log use of the runs nearest in input: a run that used next to
+nothing, a tiny input or an early exit, does not drag its neighbours down as a mean
+would) and ``power`` (least squares of log use on log input: a power law, the only one
+that extrapolates). A window picks the
 candidate whose calibrated allocations would have wasted least on its own runs, weighted
 (by run time for memory, so the waste is in GB-hours), a miss charged its whole allocation
-and a retry.
+and a retry. The two constant candidates' t bounds lean on the pipeline's prior for a
+process's dispersion (:mod:`seqera_core.sizing_prior`) while the window is small.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+import statistics
 from collections.abc import Callable, Sequence
-from statistics import NormalDist
 from typing import NamedTuple
+
+from .sizing_margin import (
+    MOST,
+    RESOLUTION,
+    Residuals,
+    margin,
+    t_quantile,
+    tail_scale,
+    upper_tail,
+)
+from .sizing_prior import Prior
 
 __all__ = [
     "LEVELS",
@@ -48,14 +53,6 @@ __all__ = [
 MISS_COST = 1.5
 
 
-# The least log margin over a prediction: a peak is sampled (Nextflow reads /proc every
-# few seconds, a cgroup's counter is rounded to pages), so two runs that used "the same"
-# differ by about this much.
-RESOLUTION = 0.005
-# The most a margin may add: 64 x the prediction. Past it a tail fitted to a few wild
-# errors says nothing (and exp() overflows).
-MOST = math.log(64)
-
 # The miss rates a window chooses from: down to 1 in 2,000, which a process whose use
 # barely varies affords for a fraction of a per cent more.
 LEVELS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
@@ -67,72 +64,7 @@ class Settings(NamedTuple):
 
     levels: tuple[float, ...] = LEVELS
     penalty: float = 0.0
-
-
-_NORMAL = NormalDist()
-
-
-def t_quantile(p: float, dof: int) -> float:
-    """The ``p`` quantile of Student's t with ``dof`` degrees of freedom (``dof >= 1``).
-
-    Cornish-Fisher expansion in the normal quantile (Abramowitz & Stegun 26.7.5), exact
-    enough from 3 degrees of freedom on; 1 and 2 have closed forms.
-    """
-    if dof == 1:
-        return math.tan(math.pi * (p - 0.5))
-    if dof == 2:
-        a = 4 * p * (1 - p)
-        return (2 * p - 1) * math.sqrt(2 / a)
-    z = _NORMAL.inv_cdf(p)
-    z2 = z * z
-    g1 = (z2 + 1) * z / 4
-    g2 = ((5 * z2 + 16) * z2 + 3) * z / 96
-    g3 = (((3 * z2 + 19) * z2 + 17) * z2 - 15) * z / 384
-    g4 = ((((79 * z2 + 776) * z2 + 1482) * z2 - 1920) * z2 - 945) * z / 92160
-    v = float(dof)
-    return z + g1 / v + g2 / v**2 + g3 / v**3 + g4 / v**4
-
-
-def margin(residuals: Sequence[float], alpha: float, *, parametric: bool = True) -> float:
-    """The log margin that ``1 - alpha`` of new runs stay under (see the module's rules).
-
-    ``parametric=False`` (for the ``quantile`` candidate, whose residuals are one-sided by
-    construction) replaces the t bound by the largest residual alone.
-    """
-    return _Residuals(residuals).margin(alpha, parametric=parametric)
-
-
-class _Residuals:
-    """Sorted residuals with what every miss rate's margin needs, computed once."""
-
-    __slots__ = ("mean", "ordered", "spread")
-
-    def __init__(self, residuals: Sequence[float]) -> None:
-        self.ordered = sorted(residuals)
-        n = len(self.ordered)
-        self.mean = sum(self.ordered) / n
-        self.spread = (
-            math.sqrt(sum((r - self.mean) ** 2 for r in self.ordered) / (n - 1)) if n > 1 else 0.0
-        )
-
-    def margin(self, alpha: float, *, parametric: bool) -> float:
-        ordered = self.ordered
-        n = len(ordered)
-        rank = math.ceil((n + 1) * (1 - alpha))
-        if rank <= n:
-            return ordered[rank - 1]
-        worst = ordered[-1]
-        if not parametric or n < 3:
-            return worst
-        bound = self.mean + t_quantile(1 - alpha, n - 1) * self.spread * math.sqrt(1 + 1 / n)
-        # Past the largest residual, an exponential tail fitted to the top third (at most
-        # ten) of them (the mean-excess estimator of peaks over a threshold): heavier than
-        # a normal tail, so a skewed process is not held to a symmetric bound.
-        top = max(2, min(10, n // 3))
-        threshold = ordered[n - 1 - top]
-        excess = sum(ordered[n - top :]) / top - threshold
-        tail = threshold + excess * math.log(top / ((n + 1) * alpha))
-        return max(bound, worst, tail)
+    prior: Prior | None = None  # of the variance of a process's log use
 
 
 def nearest(keys: Sequence[float], key: float, count: int) -> tuple[int, int]:
@@ -205,8 +137,8 @@ class Candidate:
     (in units of the local scale for a ``local`` one)."""
 
     __slots__ = (
-        "cost", "intercept", "keys", "kind", "local", "margin", "prefix", "safe", "slope",
-        "width",
+        "cost", "excess", "intercept", "keys", "kind", "local", "margin", "safe", "slope",
+        "values", "width",
     )  # fmt: skip
 
     def __init__(self, kind: str, margin_: float, cost: float, safe: float) -> None:
@@ -214,10 +146,12 @@ class Candidate:
         self.margin = margin_
         self.cost = cost
         self.safe = safe  # the margin at the least miss rate: what a retry is sized at
+        # how far past a margin it passes a miss lands, on average (its errors' tail scale)
+        self.excess = RESOLUTION
         self.intercept = 0.0  # quantile, mean: the centre; power: the intercept
         self.slope = 0.0
         self.keys: Sequence[float] = ()
-        self.prefix: list[float] = []
+        self.values: Sequence[float] = ()  # median: the log uses, in order of ``keys``
         self.width = 0
         self.local: _Scale | None = None
 
@@ -225,9 +159,9 @@ class Candidate:
         """The log prediction (no margin) for log input ``key``."""
         if self.kind == "power" and key is not None:
             return self.intercept + self.slope * key
-        if self.kind == "neighbours" and key is not None:
+        if self.kind == "median" and key is not None:
             lo, hi = nearest(self.keys, key, self.width)
-            return (self.prefix[hi] - self.prefix[lo]) / (hi - lo)
+            return statistics.median(self.values[lo:hi])
         return self.intercept
 
     def upper(self, key: float | None, *, safe: bool = False) -> float:
@@ -236,6 +170,12 @@ class Candidate:
         if self.local is not None and key is not None:
             return self.centre(key) + min(MOST, max(RESOLUTION, margin_ * self.local.at(key)))
         return self.centre(key) + max(RESOLUTION, margin_)
+
+    def overshoot(self, key: float | None) -> float:
+        """The log scale of how far past its bound a miss lands, near ``key``."""
+        if self.local is not None and key is not None:
+            return min(MOST, max(RESOLUTION, self.excess * self.local.at(key)))
+        return min(MOST, max(RESOLUTION, self.excess))
 
 
 def _calibrated(
@@ -246,16 +186,18 @@ def _calibrated(
     settings: Settings,
     floor: Callable[[float], float] | None = None,
     scales: Sequence[float] | None = None,
+    prior: Prior | None = None,
 ) -> Candidate:
     """The candidate at the miss rate, among ``settings.levels``, that costs least;
     ``floor(alpha)``, when given, is the least margin at a miss rate; with ``scales``,
-    residuals are divided by them (and margins are in those units)."""
+    residuals are divided by them (and margins are in those units); ``prior`` is of the
+    residuals' variance."""
     n = len(values)
     residuals = [v - c for v, c in zip(values, centres, strict=True)]
     if scales is not None:
         residuals = [r / scale for r, scale in zip(residuals, scales, strict=True)]
     order = sorted(range(n), key=residuals.__getitem__)
-    ordered = _Residuals(residuals)
+    ordered = Residuals(residuals)
     # Over the runs by residual: sum of weight x centre, and of weight x use, so the cost
     # of any margin is two prefix sums and a bisection.
     allocated, used = [0.0], [0.0]
@@ -267,7 +209,7 @@ def _calibrated(
     best: Candidate | None = None
     safe = -math.inf
     for alpha in settings.levels:
-        margin_ = ordered.margin(alpha, parametric=floor is None)
+        margin_ = ordered.margin(alpha, parametric=floor is None, prior=prior)
         if floor is not None:
             margin_ = max(margin_, floor(alpha))
         margin_ = min(margin_, MOST)
@@ -292,6 +234,8 @@ def _calibrated(
             best = Candidate(kind, margin_, cost, 0.0)
     assert best is not None
     best.safe = safe
+    if n >= 3:
+        best.excess = tail_scale(ordered.ordered)
     return best
 
 
@@ -308,7 +252,7 @@ def _local(
     candidate = _calibrated(base.kind, centres, values, weights, settings,
                             scales=scale.left_out())  # fmt: skip
     candidate.intercept, candidate.slope = base.intercept, base.slope
-    candidate.keys, candidate.prefix, candidate.width = base.keys, base.prefix, base.width
+    candidate.keys, candidate.values, candidate.width = base.keys, base.values, base.width
     candidate.local = scale
     return candidate
 
@@ -319,46 +263,51 @@ def _constant(
     n = len(values)
     total = sum(values)
     others_mean = [(total - v) / (n - 1) for v in values]
-    mean = _calibrated("mean", others_mean, values, weights, settings)
+    prior = settings.prior
+    if prior is not None:
+        # a left-out residual is n / (n - 1) x the run's deviation from the mean of all
+        prior = Prior(prior.variance * (n / (n - 1)) ** 2, prior.dof)
+    mean = _calibrated("mean", others_mean, values, weights, settings, prior=prior)
     mean.intercept = total / n
     top = max(range(n), key=values.__getitem__)
     second = max((values[i] for i in range(n) if i != top), default=values[top])
     others_max = [second if i == top else values[top] for i in range(n)]
-    spread = _Residuals([v - c for v, c in zip(values, others_mean, strict=True)])
+    ordered = sorted(values)
+    spread = Residuals([v - c for v, c in zip(values, others_mean, strict=True)])
 
     def floor(alpha: float) -> float:
         # Too few runs for an order statistic that far out: the maximum is no bound
-        # either; the log-normal prediction bound of the mean is, past the maximum.
+        # either. Past it, the log-normal prediction bound of the mean, or the upper
+        # tail alone where that is less: runs far below the others (a tiny input) widen
+        # the first and say nothing of how far above the others a run may land.
         if math.ceil((n + 1) * (1 - alpha)) <= n:
             return -math.inf
-        return mean.intercept + spread.margin(alpha, parametric=True) - values[top]
+        normal = mean.intercept + spread.margin(alpha, parametric=True, prior=prior)
+        return min(normal, upper_tail(ordered, alpha)) - values[top]
 
     quantile = _calibrated("quantile", others_max, values, weights, settings, floor)
     quantile.intercept = values[top]
     return [quantile, mean]
 
 
-def _neighbours(
+def _median(
     keys: Sequence[float], values: Sequence[float], weights: Sequence[float], settings: Settings
 ) -> tuple[Candidate, list[float]]:
     n = len(keys)
     width = max(3, min(16, round(math.sqrt(n))))
-    prefix = [0.0]
-    for value in values:
-        prefix.append(prefix[-1] + value)
     centres = []
     count = min(width + 1, n)
     for i, lo in enumerate(_windows(keys, count)):
         key, hi = keys[i], lo + count
         if lo <= i < hi:
-            total = prefix[hi] - prefix[lo] - values[i]
+            others = [*values[lo:i], *values[i + 1 : hi]]
         elif key - keys[lo] > keys[hi - 1] - key:  # a tie took i's place: drop the far end
-            total = prefix[hi] - prefix[lo + 1]
+            others = list(values[lo + 1 : hi])
         else:
-            total = prefix[hi - 1] - prefix[lo]
-        centres.append(total / width)
-    candidate = _calibrated("neighbours", centres, values, weights, settings)
-    candidate.keys, candidate.prefix, candidate.width = keys, prefix, width
+            others = list(values[lo : hi - 1])
+        centres.append(statistics.median(others))
+    candidate = _calibrated("median", centres, values, weights, settings)
+    candidate.keys, candidate.values, candidate.width = keys, values, width
     return candidate, centres
 
 
@@ -392,11 +341,11 @@ def fit_candidates(
     """Every candidate the window supports, each at its cheapest miss rate; cheapest
     (least estimated waste) first. ``keys`` are log inputs sorted ascending (``values`` and
     ``weights`` in the same order), or ``None`` when the runs have no input size.
-    Needs at least 3 runs; ``neighbours`` and ``power`` need 6 with an input size.
+    Needs at least 3 runs; ``median`` and ``power`` need 6 with an input size.
     """
     candidates = _constant(values, weights, settings)
     if keys is not None and len(keys) >= 6:
-        fitted = [_neighbours(keys, values, weights, settings),
+        fitted = [_median(keys, values, weights, settings),
                   _power(keys, values, weights, settings)]  # fmt: skip
         for found in fitted:
             if found is not None:

@@ -7,8 +7,11 @@ and shrinking it makes it fail or crawl. Two ways to tell:
 
 - :func:`references_memory`: the command, script or tool description references the
   memory value the engine hands the task: Snakemake's ``{resources.mem_mb}`` (any
-  ``resources.mem*`` in a shell command, or a ``params`` function that takes
-  ``resources``, snakemake/rules.py ``apply_input_function``), Nextflow's ``task.memory``
+  ``resources.mem*`` in a shell command, a ``run:`` block or a ``script:``, whose
+  ``snakemake`` object reads it as Python ``snakemake.resources.mem_mb``, R
+  ``snakemake@resources[["mem_mb"]]`` or Bash ``${snakemake_resources[mem_mb]}``,
+  snakemake/script/__init__.py; or a ``params`` function that takes ``resources``,
+  snakemake/rules.py ``apply_input_function``), Nextflow's ``task.memory``
   (TaskConfig.getMemory), CWL's ``runtime.ram`` (CWL v1.2 §Runtime environment), a
   scheduler's own variable (Slurm's ``SLURM_MEM_PER_NODE``/``SLURM_MEM_PER_CPU``,
   sbatch(1) OUTPUT ENVIRONMENT VARIABLES) or a JVM sized as a share of its container's
@@ -27,13 +30,14 @@ import inspect
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 
-__all__ = ["references_memory", "tracks_allocation"]
+__all__ = ["read_source", "references_memory", "tracks_allocation"]
 
 _NEAR = math.log(1.25)  # inputs within 25 % are "about the same"
 
 _REFERENCES = re.compile(
-    r"""resources\s*(?:\.|\[\s*["']|\.get\(\s*["'])mem   # Snakemake: resources.mem_mb
+    r"""resources\s*(?:\.|\[\[?\s*["']?|\.get\(\s*["'])mem  # Snakemake: resources.mem_mb
       | \btask\s*\.\s*memory\b                           # Nextflow: task.memory
       | \bruntime\s*(?:\.\s*ram\b|\[\s*["']ram["'])      # CWL: runtime.ram
       | \bSLURM_MEM_PER_(?:NODE|CPU)\b                   # Slurm's job environment
@@ -41,6 +45,20 @@ _REFERENCES = re.compile(
     """,
     re.VERBOSE,
 )
+
+
+# A script longer than this is not a script a rule runs: read no further.
+_SOURCE_LIMIT = 1 << 20
+
+
+def read_source(path: str | Path) -> str | None:
+    """The text of a script a task runs (its first MiB), or ``None`` when it cannot be
+    read here (remote, missing, not text): then only the command is checked."""
+    try:
+        with open(path, "rb") as stream:
+            return stream.read(_SOURCE_LIMIT).decode("utf-8", errors="replace")
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def _takes_resources(function: Callable[..., object]) -> bool:

@@ -30,7 +30,11 @@ DEFAULT_HISTORY = "~/.seqera/history.db"
 def _settings(args: argparse.Namespace) -> Config:
     """seqera config (``seqera.yaml``, ``$SEQERA_*``) with this command's flags on top; the
     history defaults to ``~/.seqera/history.db``, since the sidecar always keeps one."""
-    flags = {"history": getattr(args, "history", None), "backend": getattr(args, "backend", None)}
+    flags = {
+        "history": getattr(args, "history", None),
+        "backend": getattr(args, "backend", None),
+        "sizing.shrink_self_sizing": getattr(args, "shrink_self_sizing", False) or None,
+    }
     config = load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
     if not config.get("history"):
         flags["history"] = DEFAULT_HISTORY
@@ -38,16 +42,20 @@ def _settings(args: argparse.Namespace) -> Config:
     return config
 
 
-def _sizing(args: argparse.Namespace) -> Callable[[History], Resolver]:
+def _sizing(args: argparse.Namespace, config: Config) -> Callable[[History], Resolver]:
     """The history's resolver ``--resolver`` asks for."""
     if getattr(args, "resolver", "predictive") == "max":
         return lambda history: MaximumResolver(history, margin=args.margin)
     apply_cpus = getattr(args, "apply_cpus", False)
-    return lambda history: PredictiveResolver(history, apply_cpus=apply_cpus)
+    shrink = bool(config.get("sizing.shrink_self_sizing", False))
+    return lambda history: PredictiveResolver(
+        history, apply_cpus=apply_cpus, shrink_self_sizing=shrink
+    )
 
 
 def _session(args: argparse.Namespace, **options: Any) -> Session:
-    return Session(_settings(args), "seqera-sidecar", sizing=_sizing(args), **options)
+    config = _settings(args)
+    return Session(config, "seqera-sidecar", sizing=_sizing(args, config), **options)
 
 
 def _loopback(host: str) -> bool:
@@ -179,7 +187,7 @@ def _cpus(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from .evaluate import command
+    from .evaluate_cli import command
 
     return command(args)
 
@@ -187,7 +195,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seqera-sidecar", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    from .evaluate import add_arguments
+    from .evaluate_cli import add_arguments
 
     evaluate = commands.add_parser("evaluate", help="replay Nextflow traces against predictors")
     add_arguments(evaluate)
@@ -205,6 +213,10 @@ def _parser() -> argparse.ArgumentParser:
                              "(largest use seen x --margin)")  # fmt: skip
             sub.add_argument("--apply-cpus", action="store_true",
                              help="predictive: cpus = most cores ever busy")  # fmt: skip
+            sub.add_argument("--shrink-self-sizing", action="store_true",
+                             help="predictive: size tasks that read task.memory below "
+                             "what they declare (default: never; "
+                             "$SEQERA_SIZING_SHRINK_SELF_SIZING)")  # fmt: skip
         sub.add_argument("--history", help=f"SQLite path, sqlite:/// or postgresql:// URL (default "
                          f"$SEQERA_HISTORY or {DEFAULT_HISTORY})")  # fmt: skip
         sub.add_argument("--margin", type=float, default=1.2,

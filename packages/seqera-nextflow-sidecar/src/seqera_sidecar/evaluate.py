@@ -11,49 +11,31 @@ Time limits are replayed the same way, apart (`evaluate_time`): a task whose lim
 below its ``realtime`` is killed, loses the limit's hours, is recorded as a time-limit
 attempt and is retried; memory plays no part there.
 
+A :class:`Sample` replays a pipeline with little history instead: per process, a seeded
+``history`` tasks are history and the next ``online`` arrive online (12 and 28 is the
+issue's pipeline B, where most processes have about that many), so how a predictor does
+on its first tasks of a process with a dozen runs is measured on the traces there are.
+
 A trace records no input sizes: ``rchar`` (bytes the task read, inputs and index alike)
-stands in for them (:mod:`.trace`). Several traces can be replayed at once, and
-:func:`leave_one_out` scores each with the right-sizer's settings chosen on the *other*
-traces only (:data:`GRID`), so a result says how it does on a pipeline it was not tuned on.
+stands in for them (:mod:`.trace`). Several traces are compared with each trace left
+out in turn by :mod:`.lopo`; the command line is :mod:`.evaluate_cli`.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import random
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
-from typing import TypeVar
+from collections.abc import Callable, Sequence
 
 import attrs
 from attrs import frozen
 
-from seqera_core.errors import UsageError
 from seqera_core.history import History, TaskRecord, open_history
 from seqera_core.models import ResourceRequest
 from seqera_core.resolvers import MaximumResolver, PredictiveResolver, Resolver
 
-from .trace import read_trace
-
-__all__ = [
-    "GRID",
-    "PREDICTORS",
-    "Held",
-    "Score",
-    "TimeScore",
-    "add_arguments",
-    "command",
-    "evaluate",
-    "evaluate_time",
-    "leave_one_out",
-    "split",
-]
-
-T = TypeVar("T")
-R = TypeVar("R")
+__all__ = ["PREDICTORS", "Sample", "Score", "TimeScore", "evaluate", "evaluate_time", "split"]
 
 MIN_RUNS = 34
 HISTORY_SHARE = 0.3
@@ -70,11 +52,14 @@ PREDICTORS: dict[str, Build | None] = {
     "predictive": lambda h: PredictiveResolver(h),
 }
 
-# The right-sizer's settings a leave-one-out run chooses from: what a retry is worth (in
-# typical tasks' use) and the highest miss rate a process may be sized at.
-GRID: tuple[dict[str, float], ...] = tuple(
-    {"retry_cost": cost, "alpha": alpha} for cost in (3.0, 10.0, 30.0) for alpha in (0.02, 0.05)
-)
+
+@frozen
+class Sample:
+    """Per process, ``history`` tasks of history and the next ``online`` online (a process
+    with fewer than both together keeps what it has, history first)."""
+
+    history: int = attrs.field(validator=attrs.validators.ge(1))
+    online: int = attrs.field(validator=attrs.validators.ge(1))
 
 
 @frozen
@@ -120,8 +105,11 @@ class TimeScore:
         return self.kills / self.tasks if self.tasks else 0.0
 
 
-def split(records: Sequence[TaskRecord], seed: int) -> tuple[list[TaskRecord], list[TaskRecord]]:
-    """The protocol's (history, online) split: online tasks in one seeded random order."""
+def split(
+    records: Sequence[TaskRecord], seed: int, sample: Sample | None = None
+) -> tuple[list[TaskRecord], list[TaskRecord]]:
+    """The protocol's (history, online) split, or ``sample``'s: online tasks in one seeded
+    random order."""
     rng = random.Random(seed)
     groups: dict[str, list[TaskRecord]] = defaultdict(list)
     for record in records:
@@ -134,9 +122,9 @@ def split(records: Sequence[TaskRecord], seed: int) -> tuple[list[TaskRecord], l
         if len(tasks) < MIN_RUNS:
             continue
         rng.shuffle(tasks)
-        cut = round(len(tasks) * HISTORY_SHARE)
+        cut = round(len(tasks) * HISTORY_SHARE) if sample is None else sample.history
         past += tasks[:cut]
-        online += tasks[cut:]
+        online += tasks[cut:] if sample is None else tasks[cut : cut + sample.online]
     rng.shuffle(online)
     return past, online
 
@@ -158,19 +146,21 @@ def _request(task: TaskRecord, attempt: int) -> ResourceRequest:
 
 
 def _replay(
-    records: Sequence[TaskRecord], seed: int, predictor: str | Build
+    records: Sequence[TaskRecord], seed: int, predictor: str | Build, sample: Sample | None
 ) -> tuple[list[TaskRecord], History, Resolver | None]:
     """The online tasks, and a history of the others with ``predictor`` over it."""
     build = PREDICTORS[predictor] if isinstance(predictor, str) else predictor
-    past, online = split(records, seed)
+    past, online = split(records, seed, sample)
     history = open_history(":memory:")
     history.record(past)
     return online, history, build(history) if build is not None else None
 
 
-def evaluate(records: Sequence[TaskRecord], seed: int, predictor: str | Build) -> Score:
+def evaluate(
+    records: Sequence[TaskRecord], seed: int, predictor: str | Build, sample: Sample | None = None
+) -> Score:
     """Replay ``records`` (one trace) with ``predictor`` (a name, or how to build one)."""
-    online, history, resolver = _replay(records, seed, predictor)
+    online, history, resolver = _replay(records, seed, predictor, sample)
     used = wasted = 0.0
     retries = 0
     by_process: dict[str, float] = defaultdict(float)
@@ -202,9 +192,11 @@ def evaluate(records: Sequence[TaskRecord], seed: int, predictor: str | Build) -
     return Score(name, len(online), used / _GBH, wasted / _GBH, retries, dict(by_process))
 
 
-def evaluate_time(records: Sequence[TaskRecord], seed: int, predictor: str | Build) -> TimeScore:
+def evaluate_time(
+    records: Sequence[TaskRecord], seed: int, predictor: str | Build, sample: Sample | None = None
+) -> TimeScore:
     """Replay the time limits of ``records`` (one trace) with ``predictor``, as for memory."""
-    online, history, resolver = _replay(records, seed, predictor)
+    online, history, resolver = _replay(records, seed, predictor, sample)
     declared_total = limits = runs = lost = 0.0
     kills = killed_twice = undeclared = 0
     for task in online:
@@ -234,176 +226,3 @@ def evaluate_time(records: Sequence[TaskRecord], seed: int, predictor: str | Bui
     history.close()
     return TimeScore(_name(predictor), len(online), undeclared, declared_total / 3600,
                      limits / 3600, runs / 3600, kills, killed_twice, lost / 3600)  # fmt: skip
-
-
-class _Settings:
-    """Builds the right-sizer with one of the :data:`GRID` settings (picklable, named)."""
-
-    def __init__(self, settings: dict[str, float]) -> None:
-        self.settings = settings
-        self.name = "predictive(" + ", ".join(f"{k}={v:g}" for k, v in settings.items()) + ")"
-
-    def __call__(self, history: History) -> Resolver:
-        return PredictiveResolver(history, **self.settings)  # type: ignore[arg-type]
-
-
-@frozen
-class Held:
-    """One trace and seed scored with the settings chosen on the other traces."""
-
-    trace: str
-    seed: int
-    chosen: str
-    maximum: Score
-    score: Score
-    time: TimeScore
-
-
-def _feasible(ours: Score, maximum: Score) -> bool:
-    return ours.retry_share <= 0.01 and ours.wasted_gbh < maximum.wasted_gbh
-
-
-def _choose(
-    scores: dict[tuple[int, str, int], Score],
-    maxima: dict[tuple[str, int], Score],
-    traces: Sequence[str],
-    seeds: Sequence[int],
-    settings: int,
-) -> int:
-    """The grid index that did best on ``traces``: most runs with fewer retries than 1 %
-    and less waste than the maximum, then the least waste relative to the maximum."""
-
-    def rank(index: int) -> tuple[int, float]:
-        runs = [(scores[index, t, s], maxima[t, s]) for t in traces for s in seeds]
-        failed = sum(not _feasible(ours, most) for ours, most in runs)
-        relative = sum(ours.wasted_gbh / max(most.wasted_gbh, 1e-9) for ours, most in runs)
-        return failed, relative / len(runs)
-
-    return min(range(settings), key=rank)
-
-
-def leave_one_out(
-    traces: Mapping[str, Sequence[TaskRecord]],
-    seeds: Sequence[int],
-    *,
-    jobs: int = 1,
-    grid: Sequence[dict[str, float]] = GRID,
-) -> list[Held]:
-    """Each trace scored, seed by seed, with the settings of ``grid`` that did best on
-    the other traces (with one trace alone, on itself: say so when reporting)."""
-    names = sorted(traces)
-    runs = [(i, t, s) for i in range(len(grid)) for t in names for s in seeds]
-    builds = [_Settings(settings) for settings in grid]
-    work = [(traces[t], s, builds[i]) for i, t, s in runs]
-    with ProcessPoolExecutor(jobs) if jobs > 1 else _Inline() as pool:
-        done = list(pool.map(_evaluate, work))
-        maxima = dict(zip([(t, s) for t in names for s in seeds],
-                          pool.map(_evaluate, [(traces[t], s, "max") for t in names
-                                               for s in seeds]), strict=True))  # fmt: skip
-        scores = dict(zip(runs, done, strict=True))
-        held: list[Held] = []
-        chosen = {t: _choose(scores, maxima, [o for o in names if o != t] or [t], seeds,
-                             len(grid)) for t in names}  # fmt: skip
-        times = list(
-            pool.map(
-                _evaluate_time, [(traces[t], s, builds[chosen[t]]) for t in names for s in seeds]
-            )
-        )
-    for (t, s), time in zip([(t, s) for t in names for s in seeds], times, strict=True):
-        index = chosen[t]
-        held.append(Held(t, s, builds[index].name, maxima[t, s], scores[index, t, s], time))
-    return held
-
-
-def _evaluate(work: tuple[Sequence[TaskRecord], int, str | Build]) -> Score:
-    return evaluate(*work)
-
-
-def _evaluate_time(work: tuple[Sequence[TaskRecord], int, str | Build]) -> TimeScore:
-    return evaluate_time(*work)
-
-
-class _Inline:
-    """The executor's ``map`` in this process (``--jobs 1``)."""
-
-    def __enter__(self) -> _Inline:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        return None
-
-    def map(self, function: Callable[[T], R], items: Sequence[T]) -> list[R]:
-        return [function(item) for item in items]
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``evaluate`` command's arguments."""
-    parser.add_argument("trace", nargs="+",
-                        help="trace files written with trace.raw = true (.csv/.gz)")  # fmt: skip
-    parser.add_argument("--seed", type=int, action="append",
-                        help="repeat for several (default: 0)")  # fmt: skip
-    parser.add_argument("--predictor", action="append", choices=list(PREDICTORS),
-                        help="repeat for several (default: all)")  # fmt: skip
-    parser.add_argument("--leave-one-out", action="store_true",
-                        help="score each trace with the right-sizer settings chosen on the "
-                        "others (needs two traces or more)")  # fmt: skip
-    parser.add_argument("--jobs", type=int, default=1, help="replays run at once")
-
-
-def command(args: argparse.Namespace) -> int:
-    """Replay each trace (or leave each out, ``--leave-one-out``) and print the tables."""
-    seeds = args.seed or [0]
-    traces = {Path(path).name.split(".")[0]: read_trace(path) for path in args.trace}
-    if len(traces) < len(args.trace):
-        raise UsageError("two traces have the same file name: rename one")
-    if args.leave_one_out:
-        if len(traces) < 2:
-            raise UsageError("--leave-one-out needs two traces or more")
-        _print_held(leave_one_out(traces, seeds, jobs=max(1, args.jobs)))
-        return 0
-    names = args.predictor or list(PREDICTORS)
-    for trace, records in traces.items():
-        for seed in seeds:
-            print(f"{trace} (seed {seed})")
-            print("| predictor | online tasks | used GB-h | wasted GB-h | MAQ | retries |")
-            print("|---|---|---|---|---|---|")
-            for name in names:
-                score = evaluate(records, seed, name)
-                print(f"| {name} | {score.tasks} | {score.used_gbh:.2f} | "
-                      f"{score.wasted_gbh:.2f} | {score.maq:.3f} | "
-                      f"{_retries(score)} |")  # fmt: skip
-            print("\nTime limits\n" + _TIME_HEAD)
-            for name in names:
-                print(_time_row(name, evaluate_time(records, seed, name)))
-            print()
-    return 0
-
-
-_TIME_HEAD = ("| predictor | online tasks | none declared | declared h | limits h | run h | kills "
-              "| killed twice | lost h |\n|---|---|---|---|---|---|---|---|---|")  # fmt: skip
-
-
-def _retries(score: Score) -> str:
-    return f"{score.retries} ({score.retry_share:.2%})"
-
-
-def _time_row(name: str, time: TimeScore) -> str:
-    return (f"| {name} | {time.tasks} | {time.undeclared} | {time.declared_hours:.1f} | "
-            f"{time.limit_hours:.1f} | {time.run_hours:.1f} | {time.kills} "
-            f"({time.kill_share:.2%}) | {time.killed_twice} | {time.lost_hours:.2f} |")  # fmt: skip
-
-
-def _print_held(held: Sequence[Held]) -> None:
-    print("Leave one pipeline out: each trace scored with the settings chosen on the others.")
-    print("| trace | seed | settings (chosen on the others) | online tasks | max: wasted GB-h, "
-          "MAQ, retries | right-sizer: wasted GB-h, MAQ, retries | less waste |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
-    for h in held:
-        most, ours = h.maximum, h.score
-        less = "yes" if ours.wasted_gbh < most.wasted_gbh else "NO"
-        print(f"| {h.trace} | {h.seed} | {h.chosen} | {ours.tasks} | {most.wasted_gbh:.2f}, "
-              f"{most.maq:.3f}, {_retries(most)} | {ours.wasted_gbh:.2f}, {ours.maq:.3f}, "
-              f"{_retries(ours)} | {less} |")  # fmt: skip
-    print("\nTime limits (same settings)\n" + _TIME_HEAD.replace("predictor", "trace, seed"))
-    for h in held:
-        print(_time_row(f"{h.trace}, {h.seed}", h.time))

@@ -84,6 +84,7 @@ def _layered(settings: ExecutorSettings, default_history: str | None) -> Config:
         "squash.max_jobs": settings.squash_max_jobs,
         "squash.max_time": settings.squash_max_time,
         "squash.cpus": settings.squash_cpus,
+        "sizing.shrink_self_sizing": settings.shrink_self_sizing or None,
     }
     return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
 

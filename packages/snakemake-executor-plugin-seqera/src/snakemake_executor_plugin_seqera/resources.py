@@ -22,7 +22,7 @@ from seqera_core.dialects.snakemake import (
     request_from_resources,
 )
 from seqera_core.models import ResourceRequest
-from seqera_core.sizing_guard import references_memory
+from seqera_core.sizing_guard import read_source, references_memory
 
 __all__ = ["RUNNER_MEMORY", "default_memory", "input_bytes", "job_request", "task_labels"]
 
@@ -52,6 +52,25 @@ def task_labels(job: Any) -> dict[str, str]:
     return labels
 
 
+def _runs(rule: Any) -> list[object]:
+    """What a rule runs, as snakemake/rules.py ``Rule`` holds it: its ``shell:`` command
+    (``shellcmd``), the source of its ``run:`` block (``run_func_src``, which
+    workflow.py ``get_rule_source`` maps back to the Snakefile), the text of its ``script:``
+    (a path relative to the rule's ``basedir``, unless it has wildcards or is remote) and
+    its ``params``."""
+    script, text = getattr(rule, "script", None), None
+    if isinstance(script, str) and "{" not in script:
+        basedir = getattr(rule, "basedir", None)
+        try:
+            if basedir is not None and not os.path.isabs(script):
+                # snakemake/sourcecache.py SourceFile (as workflow.py reads a rule's files)
+                script = str(basedir.join(script).get_path_or_uri(secret_free=True))
+            text = read_source(script)
+        except (AttributeError, TypeError, ValueError):  # a Snakemake whose API moved
+            text = None
+    return [getattr(rule, name, None) for name in ("shellcmd", "run_func_src", "params")] + [text]
+
+
 def job_request(
     job: Any, *, queue: str | None = None, account: str | None = None
 ) -> tuple[ResourceRequest, list[str]]:
@@ -70,11 +89,9 @@ def job_request(
     total = input_bytes(job.input)
     labels = {**request.labels, **task_labels(job)}
     changes: dict[str, Any] = {"input_bytes": total, "labels": labels}
-    # {resources.mem_mb} in the command: the tool sizes itself, never shrink it
+    # {resources.mem_mb} in what it runs: the tool sizes itself, never shrink it
     rules = [getattr(j, "rule", None) for j in (getattr(job, "jobs", None) or [job])]
-    changes["self_sizing"] = references_memory(
-        [(getattr(r, "shellcmd", None), getattr(r, "params", None)) for r in rules]
-    )
+    changes["self_sizing"] = references_memory([_runs(r) for r in rules])
     if request.container is None and not job.is_group() and job.container_img_url:
         # The rule's `container:` image: a feature the right-sizer learns from.
         changes["container"] = str(job.container_img_url)

@@ -88,6 +88,13 @@ class ExecutorSettings(ExecutorSettingsBase):
         default=None,
         metadata=_setting("Cores the local backend shares between jobs (default: all)."),
     )
+    shrink_self_sizing: bool = field(
+        default=False,
+        metadata=_setting(
+            "Let the right-sizer size a rule whose command, run: block or script reads "
+            "resources.mem_mb below what it declares (by default it never does)."
+        ),
+    )
     squash: Optional[str] = field(
         default=None,
         metadata=_setting(

@@ -10,9 +10,11 @@ picks its own margin per process from its leave-one-out errors and how many runs
 the per-process maximum where that wastes less. A first attempt never gets more than it
 declared unless the history has seen it use more.
 
-A retry after an out-of-memory (time-limit) kill escalates from how wrong the model has
-been (:meth:`UsageModel.retry`); after a time-limit kill it gets at least what was
-declared, so no task is killed twice for time when its declaration suffices.
+The time model prices a miss 10 x higher than the memory model (a kill loses the run, a
+longer limit holds nothing). A retry after an out-of-memory (time-limit) kill escalates
+from how wrong the model has been (:meth:`UsageModel.retry`); after a time-limit kill it
+gets at least what was declared, so no task is killed twice for time when its
+declaration suffices.
 
 Tools that size themselves from their allocation (the request's ``self_sizing``, set by
 the engine adapters from :func:`seqera_core.sizing_guard.references_memory`, or a history
@@ -29,6 +31,7 @@ import threading
 from ..history import History, TaskRecord
 from ..models import ResourceRequest, ResourceResponse
 from ..sizing import Budget, UsageModel
+from ..sizing_prior import Pool
 from ..units import GIB, MIB
 from .base import Resolver
 
@@ -36,13 +39,27 @@ __all__ = ["PredictiveResolver"]
 
 _Key = str | tuple[str, float | None, str | None]
 
+# A time-limit kill throws away the whole run (and its retry gets the declared limit),
+# while a limit longer than needed holds no resource, only some backfill priority: a miss
+# of the time model is priced this many times a memory miss.
+_TIME_MISS = 10.0
+
 
 class _Process:
     __slots__ = ("cpu_percent", "memory", "time")
 
-    def __init__(self, budgets: tuple[Budget, Budget], options: dict[str, float]) -> None:
-        self.memory = UsageModel(budget=budgets[0], **options)  # type: ignore[arg-type]
-        self.time = UsageModel(budget=budgets[1], **options)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        budgets: tuple[Budget, Budget],
+        pools: tuple[Pool, Pool],
+        options: dict[str, float],
+        lends: bool,
+    ) -> None:
+        self.memory = UsageModel(budget=budgets[0], pool=pools[0], lends=lends,
+                                 **options)  # type: ignore[arg-type]  # fmt: skip
+        timing = {**options, "retry_cost": options["retry_cost"] * _TIME_MISS}
+        self.time = UsageModel(budget=budgets[1], pool=pools[1], lends=lends,
+                               **timing)  # type: ignore[arg-type]  # fmt: skip
         self.cpu_percent = 0.0
 
 
@@ -80,6 +97,8 @@ class PredictiveResolver(Resolver):
                          "escalation": escalation}  # fmt: skip
         # A retry is priced at what a typical task of the whole history uses.
         self._budgets = (Budget(), Budget())
+        # What the processes of the history show of dispersion, lent to those with few runs
+        self._pools = (Pool(), Pool())
         UsageModel(**self._options)  # type: ignore[arg-type]  # refuses bad settings now
         self.history = history
         self.min_runs = min_runs
@@ -107,7 +126,9 @@ class PredictiveResolver(Resolver):
     def _model(self, key: _Key) -> _Process:
         model = self._models.get(key)
         if model is None:
-            model = self._models[key] = _Process(self._budgets, self._options)
+            # a (cpus, container) stratum borrows, but its runs are its process's: lent once
+            lends = isinstance(key, str)
+            model = self._models[key] = _Process(self._budgets, self._pools, self._options, lends)
         return model
 
     def _learn(self, record: TaskRecord) -> None:
