@@ -30,11 +30,11 @@ rule mover:
     output: HERE + "/moved.txt"
     resources: mem_mb=300
     run:
-        parent = open(f"/proc/{os.getppid()}/cmdline", "rb").read()
+        parent = open(f"/proc/{os.getppid()}/comm", "rb").read()
         os.chdir("/")
         os.environ["LEAK"] = "leaked"
         with open(output[0], "w") as out:
-            print(b"_forkserver" in parent, file=out)
+            print(parent == b"seqera-forks\\n", file=out)
 
 rule after:
     input: HERE + "/moved.txt"
@@ -96,9 +96,9 @@ rule sleeper:
     run:
         import os, subprocess, time
         child = subprocess.Popen(["sleep", "300"])
-        parent = open(f"/proc/{os.getppid()}/cmdline", "rb").read()
+        parent = open(f"/proc/{os.getppid()}/comm", "rb").read()
         with open("pids.part", "w") as out:
-            print(os.getpid(), child.pid, b"_forkserver" in parent, file=out)
+            print(os.getpid(), child.pid, parent == b"seqera-forks\\n", file=out)
         os.rename("pids.part", "pids")
         time.sleep(300)
 """

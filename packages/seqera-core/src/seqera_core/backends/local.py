@@ -92,6 +92,10 @@ class LocalBackend(Backend):
             started at once, loads; ``PYTHON -m MODULE`` jobs of those packages then
             start as its forks (about 0.2 s of CPU for a Snakemake job, not 3.7 s); not
             with ``state``.
+        fork_server: a fork server the caller started earlier (``ForkServer(preload,
+            fork=True)``, forked from an engine before it ran threads), used instead of
+            starting one for ``preload``; the backend owns it from then on, and closes it
+            at once with ``state``.
         state: a directory where jobs are recorded, so a later backend on it re-adopts
             them (see the module's docstring); None keeps nothing on disk.
     """
@@ -109,6 +113,7 @@ class LocalBackend(Backend):
         enforce_memory: bool = True,
         state: str | os.PathLike[str] | None = None,
         preload: Sequence[str] = (),
+        fork_server: ForkServer | None = None,
     ) -> None:
         super().__init__()
         self.capacity_cpus = machine_cpus() if cpus is None else float(cpus)
@@ -136,7 +141,12 @@ class LocalBackend(Backend):
         if self._records is not None:
             self._adopt(self._records)
         # A re-adoptable job is a process with its wrapper: no fork server then.
-        self._forker = ForkServer(preload) if preload and state is None else None
+        if fork_server is not None and state is not None:
+            fork_server.close()
+            fork_server = None
+        if fork_server is None and preload and state is None:
+            fork_server = ForkServer(preload)
+        self._forker = fork_server
 
     # -- the contract ---------------------------------------------------------------
 
