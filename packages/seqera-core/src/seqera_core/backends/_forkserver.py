@@ -128,6 +128,7 @@ def _child(sock: socket.socket, request: dict[str, Any], fds: list[int]) -> None
                 os.close(fd)
         os.environ.clear()
         os.environ.update({str(k): str(v) for k, v in dict(request.get("env") or {}).items()})
+        _stdio()
         cwd = request.get("cwd")
         if cwd:
             try:
@@ -138,11 +139,41 @@ def _child(sock: socket.socket, request: dict[str, Any], fds: list[int]) -> None
                 return
         sys.path[0] = os.getcwd()  # what `python -m` puts first
         code = _run_as_main(str(request["module"]), list(request.get("args") or []))
+    except BaseException:  # the set-up failed: say why in the job's log
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
     finally:
         with contextlib.suppress(BaseException):
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(code)
+
+
+def _stdio() -> None:
+    """New text streams over descriptors 0, 1 and 2, made as a new interpreter makes them
+    (``create_stdio`` in CPython's ``pylifecycle.c``): the server's own may be another
+    program's (a fork of the engine keeps whatever replaced them there, e.g. a capture)."""
+    encoding, _, errors = (os.environ.get("PYTHONIOENCODING") or "").partition(":")
+    unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))  # the job runs `python -m`, no -u
+    streams = []
+    for fd, original in ((0, sys.__stdin__), (1, sys.__stdout__), (2, sys.__stderr__)):
+        default = "backslashreplace" if fd == 2 else getattr(original, "errors", None)
+        stream = open(  # noqa: SIM115 - the job's own stream, closed with its process
+            fd,
+            "r" if fd == 0 else "w",
+            encoding=encoding or getattr(original, "encoding", None),
+            errors=errors or default,
+            closefd=False,
+            # stderr is line-buffered, stdout only on a terminal (or with PYTHONUNBUFFERED)
+            buffering=-1,
+        )
+        if fd:
+            stream.reconfigure(
+                line_buffering=fd == 2 or unbuffered or os.isatty(fd), write_through=unbuffered
+            )
+        streams.append(stream)
+    sys.stdin, sys.stdout, sys.stderr = streams
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
 
 
 class _Server:
