@@ -172,8 +172,9 @@ def _stdio() -> None:
                 line_buffering=fd == 2 or unbuffered or os.isatty(fd), write_through=unbuffered
             )
         streams.append(stream)
-    sys.stdin, sys.stdout, sys.stderr = streams
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
+    for name, stream in zip(("stdin", "stdout", "stderr"), streams, strict=True):
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)  # a new interpreter's originals are these
 
 
 class _Server:
