@@ -290,3 +290,15 @@ def test_a_fork_server_given_to_a_backend_that_does_not_fork_is_closed(
         assert int(report(tmp_path, "given")[3]) == server.pid
     finally:
         local.close()
+
+
+def test_a_forked_server_nobody_takes_ends_quietly(
+    module: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # Snakemake builds the settings (and so the server) for a dry run too
+    server = ForkServer(["forkjob:warm"], fork=True)
+    pid = server.pid
+    assert server.forked and pid is not None
+    server.close()
+    assert _gone(pid, within=10)
+    assert "Traceback" not in capfd.readouterr().err

@@ -275,7 +275,10 @@ def serve(sock: socket.socket, entries: list[str]) -> int:
     # Every job is a fork: what is loaded now is shared, and the collector of a job never
     # walks (and so copies) the preloaded objects' pages (see gc.freeze).
     gc.freeze()
-    send(sock, {"op": "ready", "loaded": sorted(loaded), "pid": os.getpid()})
+    try:
+        send(sock, {"op": "ready", "loaded": sorted(loaded), "pid": os.getpid()})
+    except OSError:  # nobody waits for it any more (the engine ended, or took no server)
+        return 0
     _Server(sock).run()
     return 0
 
