@@ -193,7 +193,7 @@ class Executor(RemoteExecutor):
         run_id: str,
         server: ForkServer | None,
     ) -> Session:
-        session = Session(
+        return Session(
             _config(settings, jobdir),
             "snakemake",
             run_id=run_id,
@@ -210,7 +210,6 @@ class Executor(RemoteExecutor):
             fork_server=server,
             warn=lambda message: self.logger.warning(f"seqera: {message}"),
         )
-        return session
 
     # -- submission ------------------------------------------------------------------
 
