@@ -19,13 +19,16 @@ __all__ = ["PRELOAD", "early_fork_server"]
 
 # What a job imports, loaded once per squashed allocation or fork server: its parser, and
 # the modules it imports while it reads the Snakefile (smart_open through the source
-# cache), measured.
+# cache), measured; and the processor's name, which every job's log header asks for
+# (Workflow.info_header -> platform.platform()) and which costs a `uname -p` process
+# (15-20 ms) unless platform's cache already holds it.
 PRELOAD = (
     "snakemake.cli:get_argument_parser",
     "snakemake.api",
     "snakemake.executors.local",
     "snakemake.storage",
     "smart_open",
+    "platform:processor",
 )
 
 
