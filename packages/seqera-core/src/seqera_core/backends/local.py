@@ -20,10 +20,10 @@ than ``sample_interval`` in a process that is not waited for can be missed, and 
 shorter than that may only have one early sample, a lower bound. ``None``: nothing was
 measured.
 
-Ending (``_local_reap``): when the leader exits, what it left behind in its group is
-killed before it is reaped. Time limits and cancellation send SIGTERM to the group, then
-SIGKILL after ``kill_grace`` seconds; memory enforcement sends SIGKILL at once, as the
-kernel OOM killer. A job killed by signal N reports exit code 128 + N, as shells do.
+Ending (``_local_reap``, ``_local_limits``): when the leader exits, what it left behind
+in its group is killed before it is reaped. Time limits and cancellation send SIGTERM to
+the group, then SIGKILL after ``kill_grace`` seconds; memory enforcement sends SIGKILL at
+once, as the kernel OOM killer. A job killed by signal N reports exit code 128 + N.
 
 Re-adoption: with a ``state`` directory, every job is recorded there (``_local_records``:
 its spec when queued, its leader's pid and start time when started, its exit status
@@ -38,13 +38,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import tempfile
 import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import ResourceError
@@ -52,7 +51,8 @@ from ._backfill import backfill, check
 from ._forking import ForkServer
 from ._local_job import LocalJob, adopt, file_name, order, outcome
 from ._local_launch import launch
-from ._local_reap import reap, send_signal
+from ._local_limits import enforce, over_memory, terminate
+from ._local_reap import reap
 from ._local_records import JobRecords, job_key
 from ._local_watch import Wakeup, watched
 from ._procfs import machine_cpus, machine_memory, scan_sessions
@@ -181,7 +181,7 @@ class LocalBackend(Backend):
                     self._queue.remove(job)
                     self._finish(job, now, JobState.CANCELLED, None, "cancelled before it started")
                 else:
-                    self._terminate(job, now)
+                    self.calls["kill"] += terminate(job, self._forker, now, self.kill_grace)
             self._wake()
 
     def logs(self, handle: JobHandle) -> str:
@@ -305,7 +305,8 @@ class LocalBackend(Backend):
             with self._lock:
                 now = time.monotonic()
                 self._reap(now)
-                self._enforce(now)
+                running = self._running.values()
+                self.calls["kill"] += enforce(running, self._forker, now, self.kill_grace)
                 self._schedule(now)
                 if (not self._running and not self._queue) or self._detached:
                     self._stop(wakeup)
@@ -319,7 +320,9 @@ class LocalBackend(Backend):
                 usage = scan_sessions(sessions)
                 with self._lock:
                     self.calls["sample"] += 1
-                    self._account(sessions, usage)
+                    self.calls["kill"] += over_memory(
+                        sessions, usage, self._forker, enforce_memory=self.enforce_memory
+                    )
             with self._lock:
                 fds, until = watched(
                     list(self._running.values()), self._forker, bool(self._queue), next_sample
@@ -381,39 +384,6 @@ class LocalBackend(Backend):
             os.close(job.pidfd)
             job.pidfd = None
         del self._running[job.handle.native_id]
-
-    def _enforce(self, now: float) -> None:
-        for job in self._running.values():
-            if job.kill_at is not None and now >= job.kill_at and not job.killed:
-                self._kill(job)
-            deadline = job.deadline
-            if deadline is not None and now >= deadline and job.kill_at is None:
-                job.time_limit = True
-                self._terminate(job, now)
-
-    def _account(
-        self, sessions: Mapping[int, LocalJob], usage: Mapping[int, tuple[int, int]]
-    ) -> None:
-        for pid, (total, highest) in usage.items():
-            job = sessions[pid]
-            job.peak = max(job.peak, total, highest)
-            ending = job.state.finished or job.kill_at is not None
-            if self.enforce_memory and job.memory and total > job.memory and not ending:
-                job.out_of_memory = True
-                self._kill(job)
-
-    def _terminate(self, job: LocalJob, now: float) -> None:
-        self._signal(job, signal.SIGTERM)
-        job.kill_at = now + self.kill_grace
-
-    def _kill(self, job: LocalJob) -> None:
-        self._signal(job, signal.SIGKILL)
-        job.killed = True
-        job.kill_at = job.kill_at or time.monotonic()
-
-    def _signal(self, job: LocalJob, signum: signal.Signals) -> None:
-        self.calls["kill"] += 1
-        send_signal(job, self._forker, signum)
 
     def _finish(
         self, job: LocalJob, now: float, state: JobState, code: int | None, reason: str | None
