@@ -48,6 +48,16 @@ def alive(pid: int) -> bool:
     return stat[stat.rindex(")") + 2] != "Z"
 
 
+def dies(pid: int, within: float = 5) -> bool:
+    """Whether ``pid`` is gone within ``within`` seconds: SIGKILL is sent, not awaited."""
+    deadline = time.monotonic() + within
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def read_pid(path: Path, limit: float = 5) -> int:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
@@ -147,7 +157,7 @@ def test_time_limit_kills_the_job_and_its_children(backend: LocalBackend, tmp_pa
     assert status.reason == "time limit of 1 s exceeded"
     assert status.exit_code == 128 + 15
     assert 1 <= status.wall_seconds < 2  # type: ignore[operator]
-    assert not alive(child)
+    assert dies(child)
 
 
 def test_sigkill_follows_an_ignored_sigterm(backend: LocalBackend, tmp_path: Path) -> None:
@@ -158,7 +168,7 @@ def test_sigkill_follows_an_ignored_sigterm(backend: LocalBackend, tmp_path: Pat
     backend.cancel([handle])
     (status,) = wait(backend, [handle], limit=3)
     assert status.state is JobState.CANCELLED and status.exit_code == 128 + 9
-    assert not alive(child)
+    assert dies(child)
 
 
 def test_cancel_kills_children_and_drops_queued_jobs(backend: LocalBackend, tmp_path: Path) -> None:
@@ -176,7 +186,7 @@ def test_cancel_kills_children_and_drops_queued_jobs(backend: LocalBackend, tmp_
     statuses = wait(backend, [running, queued], limit=3)
     assert [s.state for s in statuses] == [JobState.CANCELLED, JobState.CANCELLED]
     assert statuses[1].wall_seconds is None and statuses[1].exit_code is None
-    assert not alive(child)
+    assert dies(child)
     assert backend.calls["spawn"] == 1
 
 
@@ -185,7 +195,7 @@ def test_leftover_processes_die_with_the_job(backend: LocalBackend, tmp_path: Pa
     (handle,) = backend.submit([JobSpec("bg", ["sh", "-c", f"sleep 30 & echo $! > {pidfile}"])])
     (status,) = wait(backend, [handle])
     assert status.state is JobState.SUCCEEDED
-    assert not alive(read_pid(pidfile))
+    assert dies(read_pid(pidfile))
 
 
 ALLOCATE = "import time; block = b'x' * (100 * 2**20); time.sleep(0.2)"

@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from seqera_core.backends import LocalBackend, open_backend
+from seqera_core.backends._forking import ForkServer
 from seqera_core.backends.base import JobHandle, JobSpec, JobState, JobStatus
 from seqera_core.models import ResourceRequest
 from seqera_core.units import MIB
@@ -231,3 +233,72 @@ def test_the_registry_hands_preload_to_the_local_backend(tmp_path: Path, module:
         assert status.state is JobState.SUCCEEDED and backend.calls["fork"] == 1
     finally:
         backend.close()
+
+
+def test_a_server_forked_from_this_process_keeps_its_imports(
+    tmp_path: Path, module: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(module))
+    import forkdep  # imported here, before the fork: the server must not import it again
+
+    server = ForkServer(["forkjob:warm"], fork=True)
+    pid = server.pid
+    assert server.forked and pid is not None
+    with LocalBackend(cpus=2, work_dir=tmp_path / "logs", fork_server=server) as backend:
+        status = wait(backend, backend.submit([job(tmp_path, "early", "ok")]))[0]
+        assert status.state is JobState.SUCCEEDED and backend.calls["fork"] == 1
+        cwd, leak, mine, parent, loaded, own_session, _ = report(tmp_path, "early")
+        assert (cwd, leak, mine) == (str(tmp_path / "early"), "None", "early")
+        assert int(parent) == pid and own_session == "True"
+        assert float(loaded) == forkdep.LOADED_AT
+        assert Path(f"/proc/{pid}/comm").read_text() == "seqera-forks\n"
+    assert _gone(pid, within=10), "the server outlived its backend"
+
+
+def test_with_threads_running_the_server_is_a_new_interpreter(tmp_path: Path, module: Path) -> None:
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        server = ForkServer(["forkjob:warm"], fork=True)
+    finally:
+        stop.set()
+        thread.join()
+    pid = server.pid
+    assert not server.forked and pid is not None
+    with LocalBackend(cpus=2, work_dir=tmp_path / "logs", fork_server=server) as backend:
+        status = wait(backend, backend.submit([job(tmp_path, "late", "ok")]))[0]
+        assert status.state is JobState.SUCCEEDED and backend.calls["fork"] == 1
+    assert _gone(pid, within=10)
+
+
+def test_a_fork_server_given_to_a_backend_that_does_not_fork_is_closed(
+    tmp_path: Path, module: Path
+) -> None:
+    server = ForkServer(["forkjob:warm"])
+    pid = server.pid
+    assert pid is not None
+    backend = open_backend("slurm", work_dir=tmp_path / "jobs", fork_server=server)
+    backend.close()
+    assert not server.alive and _gone(pid, within=10)
+    # and one given to the local backend is its fork server
+    server = ForkServer(["forkjob:warm"])
+    local = open_backend("local", work_dir=tmp_path / "logs", fork_server=server)
+    try:
+        status = wait(local, local.submit([job(tmp_path, "given", "ok")]))[0]  # type: ignore[arg-type]
+        assert status.state is JobState.SUCCEEDED and local.calls["fork"] == 1
+        assert int(report(tmp_path, "given")[3]) == server.pid
+    finally:
+        local.close()
+
+
+def test_a_forked_server_nobody_takes_ends_quietly(
+    module: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # Snakemake builds the settings (and so the server) for a dry run too
+    server = ForkServer(["forkjob:warm"], fork=True)
+    pid = server.pid
+    assert server.forked and pid is not None
+    server.close()
+    assert _gone(pid, within=10)
+    assert "Traceback" not in capfd.readouterr().err

@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
@@ -41,6 +41,9 @@ from .pipeline import Prepared, prepare
 from .platforms import Platform
 from .resolvers import PredictiveResolver, Resolver, configured
 from .squash import SquashPolicy
+
+if TYPE_CHECKING:
+    from .backends._forking import ForkServer
 
 __all__ = ["Finished", "Session", "squash_policy"]
 
@@ -87,6 +90,8 @@ class Session:
         backend_options: the backend's own constructor keywords over its config section
             (``--seqera-backend-option`` pass-through to a batch scheduler).
         preload: Python entry points a squashed allocation's launcher loads once.
+        fork_server: a fork server of ``preload`` the engine started early, for a backend
+            that forks (local); the session closes it if the backend does not take it.
         sizing: builds the history's resolver (default: the learning right-sizer).
         label_prefix: the prefix of automatic labels (``snakemake/run-id``).
         warn: where warnings go (default: this module's logger); the engine's logger
@@ -103,6 +108,7 @@ class Session:
         metadata: Mapping[str, str] | None = None,
         backend_options: Mapping[str, Any] | None = None,
         preload: Sequence[str] = (),
+        fork_server: ForkServer | None = None,
         sizing: Callable[[History], Resolver] | None = None,
         label_prefix: str | None = None,
         warn: Callable[[str], None] | None = None,
@@ -114,6 +120,7 @@ class Session:
         self._warn = warn or _LOG.warning
         self._backend_options = dict(backend_options or {})
         self._preload = tuple(preload)
+        self._fork_server = fork_server
         self._backend: Backend | None = None
         self._pending: list[TaskRecord] = []
         self._lock = threading.Lock()
@@ -175,13 +182,19 @@ class Session:
                 options = dict(self._backend_options)
                 if self.entry.section:
                     options = {**self.config.section(self.entry.section), **options}
-                self._backend = open_backend(
-                    self.entry.name,
-                    work_dir=self.work_dir,
-                    squash=self.squash,
-                    preload=self._preload,
-                    **options,
-                )
+                server, self._fork_server = self._fork_server, None
+                try:
+                    self._backend = open_backend(
+                        self.entry.name,
+                        work_dir=self.work_dir,
+                        squash=self.squash,
+                        preload=self._preload,
+                        fork_server=server,
+                        **options,
+                    )
+                finally:
+                    if self._backend is None and server is not None:
+                        server.close()
             return self._backend
 
     # -- one task's way -------------------------------------------------------------------
@@ -299,6 +312,9 @@ class Session:
                 return
             self._closed = True
             backend, self._backend = self._backend, None
+            server, self._fork_server = self._fork_server, None
+        if server is not None:  # never handed to a backend
+            server.close()
         try:
             if backend is not None:
                 backend.close()

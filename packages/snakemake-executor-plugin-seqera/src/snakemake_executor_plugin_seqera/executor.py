@@ -10,6 +10,7 @@ import asyncio
 import getpass
 import os
 import shlex
+import threading
 import uuid
 from collections.abc import AsyncGenerator, Sequence
 from importlib import metadata
@@ -21,7 +22,9 @@ from snakemake_interface_common.exceptions import WorkflowError
 from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
+from snakemake_interface_executor_plugins.logging import LoggerExecutorInterface
 from snakemake_interface_executor_plugins.settings import SharedFSUsage
+from snakemake_interface_executor_plugins.workflow import WorkflowExecutorInterface
 
 from seqera_core.backends import (
     JobSpec,
@@ -31,6 +34,7 @@ from seqera_core.backends import (
     SubmitError,
     history_runtime,
 )
+from seqera_core.backends._forking import ForkServer
 from seqera_core.config import Config, key_value, load_config
 from seqera_core.errors import SeqeraError
 from seqera_core.outcomes import failure_message
@@ -38,6 +42,7 @@ from seqera_core.pipeline import Prepared
 from seqera_core.session import Finished, Session
 from seqera_core.units import format_bytes, format_seconds
 
+from ._preload import PRELOAD
 from .resources import RUNNER_MEMORY, job_request
 from .settings import ExecutorSettings
 
@@ -89,17 +94,6 @@ def _layered(settings: ExecutorSettings, default_history: str | None) -> Config:
     return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
 
 
-# What a job imports, loaded once per squashed allocation: its parser, and the modules it
-# imports while it reads the Snakefile (smart_open through the source cache), measured.
-PRELOAD = (
-    "snakemake.cli:get_argument_parser",
-    "snakemake.api",
-    "snakemake.executors.local",
-    "snakemake.storage",
-    "smart_open",
-)
-_IDLE_CHECK = 0.1  # seconds between looks for active jobs while there are none
-
 # Shell syntax that makes a job command more than one program's argv.
 _SHELL = frozenset({"&&", "||", ";", "|", "&", ">", ">>", "<", "(", ")"})
 
@@ -140,6 +134,12 @@ def _describe(prepared: Prepared) -> str:
 class Executor(RemoteExecutor):
     """``snakemake --executor seqera``."""
 
+    def __init__(self, workflow: WorkflowExecutorInterface, logger: LoggerExecutorInterface):
+        # Set by a submission and at shutdown: the status thread (which the base class
+        # starts before __post_init__) then stops waiting for jobs that are not there.
+        self._woken = threading.Event()
+        super().__init__(workflow, logger)
+
     def __post_init__(self) -> None:
         settings = self.workflow.executor_settings or ExecutorSettings()
         try:
@@ -151,21 +151,13 @@ class Executor(RemoteExecutor):
         workdir = Path(self.workflow.workdir_init)
         jobdir = (settings.jobdir or workdir / ".snakemake" / "seqera").absolute()
         run_id = str(uuid.uuid4())
-        self._session = Session(
-            _config(settings, jobdir),
-            "snakemake",
-            run_id=run_id,
-            work_dir=jobdir,
-            metadata={
-                "run-id": run_id,
-                "user": getpass.getuser(),
-                "project": workdir.name,
-            },
-            # In a squashed allocation every job is `python -m snakemake ...`: the launcher
-            # loads Snakemake and its plugins once and starts each job as a fork of itself.
-            preload=PRELOAD,
-            warn=lambda message: self.logger.warning(f"seqera: {message}"),
-        )
+        server = settings.take_fork_server()  # forked while Snakemake started up
+        try:
+            self._session = self._open(settings, workdir, jobdir, run_id, server)
+        except BaseException:
+            if server is not None:
+                server.close()
+            raise
         self._run_id = run_id
         self._settings = settings
         self._jobdir = jobdir
@@ -193,6 +185,32 @@ class Executor(RemoteExecutor):
                 f"seqera executor: backend {self._backend_name} has no shared filesystem; run "
                 "with --default-storage-provider (e.g. s3) and --shared-fs-usage none"
             )
+
+    def _open(
+        self,
+        settings: ExecutorSettings,
+        workdir: Path,
+        jobdir: Path,
+        run_id: str,
+        server: ForkServer | None,
+    ) -> Session:
+        return Session(
+            _config(settings, jobdir),
+            "snakemake",
+            run_id=run_id,
+            work_dir=jobdir,
+            metadata={
+                "run-id": run_id,
+                "user": getpass.getuser(),
+                "project": workdir.name,
+            },
+            # Every job is `python -m snakemake ...`: a squashed allocation's launcher, or
+            # the local backend's fork server, loads Snakemake and its plugins once and
+            # starts each job as a fork of itself.
+            preload=PRELOAD,
+            fork_server=server,
+            warn=lambda message: self.logger.warning(f"seqera: {message}"),
+        )
 
     # -- submission ------------------------------------------------------------------
 
@@ -228,6 +246,7 @@ class Executor(RemoteExecutor):
             self.report_job_submission(
                 SubmittedJobInfo(job, external_jobid=handle.native_id, aux=aux)
             )
+        self._woken.set()
 
     def _spec(self, job: JobExecutorInterface) -> JobSpec | None:
         try:
@@ -327,11 +346,14 @@ class Executor(RemoteExecutor):
 
     async def sleep(self) -> None:
         """Until the next status check, cut short by a job's end where the backend says so."""
+        self._woken.clear()  # before the looks: a submission or shutdown after them wakes it
         handles = [info.aux["handle"] for info in list(self.active_jobs) if info.aux]
+        if not self.wait:  # shut down
+            return
         if not handles:
-            # Nothing to check costs nothing: look again soon, not a whole cadence later
-            # (the status thread starts before __post_init__, and jobs come any moment).
-            await asyncio.sleep(_IDLE_CHECK)
+            # Nothing to check: wait for the next submission (or the end), not a cadence.
+            every = self.next_seconds_between_status_checks
+            await asyncio.to_thread(self._woken.wait, every)
             return
         wait = getattr(self, "_wait", None)
         if not callable(wait):
@@ -345,6 +367,9 @@ class Executor(RemoteExecutor):
         self._session.cancel(handles)
 
     def shutdown(self) -> None:
+        with self.lock:  # as the base class does, but before the wake-up: see sleep()
+            self.wait = False
+        self._woken.set()
         super().shutdown()
         try:
             self._report()

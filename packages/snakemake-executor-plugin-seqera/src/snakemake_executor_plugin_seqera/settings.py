@@ -12,6 +12,10 @@ from typing import List, Optional
 
 from snakemake_interface_executor_plugins.settings import CommonSettings, ExecutorSettingsBase
 
+from seqera_core.backends._forking import ForkServer
+
+from ._preload import early_fork_server
+
 __all__ = ["ExecutorSettings", "common_settings"]
 
 BACKEND_CHOICES = ("local", "slurm", "pbs", "torque", "ecs")
@@ -151,6 +155,16 @@ class ExecutorSettings(ExecutorSettingsBase):
     ecs_region: Optional[str] = field(
         default=None, metadata=_setting("AWS region (default: boto3's own chain).")
     )
+
+    def __post_init__(self) -> None:
+        # The earliest code of this plugin that Snakemake runs for the chosen executor
+        # only, before its own start-up is over: see _preload.
+        self._fork_server = early_fork_server(self.backend)
+
+    def take_fork_server(self) -> Optional[ForkServer]:
+        """The fork server started with these settings (once; the caller owns it)."""
+        server, self._fork_server = getattr(self, "_fork_server", None), None
+        return server
 
 
 common_settings = CommonSettings(

@@ -14,12 +14,29 @@ import itertools
 import math
 from collections.abc import Sequence
 
+from ..errors import ResourceError
 from ._local_job import LocalJob
+from .base import JobSpec
 
-__all__ = ["DEPTH", "backfill", "fits", "reservation"]
+__all__ = ["DEPTH", "backfill", "check", "fits", "reservation"]
 
 _INF = math.inf
 DEPTH = 256
+
+
+def check(spec: JobSpec, cpus: float, memory: int) -> None:
+    """Raise ResourceError if ``spec`` could never start with ``cpus`` and ``memory`` in all."""
+    if not spec.command:
+        raise ResourceError("command", list(spec.command), "a non-empty argv")
+    request = spec.request
+    if math.ceil(request.cpus or 1) > cpus:
+        raise ResourceError(
+            "cpus", request.cpus, f"at most {cpus:g} cores, the capacity of the local backend"
+        )
+    if request.memory is not None and request.memory > memory:
+        raise ResourceError(
+            "memory", request.memory, f"at most {memory} bytes, the capacity of the local backend"
+        )
 
 
 def fits(job: LocalJob, cpus: float, memory: int) -> bool:

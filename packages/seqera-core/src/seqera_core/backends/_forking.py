@@ -1,5 +1,11 @@
 """The local backend's side of the fork server (``_forkserver``): start it, ask, listen.
 
+Started as a new interpreter, the server imports its preload on its own (about 2 s of CPU
+for Snakemake without bytecode caches); started with ``fork=True`` while the caller still
+runs one thread (the Snakemake executor does it when Snakemake builds its settings, before
+it reads the Snakefile), it is a fork of the caller and has those modules already, so its
+jobs can start about when the caller's own start-up ends instead of that much later.
+
 A job is started as a fork when its argv is ``PYTHON -m MODULE ARGS`` with ``PYTHON``
 the interpreter the server runs (same directory and same file, so another virtual
 environment of the same Python is not mistaken for this one) and ``MODULE`` in a
@@ -19,11 +25,12 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
-from ._forkserver import receive, send
+from ._forkserver import receive, send, serve_forked
 
 __all__ = ["ForkServer"]
 
@@ -36,6 +43,66 @@ _SERVER = (
 
 def _top(entry: str) -> str:
     return entry.partition(":")[0].split(".")[0]
+
+
+def _one_thread() -> bool:
+    """Whether this process runs one thread (the kernel's count: C libraries' threads too)."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return threading.active_count() == 1
+
+
+class _Process(Protocol):
+    pid: int
+
+    def kill(self) -> None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+class _Forked:
+    """A forked child, waited for and killed as a ``Popen`` is."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.0005
+        while self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # someone else in this process reaped it
+                pid, status = self.pid, 0
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"fork server {self.pid}", timeout or 0)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        return self.returncode
+
+
+def _fork(ours: socket.socket, theirs: socket.socket, preload: Sequence[str]) -> _Forked:
+    for stream in (sys.stdout, sys.stderr):  # or the child would write it out a second time
+        with contextlib.suppress(Exception):
+            stream.flush()
+    pid = os.fork()
+    if pid == 0:  # the server: it never returns into the caller's code
+        try:
+            ours.close()
+            serve_forked(theirs, list(preload))
+        finally:
+            os._exit(1)
+    return _Forked(pid)
 
 
 def _same_interpreter(a: str, b: str) -> bool:
@@ -54,10 +121,18 @@ class ForkServer:
         preload: ``module`` or ``module:function`` entries it imports (and calls) once.
         python: the interpreter it runs; jobs must name the same one.
         ready_timeout: seconds the preload may take; past them jobs start as new processes.
+        fork: start it as a fork of this process (keeping what this process has imported)
+            if ``python`` is this interpreter and this process runs one thread; otherwise,
+            or if the fork fails, as a new interpreter.
     """
 
     def __init__(
-        self, preload: Sequence[str], *, python: str = sys.executable, ready_timeout: float = 120
+        self,
+        preload: Sequence[str],
+        *,
+        python: str = sys.executable,
+        ready_timeout: float = 120,
+        fork: bool = False,
     ) -> None:
         self.python = python
         self._declared = frozenset(_top(entry) for entry in preload)
@@ -67,19 +142,32 @@ class ForkServer:
         self._serial = 0
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock: socket.socket | None = ours
+        self._process: _Process | None = None
+        #: Whether the server is a fork of this process (not a new interpreter).
+        self.forked = False
         try:
-            self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [python, "-c", _SERVER, str(theirs.fileno()), *preload],
-                stdin=subprocess.DEVNULL,
-                pass_fds=[theirs.fileno()],
-                start_new_session=True,  # a Ctrl-C of the caller's terminal is not for it
-            )
+            if fork and python == sys.executable and _one_thread():
+                with contextlib.suppress(OSError):
+                    self._process = _fork(ours, theirs, preload)
+                    self.forked = True
+            if self._process is None:
+                self._process = subprocess.Popen(
+                    [python, "-c", _SERVER, str(theirs.fileno()), *preload],
+                    stdin=subprocess.DEVNULL,
+                    pass_fds=[theirs.fileno()],
+                    start_new_session=True,  # a Ctrl-C of the caller's terminal is not for it
+                )
         except OSError:
             self._process = None
             self._dead()
         finally:
             theirs.close()
         self._deadline = time.monotonic() + ready_timeout
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id (``None`` if it could not start)."""
+        return None if self._process is None else self._process.pid
 
     @property
     def alive(self) -> bool:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import math
+import os
 import re
 import signal
 import subprocess
@@ -9,9 +12,9 @@ import subprocess
 import attrs
 
 from ._local_records import Recovered
-from .base import JobHandle, JobSpec, JobState
+from .base import JobHandle, JobSpec, JobState, JobStatus
 
-__all__ = ["LocalJob", "file_name", "order", "outcome", "restore"]
+__all__ = ["LocalJob", "adopt", "file_name", "order", "outcome", "restore"]
 
 _NOT_FILE_NAME = re.compile(r"[^A-Za-z0-9._-]", re.ASCII)
 
@@ -42,10 +45,46 @@ class LocalJob:
     started_wall: float | None = None
     forked: bool = False  # a child of the fork server, not of this process
 
+    @classmethod
+    def of(cls, handle: JobHandle, spec: JobSpec) -> LocalJob:
+        """A queued job: its cores whole (as ``dialects.local`` reports them)."""
+        return cls(handle, spec, math.ceil(spec.request.cpus or 1), spec.request.memory or 0)
+
     @property
     def deadline(self) -> float | None:
         time_limit = self.spec.request.time
         return None if self.started is None or time_limit is None else self.started + time_limit
+
+    def status(self, now: float) -> JobStatus:
+        """What a poll reports of it."""
+        wall = None
+        if self.started is not None:
+            wall = (self.ended if self.ended is not None else now) - self.started
+        return JobStatus(
+            self.handle,
+            self.state,
+            exit_code=self.exit_code,
+            reason=self.reason,
+            out_of_memory=self.out_of_memory,
+            time_limit=self.time_limit,
+            wall_seconds=wall,
+            peak_memory_bytes=self.peak or None,
+        )
+
+
+def adopt(found: Recovered, now: float, wall: float) -> LocalJob:
+    """A job an earlier backend recorded, as this one takes it back: queued again, running
+    (its start on this process's clock, its pidfd if it still has one), or finished."""
+    job = LocalJob.of(found.handle, found.spec)
+    if found.kind == "running":
+        job.adopted, job.pid, job.state = True, found.pid, JobState.RUNNING
+        job.started_wall = found.started_wall or wall
+        job.started = now - (wall - job.started_wall)
+        with contextlib.suppress(OSError):
+            job.pidfd = os.pidfd_open(found.pid)
+    elif found.kind != "queued":
+        restore(job, found, now)
+    return job
 
 
 def order(native_id: str) -> tuple[str, int]:

@@ -1,30 +1,29 @@
-"""The local backend: each job a process group on this machine, within a cpu and memory budget
-(scheduling in ``_backfill``, the job record in ``_local_job``, /proc sampling in ``_procfs``).
+"""The local backend: each job a process group on this machine, within a cpu and memory budget.
 
-Scheduling: jobs start in submission order while they fit the free cores and memory; a
-job that does not fit waits at the head of the queue with a reservation, and later jobs
-may start before it only if they cannot delay it (EASY backfilling: they end, by their
-time limit, before the head could start anyway, or they only use what the head leaves
-spare). Cores are reserved whole, as ``dialects.local`` reports them.
+Scheduling (``_backfill``): jobs start in submission order while they fit the free cores
+and memory; a job that does not fit waits at the head of the queue with a reservation,
+and later jobs may start before it only if they cannot delay it (EASY backfilling: they
+end, by their time limit, before the head could start anyway, or they only use what the
+head leaves spare). Cores are reserved whole, as ``dialects.local`` reports them.
 
-Measurement: ``peak_memory_bytes`` is the largest of
-  * the sum of the resident sizes of every process in the job's session, sampled every
-    ``sample_interval`` seconds (counts shared pages once per process: an over-estimate);
-  * the kernel's exact high-water mark (``VmHWM``) of any single process, seen while sampling;
-  * ``ru_maxrss`` from ``wait4`` of the job's leader, which covers children it waited for,
-    but only when it exceeds this process's own peak at spawn time: Linux starts a child's
-    high-water mark at the parent's resident size (fork copies it, exec keeps it), so a
-    smaller value says nothing about the job.
-A spike shorter than ``sample_interval`` in a process that is not waited for can be missed,
-and a job shorter than that may only have one early sample, a lower bound. ``None`` means
-nothing was measured.
+Starting (``_local_launch``): a new process in a new session, or, with ``preload``
+(Python entry points, e.g. Snakemake's) or a ``fork_server``, a ``python -m`` job of a
+preloaded package as a fork of a preloaded server (``_forking``): same log files,
+directory, environment, session, exit code, limits and cancellation.
 
-Ending: the job's leader is started in a new session, so signals go to the whole process
-group. When the leader exits, processes it left behind in its group are killed (Slurm
-does the same when a batch script ends), before the leader is reaped so the group id
-cannot have been recycled. Time limits and cancellation send SIGTERM, then SIGKILL after
-``kill_grace`` seconds; memory enforcement sends SIGKILL at once, as the kernel OOM killer.
-A job killed by signal N reports exit code 128 + N, as shells do.
+Measurement: ``peak_memory_bytes`` is the largest of the sum of the resident sizes of
+every process in the job's session, sampled every ``sample_interval`` seconds (shared
+pages count once per process: an over-estimate); the kernel's exact high-water mark
+(``VmHWM``) of any single process seen while sampling (``_procfs``); and the leader's
+``ru_maxrss`` where it says something about the job (``_local_reap``). A spike shorter
+than ``sample_interval`` in a process that is not waited for can be missed, and a job
+shorter than that may only have one early sample, a lower bound. ``None``: nothing was
+measured.
+
+Ending (``_local_reap``, ``_local_limits``): when the leader exits, what it left behind
+in its group is killed before it is reaped. Time limits and cancellation send SIGTERM to
+the group, then SIGKILL after ``kill_grace`` seconds; memory enforcement sends SIGKILL at
+once, as the kernel OOM killer. A job killed by signal N reports exit code 128 + N.
 
 Re-adoption: with a ``state`` directory, every job is recorded there (``_local_records``:
 its spec when queued, its leader's pid and start time when started, its exit status
@@ -33,44 +32,30 @@ its predecessor died (even by SIGKILL), takes the jobs back: running ones are po
 sampled, time-limited and cancellable again, finished ones report their exit code, and
 queued ones (whose queue died) are queued again; none runs twice. ``find(keys)`` answers
 which submission keys it holds. ``detach()`` stops watching without ending the jobs.
-An adopted job is not this process's child: its end is seen through its pidfd and its
-status read from the wrapper's file; what it left behind in its group is not killed.
-
-Forking: with ``preload`` (Python entry points, e.g. Snakemake's), a job whose argv is
-``PYTHON -m MODULE ...`` of a preloaded package starts as a fork of a preloaded server
-process instead of a new interpreter (``_forking``, ``_forkserver``): same log files,
-directory, environment, session and exit code, the same limits and cancellation (the
-server signals the group while the leader is unreaped, and kills what the leader left
-behind before reaping it, as above); its ``ru_maxrss`` counts from the fork, since every
-page resident then is the job's own. Every other job starts as before, and so does
-every job of a backend with a ``state`` directory (its wrapper is what a later backend
-re-adopts).
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import os
-import select
-import signal
-import subprocess
 import tempfile
 import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
 
 from ..errors import ResourceError
-from ..labels import env_name
-from ._backfill import backfill
+from ._backfill import backfill, check
 from ._forking import ForkServer
-from ._local_job import LocalJob, file_name, order, outcome, restore
-from ._local_records import JobRecords, job_key, start_ticks, wrap
-from ._procfs import machine_cpus, machine_memory, own_peak_rss, scan_sessions
+from ._local_job import LocalJob, adopt, file_name, order, outcome
+from ._local_launch import launch
+from ._local_limits import enforce, over_memory, terminate
+from ._local_reap import reap
+from ._local_records import JobRecords, job_key
+from ._local_watch import Wakeup, watched
+from ._procfs import machine_cpus, machine_memory, scan_sessions
 from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = ["LocalBackend"]
@@ -92,6 +77,10 @@ class LocalBackend(Backend):
             started at once, loads; ``PYTHON -m MODULE`` jobs of those packages then
             start as its forks (about 0.2 s of CPU for a Snakemake job, not 3.7 s); not
             with ``state``.
+        fork_server: a fork server the caller started earlier (``ForkServer(preload,
+            fork=True)``, forked from an engine before it ran threads), used instead of
+            starting one for ``preload``; the backend owns it from then on, and closes it
+            at once with ``state``.
         state: a directory where jobs are recorded, so a later backend on it re-adopts
             them (see the module's docstring); None keeps nothing on disk.
     """
@@ -109,6 +98,7 @@ class LocalBackend(Backend):
         enforce_memory: bool = True,
         state: str | os.PathLike[str] | None = None,
         preload: Sequence[str] = (),
+        fork_server: ForkServer | None = None,
     ) -> None:
         super().__init__()
         self.capacity_cpus = machine_cpus() if cpus is None else float(cpus)
@@ -130,13 +120,18 @@ class LocalBackend(Backend):
         self._queue: deque[LocalJob] = deque()
         self._running: dict[str, LocalJob] = {}
         self._thread: threading.Thread | None = None
-        self._wake_fd: int | None = None
+        self._wakeup: Wakeup | None = None
         self._detached = False
         self._records = None if state is None else JobRecords(state)
         if self._records is not None:
             self._adopt(self._records)
         # A re-adoptable job is a process with its wrapper: no fork server then.
-        self._forker = ForkServer(preload) if preload and state is None else None
+        if fork_server is not None and state is not None:
+            fork_server.close()
+            fork_server = None
+        if fork_server is None and preload and state is None:
+            fork_server = ForkServer(preload)
+        self._forker = fork_server
 
     # -- the contract ---------------------------------------------------------------
 
@@ -186,7 +181,7 @@ class LocalBackend(Backend):
                     self._queue.remove(job)
                     self._finish(job, now, JobState.CANCELLED, None, "cancelled before it started")
                 else:
-                    self._terminate(job, now)
+                    self.calls["kill"] += terminate(job, self._forker, now, self.kill_grace)
             self._wake()
 
     def logs(self, handle: JobHandle) -> str:
@@ -245,22 +240,7 @@ class LocalBackend(Backend):
     # -- submission -----------------------------------------------------------------
 
     def _check(self, spec: JobSpec) -> None:
-        if not spec.command:
-            raise ResourceError("command", list(spec.command), "a non-empty argv")
-        request = spec.request
-        cpus = math.ceil(request.cpus or 1)
-        if cpus > self.capacity_cpus:
-            raise ResourceError(
-                "cpus",
-                request.cpus,
-                f"at most {self.capacity_cpus:g} cores, the capacity of the local backend",
-            )
-        if request.memory is not None and request.memory > self.capacity_memory:
-            raise ResourceError(
-                "memory",
-                request.memory,
-                f"at most {self.capacity_memory} bytes, the capacity of the local backend",
-            )
+        check(spec, self.capacity_cpus, self.capacity_memory)
 
     def _create(self, spec: JobSpec) -> LocalJob:
         self._count += 1
@@ -269,8 +249,7 @@ class LocalBackend(Backend):
         # Like sbatch: without its own file, stderr joins stdout.
         stderr = spec.stderr or stdout
         handle = JobHandle(self.name, native_id, spec.name, stdout, stderr)
-        request = spec.request
-        job = LocalJob(handle, spec, math.ceil(request.cpus or 1), request.memory or 0)
+        job = LocalJob.of(handle, spec)
         self._jobs[native_id] = job
         if self._records is not None:
             self._records.queued(handle, spec)
@@ -279,24 +258,14 @@ class LocalBackend(Backend):
     def _adopt(self, records: JobRecords) -> None:
         """Take back the jobs recorded in ``records`` by an earlier backend."""
         now, wall = time.monotonic(), time.time()
-        recovered = sorted(records, key=lambda r: order(r.handle.native_id))
         with self._lock:
-            for found in recovered:
-                spec = found.spec
-                job = LocalJob(found.handle, spec, math.ceil(spec.request.cpus or 1),
-                           spec.request.memory or 0)  # fmt: skip
-                self._jobs[found.handle.native_id] = job
-                if found.kind == "queued":
+            for found in sorted(records, key=lambda r: order(r.handle.native_id)):
+                job = adopt(found, now, wall)
+                self._jobs[job.handle.native_id] = job
+                if job.state is JobState.PENDING:
                     self._queue.append(job)
-                elif found.kind == "running":
-                    job.adopted, job.pid, job.state = True, found.pid, JobState.RUNNING
-                    job.started_wall = found.started_wall or wall
-                    job.started = now - (wall - job.started_wall)
-                    with contextlib.suppress(OSError):
-                        job.pidfd = os.pidfd_open(found.pid)
-                    self._running[found.handle.native_id] = job
-                else:
-                    restore(job, found, now)
+                elif job.state is JobState.RUNNING:
+                    self._running[job.handle.native_id] = job
             if self._queue or self._running:
                 self._wake()
 
@@ -306,53 +275,41 @@ class LocalBackend(Backend):
         self._work_dir.mkdir(parents=True, exist_ok=True)
         return self._work_dir
 
-    def _environment(self, job: LocalJob) -> dict[str, str]:
-        env = dict(os.environ)
-        env["SEQERA_JOB_ID"] = job.handle.native_id
-        env["SEQERA_JOB_NAME"] = job.spec.name
-        env["SEQERA_CPUS"] = str(job.cpus)
-        for key, value in {**job.spec.request.labels, **job.spec.labels}.items():
-            env[env_name(key)] = value
-        env.update(job.spec.env)
-        return env
-
     # -- the monitor thread ---------------------------------------------------------
 
     def _wake(self) -> None:
         # Under the lock. The thread exits when idle, so start one if none is running.
         if self._thread is None:
-            read_fd, self._wake_fd = os.pipe()
-            os.set_blocking(self._wake_fd, False)
+            self._wakeup = Wakeup()
             self._thread = threading.Thread(
-                target=self._monitor, args=(read_fd,), name="seqera-local", daemon=True
+                target=self._monitor, args=(self._wakeup,), name="seqera-local", daemon=True
             )
             self._thread.start()
-            return
-        assert self._wake_fd is not None
-        with contextlib.suppress(BlockingIOError):  # a full pipe already means "wake up"
-            os.write(self._wake_fd, b"x")
+        elif self._wakeup is not None:
+            self._wakeup.wake()
 
-    def _monitor(self, wake_read: int) -> None:
+    def _monitor(self, wakeup: Wakeup) -> None:
         try:
-            self._loop(wake_read)
+            self._loop(wakeup)
         except BaseException:
             # Never leave a dead thread registered: the next submit or cancel starts a new
             # one, which picks the running jobs up again. The traceback goes to excepthook.
             with self._lock:
                 if self._thread is threading.current_thread():
-                    self._stop(wake_read)
+                    self._stop(wakeup)
             raise
 
-    def _loop(self, wake_read: int) -> None:
+    def _loop(self, wakeup: Wakeup) -> None:
         next_sample = 0.0
         while True:
             with self._lock:
                 now = time.monotonic()
                 self._reap(now)
-                self._enforce(now)
+                running = self._running.values()
+                self.calls["kill"] += enforce(running, self._forker, now, self.kill_grace)
                 self._schedule(now)
                 if (not self._running and not self._queue) or self._detached:
-                    self._stop(wake_read)
+                    self._stop(wakeup)
                     return
                 sessions: dict[int, LocalJob] = {}
                 if now >= next_sample:
@@ -363,34 +320,18 @@ class LocalBackend(Backend):
                 usage = scan_sessions(sessions)
                 with self._lock:
                     self.calls["sample"] += 1
-                    self._account(sessions, usage)
+                    self.calls["kill"] += over_memory(
+                        sessions, usage, self._forker, enforce_memory=self.enforce_memory
+                    )
             with self._lock:
-                fds = [job.pidfd for job in self._running.values() if job.pidfd is not None]
-                watched = len(fds)
-                waits = [next_sample]
-                if self._forker is not None and self._forker.alive:
-                    fds.append(self._forker.fileno())  # it says when it is ready, a job ended
-                    watched += sum(job.forked for job in self._running.values())
-                    if self._queue and self._forker.ready_deadline is not None:
-                        waits.append(self._forker.ready_deadline)
-                if watched < len(self._running):
-                    # Without a pidfd (old kernels) an exit is only noticed on a tick.
-                    waits.append(time.monotonic() + 0.02)
-                for job in self._running.values():
-                    waits.extend(t for t in (job.kill_at, job.deadline) if t is not None)
-            poller = select.poll()
-            for fd in (wake_read, *fds):
-                poller.register(fd, select.POLLIN)
-            ready = poller.poll(max(0.0, min(waits) - time.monotonic()) * 1000)
-            if any(fd == wake_read for fd, _ in ready):
-                with contextlib.suppress(BlockingIOError):
-                    os.read(wake_read, 4096)
+                fds, until = watched(
+                    list(self._running.values()), self._forker, bool(self._queue), next_sample
+                )
+            wakeup.sleep(fds, until)
 
-    def _stop(self, wake_read: int) -> None:
-        os.close(wake_read)
-        if self._wake_fd is not None:
-            os.close(self._wake_fd)
-        self._wake_fd = None
+    def _stop(self, wakeup: Wakeup) -> None:
+        wakeup.close()
+        self._wakeup = None
         self._thread = None
         self._idle.notify_all()
 
@@ -410,188 +351,39 @@ class LocalBackend(Backend):
             self._start(job, now)
 
     def _start(self, job: LocalJob, now: float) -> bool:
-        spec = job.spec
-        self.calls["spawn"] += 1
-        job.baseline_rss = own_peak_rss()
-        stdout, stderr = job.handle.stdout, job.handle.stderr
-        assert stdout is not None and stderr is not None
-        try:
-            out = open(stdout, "wb")  # noqa: SIM115 - handed to the child, closed below
-        except OSError as exc:
-            self._finish(job, now, JobState.FAILED, None, f"cannot open a log file: {exc}")
+        failed = launch(job, forker=self._forker, records=self._records, calls=self.calls)
+        if failed is not None:
+            self._finish(job, now, JobState.FAILED, failed.code, failed.reason)
             return False
-        try:
-            err = out if stderr == stdout else open(stderr, "wb")  # noqa: SIM115
-        except OSError as exc:
-            out.close()
-            self._finish(job, now, JobState.FAILED, None, f"cannot open a log file: {exc}")
-            return False
-        try:
-            if self._fork(job, out, err):
-                return True
-            argv: Sequence[str] = spec.command
-            if self._records is not None:
-                env = self._environment(job)
-                exit_file = self._records.exit_file(job.handle.native_id)
-                argv = wrap(spec.command, exit_file, spec.workdir, env.get("PATH"))
-            job.process = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                cwd=spec.workdir,
-                env=self._environment(job),
-                start_new_session=True,
-            )
-        except (OSError, ValueError) as exc:
-            # The shell's conventions: 127 not found, 126 found but not executable.
-            code = 127 if isinstance(exc, FileNotFoundError) else 126
-            reason = f"cannot start {spec.command[0]!r}: {exc}"
-            err.write(f"seqera: {reason}\n".encode())
-            self._finish(job, now, JobState.FAILED, code, reason)
-            return False
-        finally:
-            out.close()
-            if err is not out:
-                err.close()
-        job.pid = job.process.pid
-        try:
-            job.pidfd = os.pidfd_open(job.process.pid)
-        except (AttributeError, OSError):
-            job.pidfd = None
-        self._run(job, now)
-        return True
-
-    def _run(self, job: LocalJob, now: float) -> None:
-        job.started = now
+        # A fork was asked for and acknowledged in this call: its clock starts after it.
+        job.started = time.monotonic() if job.forked else now
         job.state = JobState.RUNNING
         job.started_wall = time.time()
         if self._records is not None:
             self._records.started(job.handle.native_id, job.pid, job.started_wall)
         self._running[job.handle.native_id] = job
-
-    def _fork(self, job: LocalJob, out: IO[bytes], err: IO[bytes]) -> bool:
-        """Start ``job`` as a fork of the preloaded server, if it is one it can start."""
-        forker = self._forker
-        if forker is None or not forker.accepts(job.spec.command):
-            return False
-        streams = [out.fileno()] if err is out else [out.fileno(), err.fileno()]
-        env = self._environment(job)
-        pid = forker.spawn(job.spec.command, job.spec.workdir, env, streams)
-        if pid is None:
-            return False
-        self.calls["fork"] += 1
-        job.forked, job.pid = True, pid
-        job.baseline_rss = 0  # the child's high-water mark starts at its own size
-        self._run(job, time.monotonic())
         return True
-
-    def _reap_forked(self, job: LocalJob, now: float) -> None:
-        assert self._forker is not None
-        ended = self._forker.exit_status(job.pid)
-        if ended is None:
-            return
-        status, maxrss = ended
-        self.calls["reap"] += 1
-        self._release(job)
-        if status is None:
-            self._finish(job, now, JobState.FAILED, None, "exit status lost: the fork server died")
-            return
-        job.peak = max(job.peak, maxrss)
-        self._finish(job, now, *outcome(job, os.waitstatus_to_exitcode(status)))
 
     def _reap(self, now: float) -> None:
         if self._forker is not None:
             self._forker.collect()
         for job in list(self._running.values()):
-            if job.forked:
-                self._reap_forked(job, now)
+            ended = reap(job, self._forker, self._records)
+            if ended is None:
                 continue
-            if job.adopted:
-                self._reap_adopted(job, now)
-                continue
-            try:
-                exited = os.waitid(os.P_PID, job.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-            except ChildProcessError:
-                # Someone else in this process waited for it (os.wait()): no status left.
-                self._release(job)
-                self._finish(job, now, JobState.FAILED, None, "exit status lost (reaped elsewhere)")
-                continue
-            if exited is None:
-                continue
-            # The zombie leader still holds the group id: this cannot reach a recycled group.
-            self._signal(job, signal.SIGKILL)
-            _, status, usage = os.wait4(job.pid, 0)
             self.calls["reap"] += 1
-            code = os.waitstatus_to_exitcode(status)
-            if job.process is not None:
-                job.process.returncode = code  # so Popen never waits for it again
-            if usage.ru_maxrss * 1024 > job.baseline_rss:
-                job.peak = max(job.peak, usage.ru_maxrss * 1024)
             self._release(job)
-            self._finish(job, now, *outcome(job, code))
-
-    def _reap_adopted(self, job: LocalJob, now: float) -> None:
-        if start_ticks(job.pid) is not None:
-            return  # still running (a zombie waiting for init counts as ended)
-        assert self._records is not None
-        code = None
-        with contextlib.suppress(OSError, ValueError):
-            code = int(self._records.exit_file(job.handle.native_id).read_text().strip())
-        self._release(job)
-        if code is None and job.kill_at is not None:  # ended by our own signal
-            code = -(signal.SIGKILL if job.killed else signal.SIGTERM)
-        if code is None:
-            self._finish(job, now, JobState.FAILED, None,
-                         "ended with no exit status (killed by a signal) while its backend "
-                         "was not watching")  # fmt: skip
-        else:
-            self._finish(job, now, *outcome(job, code))
+            if ended.code is None:
+                self._finish(job, now, JobState.FAILED, None, ended.lost)
+                continue
+            job.peak = max(job.peak, ended.peak)
+            self._finish(job, now, *outcome(job, ended.code))
 
     def _release(self, job: LocalJob) -> None:
         if job.pidfd is not None:
             os.close(job.pidfd)
             job.pidfd = None
         del self._running[job.handle.native_id]
-
-    def _enforce(self, now: float) -> None:
-        for job in self._running.values():
-            if job.kill_at is not None and now >= job.kill_at and not job.killed:
-                self._kill(job)
-            deadline = job.deadline
-            if deadline is not None and now >= deadline and job.kill_at is None:
-                job.time_limit = True
-                self._terminate(job, now)
-
-    def _account(
-        self, sessions: Mapping[int, LocalJob], usage: Mapping[int, tuple[int, int]]
-    ) -> None:
-        for pid, (total, highest) in usage.items():
-            job = sessions[pid]
-            job.peak = max(job.peak, total, highest)
-            ending = job.state.finished or job.kill_at is not None
-            if self.enforce_memory and job.memory and total > job.memory and not ending:
-                job.out_of_memory = True
-                self._kill(job)
-
-    def _terminate(self, job: LocalJob, now: float) -> None:
-        self._signal(job, signal.SIGTERM)
-        job.kill_at = now + self.kill_grace
-
-    def _kill(self, job: LocalJob) -> None:
-        self._signal(job, signal.SIGKILL)
-        job.killed = True
-        job.kill_at = job.kill_at or time.monotonic()
-
-    def _signal(self, job: LocalJob, signum: signal.Signals) -> None:
-        self.calls["kill"] += 1
-        if job.forked and self._forker is not None:
-            self._forker.signal(job.pid, signum)  # only while the server has not reaped it
-            return
-        # ESRCH: the group is already empty. EPERM: only setuid members are left; nothing
-        # more can be done from here, and the job's leader is what the state follows.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(job.pid, signum)
 
     def _finish(
         self, job: LocalJob, now: float, state: JobState, code: int | None, reason: str | None
@@ -615,16 +407,4 @@ class LocalBackend(Backend):
         job = self._find(handle)
         if job is None:
             return JobStatus(handle, JobState.UNKNOWN, reason="not a job of this local backend")
-        wall = None
-        if job.started is not None:
-            wall = (job.ended if job.ended is not None else now) - job.started
-        return JobStatus(
-            job.handle,
-            job.state,
-            exit_code=job.exit_code,
-            reason=job.reason,
-            out_of_memory=job.out_of_memory,
-            time_limit=job.time_limit,
-            wall_seconds=wall,
-            peak_memory_bytes=job.peak or None,
-        )
+        return job.status(now)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import field, frozen
 
@@ -20,6 +20,9 @@ from ..errors import SeqeraError, UsageError
 from ..models import ResourceRequest, Submission
 from ..squash import SquashMode, SquashPolicy
 from .base import Backend
+
+if TYPE_CHECKING:
+    from ._forking import ForkServer
 
 __all__ = ["BACKENDS", "BATCH", "BackendEntry", "entry", "open_backend"]
 
@@ -93,6 +96,7 @@ def open_backend(
     work_dir: str | Path | None = None,
     squash: SquashPolicy | None = None,
     preload: Sequence[str] = (),
+    fork_server: ForkServer | None = None,
     **options: Any,
 ) -> Backend:
     """A new backend called ``name``: ``work_dir`` holds its job scripts and logs, and
@@ -101,7 +105,8 @@ def open_backend(
     ``squash`` puts jobs together on a batch scheduler: arrays, or squashed allocations
     (then the backend returned wraps the scheduler's, and ``preload`` names the Python
     entry points its launchers load once, see :class:`SquashBackend`); a backend that
-    ``forks`` (local) loads them once in a fork server for all its jobs.
+    ``forks`` (local) loads them once in a fork server for all its jobs, or takes
+    ``fork_server``, one the caller started earlier (any other backend closes it).
 
     Raises:
         UsageError: the name is unknown, the backend's module (or extra) is not
@@ -109,6 +114,9 @@ def open_backend(
             a backend that is not a batch scheduler.
     """
     found = entry(name)
+    if fork_server is not None and not found.forks:
+        fork_server.close()  # started on the chance that this backend would fork
+        fork_server = None
     policy = squash or SquashPolicy()
     if policy.mode is not SquashMode.OFF and not found.batch:
         raise UsageError(
@@ -125,6 +133,8 @@ def open_backend(
         keywords["squash"] = policy
     if found.forks and preload:
         keywords["preload"] = preload
+    if fork_server is not None:
+        keywords["fork_server"] = fork_server
     try:
         backend: Backend = factory(**keywords)
     except SeqeraError:
