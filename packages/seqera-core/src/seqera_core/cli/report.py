@@ -90,8 +90,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     target = Path(output)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:  # a directory, a name too long, no permission
+        raise ResourceError("--output", output, f"a file that can be written ({exc})") from None
     for line in headline(report):
         print(line)
     print(f"report: {target.resolve()}")
