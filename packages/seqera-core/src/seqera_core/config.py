@@ -50,6 +50,7 @@ from .dialects.human import SIZE_FORMS, parse_duration, parse_size
 from .documents import decode_yaml
 from .errors import ResourceError
 from .labels import METADATA, string_labels
+from .redaction import redacted
 from .squash import SquashMode
 
 __all__ = ["DEFAULTS", "KEYS", "Config", "key_value", "load_config"]
@@ -252,6 +253,9 @@ def _check(key: str, value: Any, where: str) -> Any:
     if key == "squash.mode" and str(value).strip().lower() not in _MODES:
         raise ResourceError(f"{where}: {key}", value, f"one of {', '.join(_MODES)}")
     text = _text(key, value, where)
+    if key == "resolver.url" and not text.strip().startswith(("http://", "https://")):
+        # said here, naming the layer; the password of a URL is never shown
+        raise ResourceError(f"{where}: {key}", redacted(text), "an http:// or https:// URL")
     if key == "squash.max_time":  # checked here, where the value was written; kept as text
         parse_duration(text, f"{where}: {key}")
     return text

@@ -40,9 +40,9 @@ class SqliteHistory:
         self.path = str(path)
         if self.path != ":memory:":
             target = Path(self.path)
-            if target.is_dir():
-                raise ResourceError("history", self.path, f"{_EXPECTED}, not a directory")
             try:
+                if target.is_dir():  # raises for a name too long (ENAMETOOLONG)
+                    raise ResourceError("history", self.path, f"{_EXPECTED}, not a directory")
                 target.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise ResourceError("history", self.path, f"{_EXPECTED} ({exc})") from None
