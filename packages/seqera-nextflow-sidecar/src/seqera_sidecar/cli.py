@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import math
 import os
 import stat
 import sys
@@ -184,6 +185,17 @@ def _evaluate(args: argparse.Namespace) -> int:
     return command(args)
 
 
+def _margin(text: str) -> float:
+    """``--margin``: a finite factor >= 1 (MaximumResolver refuses less with a ValueError)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 1):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a factor >= 1, e.g. 1.2")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seqera-sidecar", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -207,7 +219,7 @@ def _parser() -> argparse.ArgumentParser:
                              help="predictive: cpus = most cores ever busy")  # fmt: skip
         sub.add_argument("--history", help=f"SQLite path, sqlite:/// or postgresql:// URL (default "
                          f"$SEQERA_HISTORY or {DEFAULT_HISTORY})")  # fmt: skip
-        sub.add_argument("--margin", type=float, default=1.2,
+        sub.add_argument("--margin", type=_margin, default=1.2,
                          help="max: multiplier on the largest use (default 1.2)")  # fmt: skip
         sub.set_defaults(run={"serve": _serve, "resolve": _resolve, "config": _config}[name])
         if name == "serve":
