@@ -2,8 +2,9 @@
 
 Each option and each file read (the history, Nextflow trace files) gets hostile values
 (tests/hostile.py); the answer is exit 0 or 2, never a traceback, and a 2 names the
-option or the file. ``serve`` is not started here: it would serve until stopped (its
-edge has its own property tests in test_properties.py).
+option or the file. ``serve`` is not started here: it would serve until stopped; its
+options are checked against what uvicorn accepts (its edge has its own property tests in
+test_properties.py).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from uvicorn.config import LOG_LEVELS
 
-from seqera_sidecar.cli import main
+from seqera_sidecar.cli import _parser, main
 from tests.hostile import SETTINGS, Answer, arg_text, file_contents, invoke, place, scoped
 
 TRACE = b"task_id\tprocess\tstatus\texit\tmemory\tpeak_rss\trealtime\trchar\n"
@@ -68,3 +70,18 @@ def test_evaluate_reads_any_trace_or_refuses_it_by_name(
 ) -> None:
     path = place(Path(tempfile.mkdtemp(dir=home)), "trace.txt", contents)
     sidecar(["evaluate", path, f"--seed={seed}"], home).check([path, "--seed", "trace"])
+
+
+@SETTINGS
+@given(flag=st.sampled_from(["port", "max-body", "log-level", "host", "allow-host", "state",
+                             "resolver", "backend"]), value=arg_text)  # fmt: skip
+def test_serve_options_are_refused_by_name_or_in_what_uvicorn_takes(flag: str, value: str) -> None:
+    # serve itself would serve until stopped: its parser is checked against what uvicorn
+    # accepts (its own LOG_LEVELS, bind()'s port range) and the edge's body limit.
+    answer = invoke(lambda argv: _parser().parse_args(argv) and 0, ["serve", f"--{flag}={value}"])
+    answer.check([f"--{flag}"], value.lower() if flag == "log-level" else value)  # as uvicorn
+    if answer.code == 0:
+        args = _parser().parse_args(["serve", f"--{flag}={value}"])
+        assert 0 <= args.port <= 65535
+        assert args.max_body >= 1
+        assert args.log_level in LOG_LEVELS

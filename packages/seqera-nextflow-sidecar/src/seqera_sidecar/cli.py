@@ -196,6 +196,24 @@ def _margin(text: str) -> float:
     return value
 
 
+def _whole(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` to ``high`` (a port, a body limit)."""
+
+    def parse(text: str) -> int:
+        digits = text.strip()
+        if not (digits.isascii() and digits.isdigit() and len(digits) <= len(str(high))):
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number")
+        if not low <= int(digits) <= high:
+            raise argparse.ArgumentTypeError(f"{digits!r} is not from {low} to {high}")
+        return int(digits)
+
+    return parse
+
+
+# uvicorn's own names (uvicorn.config.LOG_LEVELS); another is a KeyError inside uvicorn.run
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seqera-sidecar", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -224,16 +242,18 @@ def _parser() -> argparse.ArgumentParser:
         sub.set_defaults(run={"serve": _serve, "resolve": _resolve, "config": _config}[name])
         if name == "serve":
             sub.add_argument("--host", default="127.0.0.1")
-            sub.add_argument("--port", type=int, default=8080)
+            # bind() raises OverflowError outside 0-65535
+            sub.add_argument("--port", type=_whole(0, 65535), default=8080)
             sub.add_argument("--token", help="bearer token; visible in ps: prefer --token-file "
                              "or $SEQERA_SIDECAR_TOKEN")  # fmt: skip
             sub.add_argument("--token-file", help="a file holding the bearer token (chmod 600)")
             sub.add_argument("--allow-host", action="append", metavar="NAME",
                              help="a name clients may reach this sidecar by (Host header), "
                              "beyond 127.0.0.1, localhost and ::1; repeat for several")  # fmt: skip
-            sub.add_argument("--max-body", type=int, default=8 * 2**20, metavar="BYTES",
+            sub.add_argument("--max-body", type=_whole(1, 2**63 - 1), default=8 * 2**20,
+                             metavar="BYTES",
                              help="largest body accepted (default 8 MiB)")  # fmt: skip
-            sub.add_argument("--log-level", default="warning")
+            sub.add_argument("--log-level", default="warning", type=str.lower, choices=LOG_LEVELS)
             sub.add_argument(
                 "--backend",
                 choices=BACKENDS,
