@@ -25,10 +25,12 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 __all__ = [
+    "BOUNDARIES",
     "SETTINGS",
     "Answer",
     "arg_text",
     "documents",
+    "huge_digits",
     "file_contents",
     "invoke",
     "numbers_text",
@@ -54,6 +56,8 @@ _SPECIAL = [
     _HUGE + " GiB", _HUGE + "h", _HUGE + ":00:00", "1" * 400 + "GiB", "1" * 400 + "h",
     "1e300 days", "1e300 GB", "9" * 30 + "TiB",
 ]  # fmt: skip
+BOUNDARIES = ["1" * 400, "9" * 5000, "1e999", "nan", "-1", "0", "\udcff", ""]
+"""Values each input meets for certain (hypothesis.example), whatever else is drawn."""
 _UNITS = ["", " ", "B", "KB", "kB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "G", "gb",
           "s", "m", "h", "d", "ms", "%", " GB", "e", "e999"]  # fmt: skip
 # Any character a process can receive in argv or its environment: no NUL, and lone
@@ -62,10 +66,14 @@ _CHARS = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"
     ["\udc80", "\udcff", "\udce9"]
 )
 
+# 19 to 6,000 digits: past an int64, past a float, past int()'s 4,300-digit limit
+_LENGTHS = [19, 20, 40, 309, 400, 1000, 4300, 4301, 5000]  # the limits and either side
+huge_digits = st.tuples(st.integers(1, 9), st.sampled_from(_LENGTHS)).map(
+    lambda t: str(t[0]) * t[1]
+)
 numbers_text = st.one_of(
     st.integers().map(str),
-    # up to 6,000 digits: past int()'s 4,300-digit limit
-    st.tuples(st.integers(1, 9), st.integers(19, 6000)).map(lambda t: str(t[0]) * t[1]),
+    huge_digits,
     st.floats().map(repr),
     st.floats().map(str),
     st.decimals(allow_nan=True).map(str),
@@ -74,6 +82,7 @@ numbers_text = st.one_of(
 
 arg_text = st.one_of(
     st.sampled_from(_SPECIAL),
+    huge_digits,  # bare too: an int-typed option takes them
     numbers_text,
     st.text(_CHARS, max_size=40),
 )

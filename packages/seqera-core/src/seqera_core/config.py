@@ -126,7 +126,7 @@ def _flatten(document: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def _timeout(value: Any, where: str) -> float:
     seconds = -1.0
     if not isinstance(value, bool):
-        with contextlib.suppress(TypeError, ValueError):
+        with contextlib.suppress(TypeError, ValueError, OverflowError):  # float(10**400)
             seconds = float(value)
     if not math.isfinite(seconds) or seconds <= 0:
         raise ResourceError(f"{where}: resolver.timeout", value, "a number of seconds > 0")
@@ -212,7 +212,7 @@ def _count(key: str, value: Any, where: str) -> int:
 def _cores(key: str, value: Any, where: str) -> float:
     cores = -1.0
     if not isinstance(value, bool):
-        with contextlib.suppress(TypeError, ValueError):
+        with contextlib.suppress(TypeError, ValueError, OverflowError):  # float(10**400)
             cores = float(value)
     if not math.isfinite(cores) or cores <= 0:
         raise ResourceError(f"{where}: {key}", value, "a number of cores > 0, e.g. 4 or 0.5")
