@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     config = settings(history=args.history, platform=args.platform)
     location = os.path.expanduser(str(config.get("history") or DEFAULT_HISTORY))
     path = _local_path(location)
-    if path is not None and not path.is_file():  # opening it would create an empty one
+    # opening it would create an empty one; os.path.isfile: a name too long is not a file
+    if path is not None and not os.path.isfile(path):
         expected = "an existing history (SQLite file) or a postgresql:// URL"
         raise ResourceError("--history", location, f"{expected} (--history or $SEQERA_HISTORY)")
     since = None if args.since is None else parse_since(args.since)
