@@ -9,18 +9,28 @@ the value. Runs in this process through ``seqera_core.cli.main``.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from seqera_core.cli import main
 from seqera_core.config import KEYS
 from seqera_core.dialects.engines import ENGINES, GENERIC_KEYS
 from seqera_core.history import TaskRecord, open_history
-from tests.hostile import SETTINGS, Answer, arg_text, file_contents, invoke, place, scoped
+from tests.hostile import (
+    BOUNDARIES,
+    SETTINGS,
+    Answer,
+    arg_text,
+    file_contents,
+    invoke,
+    place,
+    scoped,
+)
 
 GENERIC = ("cpus", "memory", "time", "disk", "accelerator")
 PLATFORM = """\
@@ -32,6 +42,17 @@ queues:
 """
 JOBS = '[{"name": "a", "cpus": 1, "memory": "1 GB", "time": "1m"}]'  # seqera squash's
 PLAN_JOBS = '[{"name": "a", "cpus": 1, "memory": "1 GB"}]'
+
+
+def boundaries(**others: str) -> Callable[[Any], Any]:
+    """Every value of hostile.BOUNDARIES as an explicit example (with ``others``)."""
+
+    def add(test: Any) -> Any:
+        for value in BOUNDARIES:
+            test = example(value=value, **others)(test)
+        return test
+
+    return add
 
 
 @pytest.fixture
@@ -57,9 +78,11 @@ def fresh(home: Path) -> Path:
 # --- explain and validate: every resource flag, --set, --label, --process ---------------
 
 
-@SETTINGS
-@given(engine=st.sampled_from(ENGINES), flag=st.sampled_from(GENERIC), value=arg_text,
-       command=st.sampled_from(["explain", "validate"]))  # fmt: skip
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("flag", GENERIC)
+@boundaries(command="explain")
+@settings(SETTINGS, max_examples=10)  # per flag and engine, besides the boundaries
+@given(value=arg_text, command=st.sampled_from(["explain", "validate"]))
 def test_a_resource_flag_is_used_or_refused_by_name(
     home: Path, engine: str, flag: str, value: str, command: str
 ) -> None:
@@ -100,7 +123,7 @@ def test_labels_process_backend_and_squash_are_used_or_refused(
 files = file_contents() | st.none()  # None: a directory where the file should be
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=30)
 @given(contents=files, command=st.sampled_from(["explain", "validate"]))
 def test_any_platform_file_is_read_or_refused(
     home: Path, contents: bytes | None, command: str
@@ -176,8 +199,10 @@ RUN_FLAGS = ("cpus", "memory", "time", "disk", "gpus", "label", "ecs", "name", "
              "account", "machine-type", "image", "workdir")  # fmt: skip
 
 
-@SETTINGS
-@given(flag=st.sampled_from(RUN_FLAGS), value=arg_text)
+@pytest.mark.parametrize("flag", RUN_FLAGS)
+@boundaries()
+@settings(SETTINGS, max_examples=8)  # per flag, besides the boundaries
+@given(value=arg_text)
 def test_run_uses_or_refuses_any_flag_value(home: Path, flag: str, value: str) -> None:
     answer = seqera(["run", f"--{flag}={value}", "--", "true"], home)
     if answer.code == 1:
@@ -243,9 +268,10 @@ settings_documents = st.dictionaries(
 )  # fmt: skip
 
 
-@SETTINGS
+@pytest.mark.parametrize("variable", sorted(KEYS.values()))
+@boundaries(command="config")
+@settings(SETTINGS, max_examples=8)  # per variable, besides the boundaries
 @given(
-    variable=st.sampled_from(sorted(KEYS.values())),
     value=arg_text,
     command=st.sampled_from(["config", "explain", "validate", "plan", "squash", "report"]),
 )
@@ -266,7 +292,9 @@ def test_any_seqera_variable_is_used_or_refused_by_name(
     answer = seqera(argv, home, {variable: value.replace("\udc80", "?")})
     if command == "report" and answer.code == 2 and "--history" in answer.err:
         return  # no history where one was looked for: named, the variable had no say
-    answer.check([variable, "--platform", "--history"], value.replace("\udc80", "?"))
+    # A path too long names the setting it fills (history, platform).
+    names = [variable, "--platform", "--history", "history:", "platform:"]
+    answer.check(names, value.replace("\udc80", "?"))
 
 
 @SETTINGS

@@ -20,8 +20,9 @@ def _shown(value: object) -> str:
     """``repr(value)``, cut to its first characters when long. An int of more than 4,300
     digits has no repr (``sys.get_int_max_str_digits``): its digit count stands in."""
     if isinstance(value, int) and value.bit_length() > 14_000:  # over 4,200 digits
-        digits = int(value.bit_length() * math.log10(2)) + 1
-        return f"<an integer of about {digits} digits>"
+        digits = int(abs(value).bit_length() * math.log10(2)) + 1
+        head = abs(value) // 10 ** (digits - 20)  # its first digits, without str() of it all
+        return f"{'-' if value < 0 else ''}{head}... (an integer of about {digits} digits)"
     try:
         text = repr(value)
     except ValueError:  # an int of too many digits inside a list or mapping
