@@ -181,8 +181,18 @@ def scoped(environ: Mapping[str, str], cwd: Path) -> Iterator[None]:
 
 
 class _Stream(io.StringIO):
-    # cwltool's main reads sys.stdout.encoding, which a plain StringIO leaves None
-    encoding = "utf-8"
+    """A UTF-8 stream as a process has: stdout strict (a lone surrogate printed there is
+    UnicodeEncodeError, as on a real UTF-8 terminal), stderr ``backslashreplace``."""
+
+    encoding = "utf-8"  # cwltool's main reads sys.stdout.encoding
+
+    def __init__(self, errors: str) -> None:
+        super().__init__()
+        self._errors = errors
+
+    def write(self, text: str) -> int:
+        text.encode("utf-8", self._errors)
+        return super().write(text)
 
 
 class Answer:
@@ -218,7 +228,7 @@ def invoke(main: Callable[[Sequence[str]], int], argv: Sequence[str]) -> Answer:
     """Run ``main(argv)`` in this process: its exit status (SystemExit's too) and output.
 
     Any exception is the failure these tests look for, so it is let through."""
-    out, err = _Stream(), _Stream()
+    out, err = _Stream("strict"), _Stream("backslashreplace")
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code = main(list(argv))

@@ -105,11 +105,15 @@ def test_any_set_key_and_value_is_used_or_refused(
 @SETTINGS
 @given(
     engine=st.sampled_from(ENGINES),
-    label=arg_text,
+    label=arg_text | st.tuples(arg_text, arg_text).map("=".join),  # KEY=VALUE, both hostile
     process=arg_text,
     backend=st.sampled_from(["local", "slurm", "pbs", "torque", "ecs"]),
     squash=st.sampled_from(["off", "array", "squash"]),
 )
+# argv bytes that are not UTF-8 in a label, on each backend that encodes labels
+@example(engine="nextflow", label="team=\udcff", process="p", backend="slurm", squash="off")
+@example(engine="cwl", label="\udce9=x", process="\udcff", backend="pbs", squash="array")
+@example(engine="snakemake", label="k=\udcff", process="p", backend="ecs", squash="off")
 def test_labels_process_backend_and_squash_are_used_or_refused(
     home: Path, engine: str, label: str, process: str, backend: str, squash: str
 ) -> None:
