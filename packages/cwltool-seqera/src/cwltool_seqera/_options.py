@@ -74,7 +74,7 @@ def _number(flag: str, text: str | None, kind: type[float] | type[int]) -> float
     except ValueError:  # also int() past 4,300 digits
         value = -1
     # inf passed `> 0`: a poll interval or timeout of inf waits for ever
-    if not (value > 0 and math.isfinite(value) and value <= LARGEST):
+    if not (0 < value <= LARGEST and math.isfinite(value)):  # a huge int has no float
         shown = repr(text) if len(text) <= 60 else f"{text[:40]!r}... ({len(text)} characters)"
         raise UsageError(f"{flag} {shown}: expected a number greater than 0, at most {LARGEST}")
     return value
