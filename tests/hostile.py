@@ -190,6 +190,9 @@ class _Stream(io.StringIO):
         super().__init__()
         self._errors = errors
 
+    def reconfigure(self, errors: str) -> None:
+        self._errors = errors
+
     def write(self, text: str) -> int:
         text.encode("utf-8", self._errors)
         return super().write(text)

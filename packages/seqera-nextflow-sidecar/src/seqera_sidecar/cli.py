@@ -275,6 +275,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; exit 2 on invalid input, 1 on other errors."""
     args = _parser().parse_args(argv)
+    # A process or path from argv bytes that are not UTF-8 (lone surrogates) prints as
+    # \udcff instead of a UnicodeEncodeError on a UTF-8 stdout (as seqera_core.cli does).
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
     try:
         code: int = args.run(args)
         return code
