@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -38,6 +39,9 @@ class SeqeraOptions:
     shrink_self_sizing: bool = False  # tools given $(runtime.ram) may be sized below it
 
 
+LARGEST = 2**63 - 1  # as seqera-core's resource values: an int64
+
+
 def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
     return dict(key_value(flag, value) for value in values)
 
@@ -69,10 +73,12 @@ def _number(flag: str, text: str | None, kind: type[float] | type[int]) -> float
         return None
     try:
         value = kind(text)
-    except ValueError:
+    except ValueError:  # also int() past 4,300 digits
         value = -1
-    if not value > 0:
-        raise UsageError(f"{flag} {text!r}: expected a number greater than 0")
+    # inf passed `> 0`: a poll interval or timeout of inf waits for ever
+    if not (0 < value <= LARGEST and math.isfinite(value)):  # a huge int has no float
+        shown = repr(text) if len(text) <= 60 else f"{text[:40]!r}... ({len(text)} characters)"
+        raise UsageError(f"{flag} {shown}: expected a number greater than 0, at most {LARGEST}")
     return value
 
 

@@ -100,10 +100,11 @@ def parse_memory(where: str, value: Any) -> int:
 def _instance(where: str, name: str, value: Any) -> InstanceType:
     if not isinstance(value, Mapping):
         raise ResourceError(where, value, "a mapping with keys vcpus, memory, price, gpus")
-    unknown = sorted(map(str, set(value) - set(_INSTANCE_KEYS)))
+    unknown = set(value) - set(_INSTANCE_KEYS)
     if unknown:
+        key = min(unknown, key=str)  # YAML keys need not be strings: look up the key itself
         expected = f"one of the keys {', '.join(_INSTANCE_KEYS)}"
-        raise ResourceError(f"{where}.{unknown[0]}", value[unknown[0]], expected)
+        raise ResourceError(f"{where}.{key}", value[key], expected)
     for key in ("vcpus", "memory", "price"):
         if key not in value:
             raise ResourceError(f"{where}.{key}", None, f"a value for {key} (it is required)")
@@ -136,9 +137,10 @@ def parse(document: Any, source: str = "<memory>") -> Catalogue:
     try:
         if not isinstance(document, Mapping):
             raise ResourceError("catalogue", document, "a mapping with an instances: section")
-        unknown = sorted(map(str, set(document) - {"date", "source", "instances"}))
+        unknown = set(document) - {"date", "source", "instances"}
         if unknown:
-            raise ResourceError(unknown[0], document[unknown[0]], "date, source or instances")
+            key = min(unknown, key=str)
+            raise ResourceError(str(key), document[key], "date, source or instances")
         return Catalogue(
             types=parse_instances("instances", document.get("instances")),
             source=source,

@@ -49,9 +49,13 @@ import yaml
 from attrs import field, frozen
 
 from .backends.registry import BACKENDS
-from .dialects.human import SIZE_FORMS, parse_size
+from .dialects._values import LARGEST
+from .dialects.human import SIZE_FORMS, parse_duration, parse_size
+from .documents import decode_yaml
 from .errors import ResourceError
 from .labels import METADATA, string_labels
+from .redaction import redacted
+from .squash import SquashMode
 
 __all__ = ["DEFAULTS", "KEYS", "Config", "key_value", "load_config"]
 
@@ -88,6 +92,7 @@ KEYS: dict[str, str] = {
 _LISTS = ("ecs.subnets", "ecs.security_groups")
 _BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 DEFAULTS: Mapping[str, Any] = {"backend": "local", "auto_labels": "all"}
+_MODES = tuple(m.value for m in SquashMode)
 _AUTO_FORMS = f"all, none, or a list of {', '.join(METADATA)}"
 
 
@@ -126,7 +131,7 @@ def _flatten(document: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def _timeout(value: Any, where: str) -> float:
     seconds = -1.0
     if not isinstance(value, bool):
-        with contextlib.suppress(TypeError, ValueError):
+        with contextlib.suppress(TypeError, ValueError, OverflowError):  # float(10**400)
             seconds = float(value)
     if not math.isfinite(seconds) or seconds <= 0:
         raise ResourceError(f"{where}: resolver.timeout", value, "a number of seconds > 0")
@@ -192,17 +197,27 @@ def _boolean(key: str, value: Any, where: str) -> bool:
     raise ResourceError(f"{where}: {key}", value, "true or false")
 
 
+def _whole(text: str) -> int | None:
+    # int() refuses more than 4,300 digits (ValueError); no count or size needs 20.
+    if not (text.isascii() and text.isdigit()) or len(text.lstrip("0")) > len(str(LARGEST)):
+        return None
+    number = int(text)
+    return number if 0 < number <= LARGEST else None
+
+
 def _count(key: str, value: Any, where: str) -> int:
-    text = str(value).strip() if isinstance(value, int | str) else ""
-    if isinstance(value, bool) or not (text.isascii() and text.isdigit()) or int(text) < 1:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value) if 0 < value <= LARGEST else value
+    number = _whole(value.strip()) if isinstance(value, str) else None
+    if number is None:
         raise ResourceError(f"{where}: {key}", value, "an integer >= 1")
-    return int(text)
+    return number
 
 
 def _cores(key: str, value: Any, where: str) -> float:
     cores = -1.0
     if not isinstance(value, bool):
-        with contextlib.suppress(TypeError, ValueError):
+        with contextlib.suppress(TypeError, ValueError, OverflowError):  # float(10**400)
             cores = float(value)
     if not math.isfinite(cores) or cores <= 0:
         raise ResourceError(f"{where}: {key}", value, "a number of cores > 0, e.g. 4 or 0.5")
@@ -210,11 +225,11 @@ def _cores(key: str, value: Any, where: str) -> float:
 
 
 def _bytes(key: str, value: Any, where: str) -> int:
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= LARGEST:
         return value
-    if isinstance(value, str) and value.strip().isdigit() and int(value) > 0:
-        return int(value)
-    if isinstance(value, str):
+    if isinstance(value, str) and (number := _whole(value.strip())) is not None:
+        return number
+    if isinstance(value, str) and not value.strip().isdigit():
         return parse_size(value, f"{where}: {key}")
     raise ResourceError(f"{where}: {key}", value, f"whole bytes, or {SIZE_FORMS}")
 
@@ -240,21 +255,25 @@ def _check(key: str, value: Any, where: str) -> Any:
         return _bytes(key, value, where)
     if key in ("ecs.max_spot_attempts", "squash.max_jobs", "squash.cpus"):
         return _count(key, value, where)
-    return _text(key, value, where)
+    if key == "squash.mode" and str(value).strip().lower() not in _MODES:
+        raise ResourceError(f"{where}: {key}", value, f"one of {', '.join(_MODES)}")
+    text = _text(key, value, where)
+    if key == "resolver.url" and not text.strip().startswith(("http://", "https://")):
+        # said here, naming the layer; the password of a URL is never shown
+        raise ResourceError(f"{where}: {key}", redacted(text), "an http:// or https:// URL")
+    if key == "squash.max_time":  # checked here, where the value was written; kept as text
+        parse_duration(text, f"{where}: {key}")
+    return text
 
 
 def _file(path: Path) -> tuple[dict[str, Any], str] | None:
     if not path.is_file():
         return None
     try:
-        document = yaml.safe_load(path.read_text()) or {}
+        text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise ResourceError(str(path), "", f"a readable YAML file ({exc})") from None
-    except yaml.MarkedYAMLError as exc:
-        line = f": line {exc.problem_mark.line + 1}" if exc.problem_mark else ""
-        raise ResourceError(f"{path}{line}", exc.problem, "valid YAML") from None
-    except yaml.YAMLError as exc:
-        raise ResourceError(str(path), str(exc), "valid YAML") from None
+    document = decode_yaml(text, str(path), yaml.SafeLoader) or {}
     if not isinstance(document, Mapping):
         raise ResourceError(str(path), document, "a YAML mapping of settings")
     values = {}

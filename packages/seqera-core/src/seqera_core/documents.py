@@ -4,6 +4,7 @@ every fault a ResourceError that names the file or the flag."""
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import yaml
 
 from .errors import ResourceError
 
-__all__ = ["read_document"]
+__all__ = ["decode_yaml", "read_document"]
 
 
 class _Loader(yaml.SafeLoader):
@@ -53,6 +54,31 @@ _Loader.add_implicit_resolver(
 )
 
 
+def decode_yaml(text: str, where: str, loader: type[yaml.SafeLoader] = _Loader) -> Any:
+    """``text`` decoded by ``loader`` (a SafeLoader: no objects); any fault is a
+    ResourceError naming ``where``, including what PyYAML lets through past Python's own
+    limits: nesting deeper than the recursion limit (``RecursionError``) and an integer of
+    more than ``sys.get_int_max_str_digits()`` digits (``ValueError`` from ``int()``)."""
+    try:
+        return yaml.load(text, Loader=loader)  # every loader here is a SafeLoader
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        at = f"{where}: line {mark.line + 1}" if mark is not None else where
+        raise ResourceError(at, exc.problem, "valid YAML") from None
+    except yaml.YAMLError as exc:
+        raise ResourceError(where, str(exc), "valid YAML") from None
+    except RecursionError:
+        raise ResourceError(
+            where, "lists or mappings nested too deep to read", "valid YAML"
+        ) from None
+    except ValueError as exc:
+        limit = sys.get_int_max_str_digits()
+        raise ResourceError(
+            where, f"a number too long to read ({str(exc).split(':')[0]})",
+            f"numbers of at most {limit} digits",
+        ) from None  # fmt: skip
+
+
 def read_document(path: str | Path, flag: str = "--platform") -> Any:
     """A decoded YAML (or JSON) file; any fault is a ResourceError naming ``flag`` or the file.
 
@@ -62,11 +88,4 @@ def read_document(path: str | Path, flag: str = "--platform") -> Any:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise ResourceError(flag, str(path), f"a readable YAML file ({exc})") from None
-    try:
-        return yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader: no objects
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{path}: line {mark.line + 1}" if mark is not None else str(path)
-        raise ResourceError(where, exc.problem, "valid YAML") from None
-    except yaml.YAMLError as exc:
-        raise ResourceError(str(path), str(exc), "valid YAML") from None
+    return decode_yaml(text, str(path))

@@ -9,7 +9,27 @@ SeqeraError                 anything else, e.g. a scheduler failed (the CLI exit
 
 from __future__ import annotations
 
+import math
+
 __all__ = ["HistoryError", "ResourceError", "SeqeraError", "UsageError", "WireError"]
+
+_SHOWN = 200  # characters of a value an error message quotes
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, cut to its first characters when long. An int of more than 4,300
+    digits has no repr (``sys.get_int_max_str_digits``): its digit count stands in."""
+    if isinstance(value, int) and value.bit_length() > 14_000:  # over 4,200 digits
+        digits = int(abs(value).bit_length() * math.log10(2)) + 1
+        head = abs(value) // 10 ** (digits - 20)  # its first digits, without str() of it all
+        return f"{'-' if value < 0 else ''}{head}... (an integer of about {digits} digits)"
+    try:
+        text = repr(value)
+    except ValueError:  # an int of too many digits inside a list or mapping
+        return f"<a {type(value).__name__} too large to show>"
+    if len(text) > _SHOWN:
+        return f"{text[: _SHOWN - 20]}... ({len(text)} characters)"
+    return text
 
 
 class SeqeraError(Exception):
@@ -27,7 +47,7 @@ class ResourceError(UsageError, ValueError):
         self.field = field
         self.value = value
         self.expected = expected
-        super().__init__(f"{field}: {value!r} is not valid; expected {expected}")
+        super().__init__(f"{field}: {_shown(value)} is not valid; expected {expected}")
 
 
 class HistoryError(SeqeraError):

@@ -71,9 +71,10 @@ def entry(
     anything else is a ResourceError naming the entry and the field."""
     if not isinstance(value, Mapping):
         raise ResourceError(where, value, f"an object with {', '.join(required)}")
-    unknown = sorted(map(str, set(value) - set(keys)))
+    unknown = set(value) - set(keys)
     if unknown:
-        raise ResourceError(f"{where}.{unknown[0]}", value[unknown[0]], ", ".join(keys))
+        key = min(unknown, key=str)
+        raise ResourceError(f"{where}.{key}", value[key], ", ".join(keys))
     for key in required:
         if key not in value:
             raise ResourceError(f"{where}.{key}", None, f"a value for {key} (it is required)")

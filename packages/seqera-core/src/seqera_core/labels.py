@@ -116,8 +116,18 @@ def task_delta(baseline: Mapping[str, str], task: Mapping[str, Any]) -> dict[str
     return {k: v for k, v in string_labels(task).items() if baseline.get(k) != v}
 
 
+def _utf8(text: str) -> bytes:
+    # A label from argv bytes that are not UTF-8 holds lone surrogates (surrogateescape):
+    # they go back to those bytes (%FF); any other lone surrogate becomes "?". quote()
+    # itself encodes strictly and raised UnicodeEncodeError.
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace")
+
+
 def _pair(key: str, value: str) -> str:
-    return f"{quote(key, safe=_SAFE)}={quote(value, safe=_SAFE)}"
+    return f"{quote(_utf8(key), safe=_SAFE)}={quote(_utf8(value), safe=_SAFE)}"
 
 
 def encode_labels(labels: Mapping[str, str], limit: int | None = None) -> str:

@@ -177,7 +177,7 @@ def _mapping(where: str, value: Any, keys: set[str]) -> Mapping[str, Any]:
         raise ResourceError(where, value, f"a mapping with keys {', '.join(sorted(keys))}")
     unknown = set(value) - keys
     if unknown:
-        name = sorted(map(str, unknown))[0]
+        name = min(unknown, key=str)  # YAML keys need not be strings: look up the key itself
         expected = f"one of the keys {', '.join(sorted(keys))}"
         raise ResourceError(f"{where}.{name}", value[name], expected)
     return value

@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 from attrs import field, frozen
 
+from .dialects._values import LARGEST
 from .dialects.human import DURATION_FORMS, parse_duration
 from .errors import ResourceError
 from .models import ResourceRequest
@@ -52,15 +53,21 @@ def _mode(value: Any) -> SquashMode:
 
 def _at_least(name: str, minimum: int) -> Any:
     def check(_: Any, attribute: Any, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ResourceError(f"squash.{name}", value, f"a whole number >= {minimum}")
+        # At most LARGEST: a larger count has no float, and packing divides by it.
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= LARGEST:
+            expected = f"a whole number >= {minimum}, at most {LARGEST}"
+            raise ResourceError(f"squash.{name}", value, expected)
 
     return check
 
 
 def _cpus(_: Any, attribute: Any, value: Any) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ResourceError("squash.cpus", value, "a whole number of cores >= 1")
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= LARGEST
+    ):
+        raise ResourceError(
+            "squash.cpus", value, f"a whole number of cores >= 1, at most {LARGEST}"
+        )
 
 
 @frozen
@@ -109,10 +116,11 @@ class SquashPolicy:
         if not isinstance(value, Mapping):
             raise ResourceError(where, value, "a mode (off, array, squash) or a mapping")
         known = {"mode", "max_jobs", "max_time", "cpus", "key"}
-        unknown = sorted(str(k) for k in value if k not in known)
+        unknown = [k for k in value if k not in known]
         if unknown:
+            key = min(unknown, key=str)  # YAML keys need not be strings: look up the key itself
             expected = "one of " + ", ".join(sorted(known))
-            raise ResourceError(f"{where}.{unknown[0]}", value[unknown[0]], expected)
+            raise ResourceError(f"{where}.{key}", value[key], expected)
         options = dict(value)
         if "max_time" in options:
             # a bare number is refused, as for a queue's max_walltime: minutes or seconds?

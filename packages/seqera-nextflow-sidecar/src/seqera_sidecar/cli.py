@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import math
 import os
 import stat
 import sys
@@ -192,6 +193,35 @@ def _evaluate(args: argparse.Namespace) -> int:
     return command(args)
 
 
+def _margin(text: str) -> float:
+    """``--margin``: a finite factor >= 1 (MaximumResolver refuses less with a ValueError)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 1):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a factor >= 1, e.g. 1.2")
+    return value
+
+
+def _whole(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` to ``high`` (a port, a body limit)."""
+
+    def parse(text: str) -> int:
+        digits = text.strip()
+        if not (digits.isascii() and digits.isdigit() and len(digits) <= len(str(high))):
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number")
+        if not low <= int(digits) <= high:
+            raise argparse.ArgumentTypeError(f"{digits!r} is not from {low} to {high}")
+        return int(digits)
+
+    return parse
+
+
+# uvicorn's own names (uvicorn.config.LOG_LEVELS); another is a KeyError inside uvicorn.run
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seqera-sidecar", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -219,21 +249,23 @@ def _parser() -> argparse.ArgumentParser:
                              "$SEQERA_SIZING_SHRINK_SELF_SIZING)")  # fmt: skip
         sub.add_argument("--history", help=f"SQLite path, sqlite:/// or postgresql:// URL (default "
                          f"$SEQERA_HISTORY or {DEFAULT_HISTORY})")  # fmt: skip
-        sub.add_argument("--margin", type=float, default=1.2,
+        sub.add_argument("--margin", type=_margin, default=1.2,
                          help="max: multiplier on the largest use (default 1.2)")  # fmt: skip
         sub.set_defaults(run={"serve": _serve, "resolve": _resolve, "config": _config}[name])
         if name == "serve":
             sub.add_argument("--host", default="127.0.0.1")
-            sub.add_argument("--port", type=int, default=8080)
+            # bind() raises OverflowError outside 0-65535
+            sub.add_argument("--port", type=_whole(0, 65535), default=8080)
             sub.add_argument("--token", help="bearer token; visible in ps: prefer --token-file "
                              "or $SEQERA_SIDECAR_TOKEN")  # fmt: skip
             sub.add_argument("--token-file", help="a file holding the bearer token (chmod 600)")
             sub.add_argument("--allow-host", action="append", metavar="NAME",
                              help="a name clients may reach this sidecar by (Host header), "
                              "beyond 127.0.0.1, localhost and ::1; repeat for several")  # fmt: skip
-            sub.add_argument("--max-body", type=int, default=8 * 2**20, metavar="BYTES",
+            sub.add_argument("--max-body", type=_whole(1, 2**63 - 1), default=8 * 2**20,
+                             metavar="BYTES",
                              help="largest body accepted (default 8 MiB)")  # fmt: skip
-            sub.add_argument("--log-level", default="warning")
+            sub.add_argument("--log-level", default="warning", type=str.lower, choices=LOG_LEVELS)
             sub.add_argument(
                 "--backend",
                 choices=BACKENDS,
@@ -255,6 +287,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; exit 2 on invalid input, 1 on other errors."""
     args = _parser().parse_args(argv)
+    # A process or path from argv bytes that are not UTF-8 (lone surrogates) prints as
+    # \udcff instead of a UnicodeEncodeError on a UTF-8 stdout (as seqera_core.cli does).
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
     try:
         code: int = args.run(args)
         return code

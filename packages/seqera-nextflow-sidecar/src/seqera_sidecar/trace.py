@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import math
 from pathlib import Path
 from typing import IO
 
@@ -16,17 +17,24 @@ __all__ = ["read_trace"]
 _NEEDED = ("task_id", "process", "status", "memory", "rss", "realtime")
 
 
+_LARGEST = 2**63 - 1  # the history's INTEGER columns
+
+
 def _number(row: dict[str, str], column: str, line: int) -> float | None:
-    text = row.get(column, "-").strip()
+    text = (row.get(column) or "-").strip()  # a short row leaves its last columns None
     if text in ("", "-"):
         return None
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
+        value = math.nan
+    # inf, nan or past an int64 would fail later, in int() or in the history's INTEGER
+    if not (math.isfinite(value) and abs(value) <= _LARGEST):
         raise UsageError(
-            f"trace line {line}: column {column!r} is {text!r}, expected a raw number "
+            f"trace line {line}: column {column!r} is {text[:40]!r}, expected a raw number "
             "(write the trace with trace.raw = true)"
         ) from None
+    return value
 
 
 def _open(path: Path) -> IO[str]:
@@ -36,8 +44,17 @@ def _open(path: Path) -> IO[str]:
 
 
 def read_trace(path: str | Path, run_id: str = "trace") -> list[TaskRecord]:
-    """The trace's completed tasks: requested memory/time, ``rss`` as the peak, ``rchar`` input."""
-    path = Path(path)
+    """The trace's completed tasks: requested memory/time, ``rss`` as the peak, ``rchar`` input.
+
+    A file that cannot be read (a directory, not gzip, not text, a broken CSV field) is a
+    UsageError naming it."""
+    try:
+        return _read(Path(path), run_id)
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error) as exc:
+        raise UsageError(f"trace {path}: cannot be read as a trace ({exc})") from None
+
+
+def _read(path: Path, run_id: str) -> list[TaskRecord]:
     with _open(path) as stream:
         reader = csv.DictReader(
             stream, delimiter="\t" if path.name.endswith(("txt", "tsv")) else ","

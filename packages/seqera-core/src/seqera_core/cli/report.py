@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     config = settings(history=args.history, platform=args.platform)
     location = os.path.expanduser(str(config.get("history") or DEFAULT_HISTORY))
     path = _local_path(location)
-    if path is not None and not path.is_file():  # opening it would create an empty one
+    # opening it would create an empty one; os.path.isfile: a name too long is not a file
+    if path is not None and not os.path.isfile(path):
         expected = "an existing history (SQLite file) or a postgresql:// URL"
         raise ResourceError("--history", location, f"{expected} (--history or $SEQERA_HISTORY)")
     since = None if args.since is None else parse_since(args.since)
@@ -90,8 +91,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     target = Path(output)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:  # a directory, a name too long, no permission
+        raise ResourceError("--output", output, f"a file that can be written ({exc})") from None
     for line in headline(report):
         print(line)
     print(f"report: {target.resolve()}")

@@ -250,6 +250,9 @@ def run(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         raise ResourceError("COMMAND", command, "a command after --, e.g. seqera run -- echo hi")
+    if args.workdir is not None and not os.path.isdir(args.workdir):
+        # Said now, by name: a job started in a missing directory fails with exit 127.
+        raise ResourceError("--workdir", args.workdir, "an existing directory")
     ecs = dict(key_value("--ecs", text) for text in args.ecs)
     config = settings(
         backend=args.backend,

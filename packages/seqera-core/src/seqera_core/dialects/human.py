@@ -13,6 +13,7 @@ from fractions import Fraction
 from ..errors import ResourceError
 from ..units import GB, GIB, KB, KIB, MB, MIB, TIB, ceil_scale
 from . import nextflow, slurm
+from ._values import at_most_largest, short_digits
 
 __all__ = ["DURATION_FORMS", "SIZE_FORMS", "parse_duration", "parse_size"]
 
@@ -37,17 +38,19 @@ DURATION_FORMS = (
 
 def parse_size(text: str, flag: str = "--memory") -> int:
     """Bytes of a size such as ``4GB`` (10^9) or ``4GiB`` (2^30), rounded up to a whole byte."""
+    short_digits(flag, text, SIZE_FORMS)
     match = _SIZE.fullmatch(text.strip())
     if match is None or match.group(2) not in _SIZE_UNITS:
         raise ResourceError(flag, text, SIZE_FORMS)
     size = ceil_scale(Fraction(match.group(1)), _SIZE_UNITS[match.group(2)])
     if size <= 0:
         raise ResourceError(flag, text, f"a size greater than 0: {SIZE_FORMS}")
-    return size
+    return at_most_largest(flag, text, size, "a size in bytes")
 
 
 def parse_duration(text: str, flag: str = "--time") -> int:
     """Whole seconds of ``1h30m`` (Nextflow's parser) or ``[D-]HH:MM:SS`` (Slurm's), rounded up."""
+    short_digits(flag, text, DURATION_FORMS)
     value = text.strip()
     seconds: int | None = None
     if _COMPOUND.fullmatch(value) and _in_order(value):
@@ -58,7 +61,7 @@ def parse_duration(text: str, flag: str = "--time") -> int:
         raise ResourceError(flag, text, DURATION_FORMS)
     if seconds <= 0:
         raise ResourceError(flag, text, f"a duration greater than 0: {DURATION_FORMS}")
-    return seconds
+    return at_most_largest(flag, text, seconds, "a duration in seconds")
 
 
 def _in_order(text: str) -> bool:

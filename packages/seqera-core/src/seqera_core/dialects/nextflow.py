@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import ResourceError
 from ..models import Accelerator, ResourceLimits, ResourceRequest, ResourceResponse
 from ..units import MIB, ceil_div, format_seconds
+from ._values import short_digits
 
 __all__ = [
     "config_directives",
@@ -82,11 +83,12 @@ def parse_memory(value: str | int, field: str = "memory") -> int:
     if isinstance(value, bool):
         raise ResourceError(field, value, MEMORY_FORMS)
     if isinstance(value, int):
-        if value < 0:
-            raise ResourceError(field, value, "a non-negative number of bytes")
+        if not 0 <= value <= _LONG_MAX:
+            raise ResourceError(field, value, "a non-negative number of bytes, at most 2^63-1")
         return value
     if not isinstance(value, str):
         raise ResourceError(field, value, MEMORY_FORMS)
+    short_digits(field, value, MEMORY_FORMS)
     match = _MEMORY.fullmatch(_java_trim(value))
     if match is None:
         raise ResourceError(field, value, MEMORY_FORMS)
@@ -151,6 +153,7 @@ def parse_duration_ms(value: str | int, field: str = "time") -> int:
         if value < 0:
             raise ResourceError(field, value, "a non-negative number of milliseconds")
         return value
+    short_digits(field, value, DURATION_FORMS)
     millis = _duration_ms(_java_trim(value))
     if millis is None:
         raise ResourceError(field, value, DURATION_FORMS)
@@ -173,11 +176,14 @@ def _cpus(value: Any, field: str = "cpus") -> int:
     # TaskConfig.getCpus: `value as int`, 0/null means 1, negatives are an error.
     if isinstance(value, str):
         value = value.strip()
+        short_digits(field, value, "a whole number of cpus >= 1")
         if not re.fullmatch(r"[0-9]+", value, re.ASCII):
             raise ResourceError(field, value, "a whole number of cpus >= 1")
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ResourceError(field, value, "a whole number of cpus >= 1")
+    if value > _LONG_MAX:  # Integer overflow in Groovy; no float holds much more
+        raise ResourceError(field, value, "a whole number of cpus >= 1, at most 2^63-1")
     if value < 0:
         raise ResourceError(field, value, "a whole number of cpus >= 1 (negative is invalid)")
     return value or 1
@@ -185,8 +191,9 @@ def _cpus(value: Any, field: str = "cpus") -> int:
 
 def _accelerator(value: Any) -> Accelerator:
     # AcceleratorResource: a number, or a map with `request` (or `limit`) and `type`.
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
+    short_digits("accelerator", value, "a count, or a map with request and type")
+    if isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip(), re.ASCII):
+        value = int(value)  # ASCII digits only: "²".isdigit() is True, int("²") fails
     if isinstance(value, int) and not isinstance(value, bool):
         count, kind = value, None
     elif isinstance(value, Mapping):
@@ -194,10 +201,11 @@ def _accelerator(value: Any) -> Accelerator:
         kind = value.get("type")
     else:
         raise ResourceError("accelerator", value, "a count, or a map with request and type")
-    if isinstance(count, str) and count.strip().isdigit():
+    short_digits("accelerator", count, "a count of at least 1")
+    if isinstance(count, str) and re.fullmatch(r"[0-9]+", count.strip(), re.ASCII):
         count = int(count)
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ResourceError("accelerator", value, "a count of at least 1")
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= _LONG_MAX:
+        raise ResourceError("accelerator", value, "a count of at least 1, at most 2^63-1")
     return Accelerator(count, None if kind is None else str(kind))
 
 

@@ -14,6 +14,7 @@ import shlex
 from ..errors import ResourceError
 from ..models import ResourceRequest, Submission
 from ..units import GIB, KIB, MIB, TIB, ceil_div
+from ._values import short_digits
 
 __all__ = [
     "check_request",
@@ -59,6 +60,7 @@ def format_time(seconds: int) -> str:
 
 def parse_time(value: str, field: str = "--time") -> int | None:
     """Seconds of a ``--time`` value; ``None`` for UNLIMITED/INFINITE."""
+    short_digits(field, value, TIME_FORMS)
     text = value.strip()
     if text.upper() in ("UNLIMITED", "INFINITE", "-1"):
         return None

@@ -18,7 +18,7 @@ import humanfriendly
 from ..errors import ResourceError
 from ..models import Accelerator, ResourceRequest, Translation
 from ..units import MB, MIB, ceil_scale, format_bytes
-from ._values import number
+from ._values import at_most_largest, number, short_digits
 
 __all__ = [
     "READ_KEYS",
@@ -56,22 +56,25 @@ def _strip(value: str) -> str:
 
 def parse_size_bytes(value: Any, field: str = "mem") -> int:
     """Bytes of a human-friendly size as Snakemake reads ``mem``/``disk`` (bare integers are MB)."""
+    short_digits(field, value, SIZE_FORMS)
     if isinstance(value, str):
         text = _strip(value.strip())
         if text.isdecimal():
-            return int(text) * MB
+            return at_most_largest(field, value, int(text) * MB, "a size in bytes")
         try:
             size: int = humanfriendly.parse_size(text)
         except humanfriendly.InvalidSize:
             raise ResourceError(field, value, SIZE_FORMS) from None
         if size < 0:
             raise ResourceError(field, value, SIZE_FORMS)
-        return int(size)
-    return ceil_scale(number(field, value, SIZE_FORMS), MB)
+        return at_most_largest(field, value, int(size), "a size in bytes")
+    return at_most_largest(field, value, ceil_scale(number(field, value, SIZE_FORMS), MB),
+                           "a size in bytes")  # fmt: skip
 
 
 def size_mb(value: Any, field: str = "mem") -> int:
     """The ``mem_mb`` Snakemake derives from ``mem`` (``max(ceil(bytes / 1e6), 1)``)."""
+    short_digits(field, value, SIZE_FORMS)
     if isinstance(value, str) and _strip(value.strip()).isdecimal():
         return int(_strip(value.strip()))
     return max(math.ceil(parse_size_bytes(value, field) / MB), 1)
@@ -84,22 +87,25 @@ def format_mem_mb(size: int) -> int:
 
 def parse_runtime_seconds(value: Any, field: str = "runtime") -> int:
     """Seconds of a ``runtime`` (an integer is minutes; strings are humanfriendly timespans)."""
+    short_digits(field, value, RUNTIME_FORMS)
     if isinstance(value, str):
         text = _strip(value.strip())
         if text.isdecimal():
-            return int(text) * 60
+            return at_most_largest(field, value, int(text) * 60, "a duration in seconds")
         try:
             seconds: float = humanfriendly.parse_timespan(text)
         except humanfriendly.InvalidTimespan:
             raise ResourceError(field, value, RUNTIME_FORMS) from None
-        if seconds < 0:
+        if seconds < 0 or not math.isfinite(seconds):
             raise ResourceError(field, value, RUNTIME_FORMS)
-        return math.ceil(seconds)
-    return ceil_scale(number(field, value, RUNTIME_FORMS), 60)
+        return at_most_largest(field, value, math.ceil(seconds), "a duration in seconds")
+    return at_most_largest(field, value, ceil_scale(number(field, value, RUNTIME_FORMS), 60),
+                           "a duration in seconds")  # fmt: skip
 
 
 def runtime_minutes(value: Any, field: str = "runtime") -> int:
     """The minutes Snakemake itself stores for a ``runtime`` (it truncates, minimum 1)."""
+    short_digits(field, value, RUNTIME_FORMS)
     if isinstance(value, str):
         text = _strip(value.strip())
         if text.isdecimal():

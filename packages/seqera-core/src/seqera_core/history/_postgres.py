@@ -89,11 +89,11 @@ class PostgresHistory:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._call(lambda pg: pg.execute(query, params).fetchall())
+        return self._call(lambda pg: pg.execute(query, _sql.storable(params)).fetchall())
 
     def record(self, records: Iterable[TaskRecord]) -> int:
         """Store finished attempts in one transaction (a replayed one replaces itself)."""
-        rows = [tuple(getattr(r, f) for f in _sql.FIELDS) for r in records]
+        rows = [_sql.row(r) for r in records]
 
         def write(pg: Any) -> int:
             with pg.transaction(), pg.cursor() as cursor:

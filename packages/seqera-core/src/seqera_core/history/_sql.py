@@ -25,13 +25,37 @@ __all__ = [
     "STATS",
     "add_column",
     "filters",
+    "row",
     "schema",
+    "storable",
 ]
 
 FIELDS = tuple(a.name for a in attrs.fields(TaskRecord))
+
 COLUMNS = ", ".join(FIELDS)
 KEY = ("run_id", "task_id", "attempt")
 FLAG_INDEX = tuple(FIELDS.index(flag) for flag in ("succeeded", "out_of_memory", "time_limit"))
+
+
+def storable(values: Sequence[Any]) -> tuple[Any, ...]:
+    """``values`` with each text made valid UTF-8, which both databases require.
+
+    A name from a command line can hold lone surrogates (Python's surrogateescape form of
+    argv bytes that are not UTF-8, e.g. ``seqera run --name $'\\xff'``); encoding one
+    raises UnicodeEncodeError inside the driver. Each becomes ``?``, the same way on
+    writing and on reading, so the name still finds its own rows."""
+    return tuple(
+        v.encode("utf-8", "replace").decode("utf-8")
+        if isinstance(v, str) and not v.isascii()
+        else v
+        for v in values
+    )
+
+
+def row(record: TaskRecord) -> tuple[Any, ...]:
+    """The record's column values, in :data:`FIELDS` order, ready to store."""
+    return storable([getattr(record, f) for f in FIELDS])
+
 
 # (column, SQLite type, PostgreSQL type) for every column; the key and flags are NOT NULL.
 _TYPES = {

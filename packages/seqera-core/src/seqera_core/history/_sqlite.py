@@ -40,9 +40,9 @@ class SqliteHistory:
         self.path = str(path)
         if self.path != ":memory:":
             target = Path(self.path)
-            if target.is_dir():
-                raise ResourceError("history", self.path, f"{_EXPECTED}, not a directory")
             try:
+                if target.is_dir():  # raises for a name too long (ENAMETOOLONG)
+                    raise ResourceError("history", self.path, f"{_EXPECTED}, not a directory")
                 target.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise ResourceError("history", self.path, f"{_EXPECTED} ({exc})") from None
@@ -63,13 +63,13 @@ class SqliteHistory:
     def _rows(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
         try:
             with self._lock:
-                return self._db.execute(query, params).fetchall()
+                return self._db.execute(query, _sql.storable(params)).fetchall()
         except sqlite3.Error as exc:
             raise HistoryError(f"history {self.path}: {exc}") from exc
 
     def record(self, records: Iterable[TaskRecord]) -> int:
         """Store finished attempts in one transaction (a replayed one replaces itself)."""
-        rows = [tuple(getattr(r, f) for f in _sql.FIELDS) for r in records]
+        rows = [_sql.row(r) for r in records]
         placeholders = ", ".join("?" for _ in _sql.FIELDS)
         try:
             with self._lock:
