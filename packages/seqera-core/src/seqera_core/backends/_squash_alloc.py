@@ -186,8 +186,11 @@ class Allocator:
 
     def _launcher_path(self) -> Path:
         if self._launcher is None:
-            # a copy on the shared filesystem: the compute node needs nothing installed
+            # a copy on the shared filesystem: the compute node needs nothing installed;
+            # the job's side (_launcher_job) beside it, under its own name, for its import
             self._launcher = private_dir(self.root) / "launcher.py"
+            job_side = Path(proto.__file__).with_name("_launcher_job.py")
+            shutil.copyfile(job_side, self.root / job_side.name)
             shutil.copyfile(proto.__file__, self._launcher)
         return self._launcher
 
