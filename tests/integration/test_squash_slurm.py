@@ -122,3 +122,24 @@ def test_a_new_backend_polls_what_an_earlier_one_submitted(
     assert sorted(runs(tmp_path)) == ["j0", "j1", "j2"]
     assert again.calls["sbatch"] == 0  # the earlier allocation ran them
     assert again.logs(handles[1]) == "out-j1\nerr-j1\n"
+
+
+def test_a_scheduler_that_cannot_answer_holds_back_no_job_that_ended(
+    slurm: SlurmCluster, tmp_path: Path
+) -> None:
+    first = squash(tmp_path)
+    handles = first.submit([counting(tmp_path, f"j{i}") for i in range(3)])
+    wait(first, handles)
+    # A new process over the same work directory whose squeue cannot reach the cluster
+    # (as during a munge or slurmctld outage): the jobs' own files still say they ended.
+    unreadable = tmp_path / "empty-slurm.conf"  # squeue fails at once: no ClusterName
+    unreadable.touch()
+    broken = SlurmBackend(
+        work_dir=tmp_path / "jobs",
+        retry=RetryPolicy(attempts=1),
+        env={"SLURM_CONF": str(unreadable)},
+    )
+    again = SquashBackend(broken, SquashPolicy("squash", max_jobs=20, max_time=3600), idle=3)
+    statuses = again.poll(handles)
+    assert all(s.state is JobState.SUCCEEDED for s in statuses), statuses
+    assert again.calls["squeue"] >= 1  # it was asked, and failed

@@ -42,6 +42,7 @@ from typing import Any
 
 import attrs
 
+from ..errors import SeqeraError
 from ..squash import SquashMode, SquashPolicy, share_key, unsquashable
 from . import _launcher as proto
 from ._batch import job_environment, job_labels, prepare_job
@@ -104,7 +105,6 @@ class SquashBackend(Backend):
         self.inner = inner
         self.calls = inner.calls  # one counter: the allocations' sbatch calls are the cost
         self.policy = policy
-        self.idle = idle
         self.python = python
         self.max_losses = max_losses
         self.preload = tuple(preload)
@@ -172,8 +172,16 @@ class SquashBackend(Backend):
         if now - self._asked >= self.scheduler_every or any(
             h.native_id not in self._seen for h in plain
         ):
-            self._ask(plain)
             self._asked = now
+            try:
+                self._ask(plain)
+            except SeqeraError:
+                # A job running alone has no other source of its state; a squashed job's
+                # files still tell how it is, so a scheduler that cannot answer (a
+                # timeout, an authentication outage) holds back no job that ended. The
+                # allocations are asked about again after scheduler_every.
+                if plain:
+                    raise
         listings = {id(g): g.listing() for g in self._all_groups()}
         statuses = []
         for handle in handles:

@@ -100,7 +100,8 @@ class Allocator:
         new: list[Allocation] = []
         for members in excess.values():
             group = members[0].group
-            node = self.node(group.template.queue)
+            # squash.cpus set: the node does not matter, and sinfo is not asked
+            node = self.node(group.template.queue) if self.policy.cpus is None else None
             for placed_jobs in pack(self.policy, [_shape(j) for j in members], node):
                 new.append(self._new(group, [members[i] for i in placed_jobs], node))
         if new:
