@@ -31,14 +31,16 @@ learn of a finished job within that.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import attrs
 
@@ -61,9 +63,27 @@ from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = ["SquashBackend"]
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _locked(
+    method: Callable[Concatenate[SquashBackend, _P], _R],
+) -> Callable[Concatenate[SquashBackend, _P], _R]:
+    # An engine submits from one thread while its status thread polls (Snakemake's
+    # run_jobs and check_active_jobs): one call at a time over the backend's tables.
+    @functools.wraps(method)
+    def locked(self: SquashBackend, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
 
 class SquashBackend(Backend):
-    """A batch backend whose small jobs share allocations run by a launcher.
+    """A batch backend whose small jobs share allocations run by a launcher. Its calls
+    may come from several threads (an engine's submitting and status threads); they
+    run one at a time.
 
     Args:
         inner: the backend that submits, polls and cancels the allocations (and every
@@ -121,6 +141,7 @@ class SquashBackend(Backend):
         self._jobs: dict[str, Job] = {}  # by native id
         self._seen: dict[str, JobStatus] = {}  # the scheduler's last word, by native id
         self._asked = -float("inf")
+        self._lock = threading.RLock()
         self._allocator = Allocator(
             inner, policy, self.root, idle=idle, python=python, preload=preload, clock=clock
         )
@@ -137,6 +158,7 @@ class SquashBackend(Backend):
 
     # -- the Backend contract ----------------------------------------------------------
 
+    @_locked
     def submit(self, jobs: Sequence[JobSpec]) -> list[JobHandle]:
         """Queue the squashable jobs (adding allocations as needed); submit the rest."""
         alone = [(n, spec) for n, spec in enumerate(jobs) if self.unsquashable(spec)]
@@ -161,6 +183,7 @@ class SquashBackend(Backend):
             self._enqueue(job)
         return [handles[n] for n in range(len(jobs))]
 
+    @_locked
     def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
         """Each job's status from its files; the scheduler is asked about the allocations
         (and any job running alone) in one call, at most every ``scheduler_every`` s."""
@@ -203,6 +226,7 @@ class SquashBackend(Backend):
         self._allocator.cancel_idle(list(self._jobs.values()), self._all_groups())
         return statuses
 
+    @_locked
     def cancel(self, handles: Sequence[JobHandle]) -> None:
         """Cancel jobs: queued ones never start, running ones are killed by their launcher."""
         self._adopt(handles)
@@ -232,6 +256,7 @@ class SquashBackend(Backend):
         paths = dict.fromkeys(p for p in (handle.stdout, handle.stderr) if p)
         return "".join(_text(Path(p)) for p in paths)
 
+    @_locked
     def close(self) -> None:
         """Tell every launcher to end once it has nothing to run, and cancel idle ones."""
         for group in self._all_groups():
