@@ -85,6 +85,11 @@ VARIANTS: dict[str, tuple[str | None, list[str]]] = {
     "seqera": ("seqera", ["--seqera-backend", "slurm"]),
     "seqera-array": ("seqera", ["--seqera-backend", "slurm", "--seqera-squash", "array"]),
     "seqera-squash": ("seqera", ["--seqera-backend", "slurm", "--seqera-squash", "squash"]),
+    # allocations of one core each: the default before allocations were sized to the node
+    "seqera-squash1": (
+        "seqera",
+        ["--seqera-backend", "slurm", "--seqera-squash", "squash", "--seqera-squash-cpus", "1"],
+    ),
     # allocations of 4 cores: a quarter of the launchers, each taking 4 jobs at a time
     "seqera-squash4": (
         "seqera",

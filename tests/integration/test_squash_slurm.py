@@ -23,11 +23,16 @@ pytestmark = pytest.mark.integration
 SMALL = ResourceRequest(cpus=1, memory=100 * MIB, time=60)
 
 
-@pytest.fixture
-def backend(slurm: SlurmCluster, tmp_path: Path) -> SquashBackend:
-    policy = SquashPolicy("squash", max_jobs=20, max_time=3600)
+def squash(tmp_path: Path, cpus: int | None = None) -> SquashBackend:
+    policy = SquashPolicy("squash", max_jobs=20, max_time=3600, cpus=cpus)
     slurm_backend = SlurmBackend(work_dir=tmp_path / "jobs", retry=RetryPolicy(attempts=10))
     return SquashBackend(slurm_backend, policy, idle=3)
+
+
+@pytest.fixture
+def backend(slurm: SlurmCluster, tmp_path: Path) -> SquashBackend:
+    # one core: the jobs of an allocation run one after another, as the tests below need
+    return squash(tmp_path, cpus=1)
 
 
 def counting(tmp_path: Path, name: str, code: int = 0, nap: float = 0) -> JobSpec:
@@ -42,7 +47,8 @@ def runs(tmp_path: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
-def test_jobs_share_one_allocation_and_end_alone(backend: SquashBackend, tmp_path: Path) -> None:
+def test_jobs_share_one_allocation_and_end_alone(slurm: SlurmCluster, tmp_path: Path) -> None:
+    backend = squash(tmp_path)  # squash.cpus unset: as wide as the jobs, up to the node
     specs = [counting(tmp_path, f"j{i}", code=5 if i == 3 else 0) for i in range(12)]
     specs.append(JobSpec("record", ["sh", "-c", "scontrol show job $SLURM_JOB_ID"], SMALL))
     handles = backend.submit(specs)
@@ -53,10 +59,12 @@ def test_jobs_share_one_allocation_and_end_alone(backend: SquashBackend, tmp_pat
     assert backend.logs(handles[7]) == "out-j7\nerr-j7\n"
     assert sorted(runs(tmp_path)) == sorted(f"j{i}" for i in range(12))
     record = backend.logs(handles[-1])
-    # the allocation asked for the jobs' shape: 1 core, 100 MiB, and their summed time
-    assert re.search(r"\bNumCPUs=1\b", record), record
-    assert re.search(r"\bMinMemoryNode=100M\b", record), record
-    assert re.search(r"\bTimeLimit=00:14:00\b", record), record  # 13 x 60 s + 60 s
+    # the allocation asked for what its jobs can use at once: 13 of the node's 16 cores,
+    # 100 MiB each, and their summed time spread over those cores (60 s) plus 60 s
+    assert backend.calls["sinfo"] == 1  # the node's size, asked once
+    assert re.search(r"\bNumCPUs=13\b", record), record
+    assert re.search(r"\bMinMemoryNode=1300M\b", record), record
+    assert re.search(r"\bTimeLimit=00:02:00\b", record), record
     assert "JobName=squash-group1-alloc1" in record
     assert all(s.wall_seconds is not None for s in statuses)
 
@@ -114,3 +122,24 @@ def test_a_new_backend_polls_what_an_earlier_one_submitted(
     assert sorted(runs(tmp_path)) == ["j0", "j1", "j2"]
     assert again.calls["sbatch"] == 0  # the earlier allocation ran them
     assert again.logs(handles[1]) == "out-j1\nerr-j1\n"
+
+
+def test_a_scheduler_that_cannot_answer_holds_back_no_job_that_ended(
+    slurm: SlurmCluster, tmp_path: Path
+) -> None:
+    first = squash(tmp_path)
+    handles = first.submit([counting(tmp_path, f"j{i}") for i in range(3)])
+    wait(first, handles)
+    # A new process over the same work directory whose squeue cannot reach the cluster
+    # (as during a munge or slurmctld outage): the jobs' own files still say they ended.
+    unreadable = tmp_path / "empty-slurm.conf"  # squeue fails at once: no ClusterName
+    unreadable.touch()
+    broken = SlurmBackend(
+        work_dir=tmp_path / "jobs",
+        retry=RetryPolicy(attempts=1),
+        env={"SLURM_CONF": str(unreadable)},
+    )
+    again = SquashBackend(broken, SquashPolicy("squash", max_jobs=20, max_time=3600), idle=3)
+    statuses = again.poll(handles)
+    assert all(s.state is JobState.SUCCEEDED for s in statuses), statuses
+    assert again.calls["squeue"] >= 1  # it was asked, and failed

@@ -25,11 +25,20 @@ from .dialects.human import DURATION_FORMS, parse_duration
 from .errors import ResourceError
 from .models import ResourceRequest
 
-__all__ = ["SLACK", "SquashMode", "SquashPolicy", "array_key", "share_key", "unsquashable"]
+__all__ = ["SLACK", "Node", "SquashMode", "SquashPolicy", "array_key", "share_key", "unsquashable"]
 
 # What a squashed allocation asks for beyond its jobs' summed time: the launcher's
 # start-up and the margin it keeps before the allocation's end.
 SLACK = 60
+
+
+@frozen
+class Node:
+    """The largest node of a queue as its scheduler reports it: what one squashed
+    allocation can get at most. ``memory`` in bytes, None when not reported."""
+
+    cpus: int
+    memory: int | None = None
 
 
 class SquashMode(enum.Enum):
@@ -75,9 +84,10 @@ class SquashPolicy:
     """What may go together, and how big a squashed allocation may get.
 
     ``max_jobs`` caps the jobs of one array call and of one allocation; ``max_time`` is
-    the longest allocation (seconds); ``cpus`` sizes an allocation (default: the largest
-    job's cores, so jobs run one after another in it); ``key`` names the label or
-    resource whose value keeps jobs apart.
+    the longest allocation (seconds); ``cpus`` sizes an allocation (default: the summed
+    cores of its jobs, at most the largest node of its queue where the scheduler reports
+    one, else its largest job's; see ``backends/_squash_plan.py``); ``key`` names the
+    label or resource whose value keeps jobs apart.
     """
 
     mode: SquashMode = field(default=SquashMode.OFF, converter=_mode)

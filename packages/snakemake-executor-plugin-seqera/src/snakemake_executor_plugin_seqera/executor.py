@@ -107,8 +107,19 @@ def _command(text: str, *, squashed: bool) -> tuple[str, ...]:
         except ValueError:
             argv = []
         if argv[1:3] == ["-m", "snakemake"] and not _SHELL & set(argv):
-            return tuple(argv)
+            return tuple(_one_job_scheduler(argv))
     return ("/bin/sh", "-c", text)
+
+
+def _one_job_scheduler(argv: list[str]) -> list[str]:
+    # A job process runs the one job (or group) it was handed, yet Snakemake's ILP
+    # scheduler still starts a CBC solver process to choose it (snakemake/scheduling/
+    # milp.py, select_jobs); the greedy one chooses the same in-process. Measured on a
+    # forked squashed job: 0.051 s of CPU with ilp, 0.045 s with greedy.
+    for n, arg in enumerate(argv[:-1]):
+        if arg == "--scheduler" and argv[n + 1] == "ilp":
+            return [*argv[: n + 1], "greedy", *argv[n + 2 :]]
+    return argv
 
 
 def _snakemake_image() -> str:

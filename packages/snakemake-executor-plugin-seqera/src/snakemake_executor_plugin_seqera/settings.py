@@ -119,8 +119,9 @@ class ExecutorSettings(ExecutorSettingsBase):
     squash_cpus: Optional[int] = field(
         default=None,
         metadata=_setting(
-            "Cores of a squashed allocation (default: the largest job's, so its jobs run "
-            "one after another)."
+            "Cores of a squashed allocation (default: as many as its jobs can use at once, "
+            "at most the largest node of their partition as sinfo reports it, within that "
+            "node's memory; where the scheduler does not say (PBS, Torque) the largest job's)."
         ),
     )
     image: Optional[str] = field(

@@ -37,7 +37,8 @@ reports ended, with neither ``result.json`` nor ``exitcode`` (or an exit code th
 the signals ending the allocation killed it, ``INTERRUPTED``), goes back to ``queue/``;
 the job had started, may have done part of its work, and runs again from the start.
 
-Every job runs under a small guard process (a fork of the launcher, its own session):
+Every job runs under a small guard process (a fork of the launcher, its own session,
+``_launcher_job.py``, copied beside this file):
 if the launcher dies, even by SIGKILL, the kernel tells the guard (``PR_SET_PDEATHSIG``)
 and the guard kills the job's whole process group, so a job whose allocation is gone is
 not left running beside its rerun. On SIGTERM (``scancel``, the allocation's time
@@ -57,17 +58,34 @@ and writes the exit-code file the same way.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import importlib
+import importlib.util
 import json
 import os
-import runpy
 import signal
 import sys
 import time
 import traceback
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+
+def _sibling(name: str) -> ModuleType:
+    # the backend's copy runs as a script, whatever sys.path holds: its sibling's copy
+    # is loaded from beside this file
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no {name}.py beside {__file__}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+try:
+    from . import _launcher_job as _child
+except ImportError:  # not in its package: the backend's copy on the shared filesystem
+    _child = _sibling("_launcher_job")
 
 # -- the on-disk protocol, shared with the backend -------------------------------------
 QUEUE = "queue"  # group: <job>.json, ready to be claimed
@@ -93,7 +111,6 @@ _OWNER = "@"  # between a job's key and its allocation's name in claimed/
 _TICK = 0.2  # seconds between looks at the queue when nothing ends sooner
 _GRACE = 10.0  # SIGTERM to SIGKILL, for a job past its time limit or cancelled
 _SETTLE = 1.0  # how long a job killed from outside waits for the launcher's own signal
-_PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
 def claimed_name(key: str, allocation: str) -> str:
@@ -142,113 +159,10 @@ def _preload(entries: list[str]) -> set[str]:
     return loaded
 
 
-def _die_with_parent(parent: int) -> None:
-    """Have the kernel send SIGHUP when the launcher dies (Linux ``PR_SET_PDEATHSIG``)."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGHUP), 0, 0, 0)
-    if os.getppid() != parent:  # it died before the request was in place
-        os.killpg(0, signal.SIGKILL)
-
-
-def _guard(entry: dict[str, Any], fork: dict[str, Any] | None, parent: int) -> None:
-    """In the forked guard: run the job as its own child, kill it if the launcher dies,
-    and end as it ended (its exit code, or the signal that killed it)."""
-    code = 1
-    try:
-        os.setsid()  # its own session and process group, killed as a whole
-        # the launcher signals the whole group: the guard waits for the job to end
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, signal.SIG_IGN)
-        signal.signal(signal.SIGHUP, lambda *_: os.killpg(0, signal.SIGKILL))
-        _die_with_parent(parent)
-        child = os.fork()
-        if child == 0:
-            _job(entry, fork)  # never returns
-        while True:
-            try:
-                _, status = os.waitpid(child, 0)
-                break
-            except ChildProcessError:
-                status = 1 << 8
-                break
-        if os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-            if sig not in (signal.SIGKILL, signal.SIGSTOP):  # these two cannot be caught
-                signal.signal(sig, signal.SIG_DFL)
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
-            os.kill(os.getpid(), sig)  # end as the job ended
-        code = os.WEXITSTATUS(status)
-    finally:
-        os._exit(code)
-
-
-def _job(entry: dict[str, Any], fork: dict[str, Any] | None) -> None:
-    """In the job's process: become the job, as its script would, then exit with its code."""
-    code = 127
-    try:
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_DFL)  # exec keeps an ignored signal ignored
-        _unblock_sigchld()
-        stdin = os.open(os.devnull, os.O_RDONLY)
-        out = os.open(entry["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        err = out
-        if entry["stderr"] != entry["stdout"]:
-            err = os.open(entry["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        for source, target in ((stdin, 0), (out, 1), (err, 2)):
-            os.dup2(source, target)
-        if fork is None:
-            os.chdir(entry["dir"])
-            os.execv(entry["script"], [entry["script"]])  # never returns on success
-        code = _run_module(entry, fork)
-    except BaseException:  # the script cannot start: what Popen would call an OSError
-        with contextlib.suppress(Exception):
-            traceback.print_exc()
-    finally:
-        os._exit(code)
-
-
-def _run_module(entry: dict[str, Any], fork: dict[str, Any]) -> int:
-    os.environ.update({str(k): str(v) for k, v in (fork.get("env") or {}).items()})
-    os.chdir(fork.get("cwd") or entry["dir"])
-    code = _run_as_main(str(fork["module"]), fork.get("args") or [])
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-        sys.stderr.flush()
-    exit_file = Path(entry["dir"]) / EXIT_CODE
-    partial = exit_file.with_name(EXIT_CODE + ".part")
-    partial.write_text(f"{code}\n")
-    os.replace(partial, exit_file)
-    return code
-
-
 def _run_as_main(module: str, args: list[Any]) -> int:
     """Run ``module`` in this process as ``python -m MODULE ARGS`` would; its exit status
     (the fork server's children run jobs through this too)."""
-    sys.argv = [module, *map(str, args)]
-    try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
-        return 0
-    except SystemExit as exc:
-        return _exit_status(exc.code)
-    except BaseException:  # the job's own failure, reported as its exit code
-        traceback.print_exc()
-        return 1
-
-
-def _exit_status(value: object) -> int:
-    # sys.exit(None) is 0, sys.exit(n) is n, sys.exit("message") prints it and is 1
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value & 0xFF
-    print(value, file=sys.stderr)
-    return 1
-
-
-def _unblock_sigchld() -> None:
-    # exec keeps the signal mask: a job must not inherit the launcher's blocked SIGCHLD
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+    return _child.run_as_main(module, args)
 
 
 def _exit_code(directory: Path) -> int | None:
@@ -386,7 +300,7 @@ class Launcher:
         parent = os.getpid()
         pid = os.fork()
         if pid == 0:
-            _guard(entry, fork, parent)  # never returns
+            _child.guard(entry, fork, parent, EXIT_CODE)  # never returns
         self.running[pid] = _Running(entry, pid)
 
     def _reap(self) -> None:

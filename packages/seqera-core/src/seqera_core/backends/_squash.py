@@ -9,10 +9,11 @@ launcher (``_launcher.py``, which owns the on-disk protocol), which claims queue
 while it has cores, memory and time for them and records each one's exit code, wall
 time and peak memory.
 
-How many allocations: the planner packs the jobs no live allocation has room for
-(``_squash_plan.py``), by the run time the history predicts where one is given, else by
-their time limits. Allocations go out through the wrapped backend in one ``submit``, so
-those of one shape become one array.
+How many allocations, and how wide: the jobs no live allocation has room for are packed
+(``_squash_plan.py``) by the run time the history predicts where one is given, else by
+their time limits, into allocations as wide as their jobs can use at once up to the
+largest node of their queue; they go out through the wrapped backend in one
+``submit``, so those of one shape become one array (``_squash_alloc.py``).
 
 Every job is reported to the engine as if submitted alone, from the files the launcher
 writes; everything the backend knows is on disk (``_squash_state.py``), so a new backend
@@ -30,26 +31,26 @@ learn of a finished job within that.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
-import shutil
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import attrs
 
 from ..errors import SeqeraError
-from ..models import ResourceRequest
 from ..squash import SquashMode, SquashPolicy, share_key, unsquashable
 from . import _launcher as proto
-from ._batch import SubmitError, job_environment, job_labels, prepare_job
-from ._squash_plan import Decision, Expected, Shape, allocation_size, explain, pack, shape
+from ._batch import job_environment, job_labels, prepare_job
+from ._squash_alloc import Allocator
+from ._squash_plan import Decision, Expected, explain, shape
 from ._squash_state import (
-    Allocation,
     Group,
     Job,
     load_root,
@@ -62,9 +63,27 @@ from .base import Backend, JobHandle, JobSpec, JobState, JobStatus
 
 __all__ = ["SquashBackend"]
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _locked(
+    method: Callable[Concatenate[SquashBackend, _P], _R],
+) -> Callable[Concatenate[SquashBackend, _P], _R]:
+    # An engine submits from one thread while its status thread polls (Snakemake's
+    # run_jobs and check_active_jobs): one call at a time over the backend's tables.
+    @functools.wraps(method)
+    def locked(self: SquashBackend, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
 
 class SquashBackend(Backend):
-    """A batch backend whose small jobs share allocations run by a launcher.
+    """A batch backend whose small jobs share allocations run by a launcher. Its calls
+    may come from several threads (an engine's submitting and status threads); they
+    run one at a time.
 
     Args:
         inner: the backend that submits, polls and cancels the allocations (and every
@@ -106,7 +125,6 @@ class SquashBackend(Backend):
         self.inner = inner
         self.calls = inner.calls  # one counter: the allocations' sbatch calls are the cost
         self.policy = policy
-        self.idle = idle
         self.python = python
         self.max_losses = max_losses
         self.preload = tuple(preload)
@@ -123,7 +141,10 @@ class SquashBackend(Backend):
         self._jobs: dict[str, Job] = {}  # by native id
         self._seen: dict[str, JobStatus] = {}  # the scheduler's last word, by native id
         self._asked = -float("inf")
-        self._launcher: Path | None = None
+        self._lock = threading.RLock()
+        self._allocator = Allocator(
+            inner, policy, self.root, idle=idle, python=python, preload=preload, clock=clock
+        )
 
     # -- which jobs -------------------------------------------------------------------
 
@@ -133,10 +154,11 @@ class SquashBackend(Backend):
 
     def explain(self, specs: Sequence[JobSpec]) -> list[Decision]:
         """What :meth:`submit` would do with ``specs`` on an empty cluster (a dry run)."""
-        return explain(specs, self.policy, self.expected)
+        return explain(specs, self.policy, self.expected, self._allocator.node)
 
     # -- the Backend contract ----------------------------------------------------------
 
+    @_locked
     def submit(self, jobs: Sequence[JobSpec]) -> list[JobHandle]:
         """Queue the squashable jobs (adding allocations as needed); submit the rest."""
         alone = [(n, spec) for n, spec in enumerate(jobs) if self.unsquashable(spec)]
@@ -156,11 +178,12 @@ class SquashBackend(Backend):
             handles[n] = job.handle
         # Allocations first: their launchers start (and load what jobs import) while
         # the entries are written; a launcher finding the queue empty waits for them.
-        self._cover(queued)
+        self._allocator.cover(queued, list(self._jobs.values()), self._all_groups())
         for job in queued:
             self._enqueue(job)
         return [handles[n] for n in range(len(jobs))]
 
+    @_locked
     def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
         """Each job's status from its files; the scheduler is asked about the allocations
         (and any job running alone) in one call, at most every ``scheduler_every`` s."""
@@ -172,8 +195,16 @@ class SquashBackend(Backend):
         if now - self._asked >= self.scheduler_every or any(
             h.native_id not in self._seen for h in plain
         ):
-            self._ask(plain)
             self._asked = now
+            try:
+                self._ask(plain)
+            except SeqeraError:
+                # A job running alone has no other source of its state; a squashed job's
+                # files still tell how it is, so a scheduler that cannot answer (a
+                # timeout, an authentication outage) holds back no job that ended. The
+                # allocations are asked about again after scheduler_every.
+                if plain:
+                    raise
         listings = {id(g): g.listing() for g in self._all_groups()}
         statuses = []
         for handle in handles:
@@ -190,11 +221,12 @@ class SquashBackend(Backend):
         # requeued jobs, and any whose planned allocation ended unclaimed, need room
         waiting = [j for j in self._jobs.values() if self._uncovered(j, listings[id(j.group)][0])]
         if waiting:
-            self._cover(waiting)
+            self._allocator.cover(waiting, list(self._jobs.values()), self._all_groups())
         # queued allocations whose jobs others took or that were cancelled: not needed
-        self._cancel_idle()
+        self._allocator.cancel_idle(list(self._jobs.values()), self._all_groups())
         return statuses
 
+    @_locked
     def cancel(self, handles: Sequence[JobHandle]) -> None:
         """Cancel jobs: queued ones never start, running ones are killed by their launcher."""
         self._adopt(handles)
@@ -215,7 +247,7 @@ class SquashBackend(Backend):
         plain = [h for h in plain if not parse_native_id(h.native_id)]
         if plain:
             self.inner.cancel(plain)
-        self._cancel_idle()
+        self._allocator.cancel_idle(list(self._jobs.values()), self._all_groups())
 
     def logs(self, handle: JobHandle) -> str:
         """The job's stdout so far, then its stderr if kept apart."""
@@ -224,11 +256,12 @@ class SquashBackend(Backend):
         paths = dict.fromkeys(p for p in (handle.stdout, handle.stderr) if p)
         return "".join(_text(Path(p)) for p in paths)
 
+    @_locked
     def close(self) -> None:
         """Tell every launcher to end once it has nothing to run, and cancel idle ones."""
         for group in self._all_groups():
             (group.directory / proto.DRAIN).touch(mode=0o600)
-        self._cancel_idle()
+        self._allocator.cancel_idle(list(self._jobs.values()), self._all_groups())
         close = getattr(self.inner, "close", None)
         if callable(close):
             close()
@@ -243,14 +276,6 @@ class SquashBackend(Backend):
         for allocation, status in zip(allocations, seen[len(plain) :], strict=True):
             if status.state.finished:
                 allocation.end(status.reason or status.state.value)
-
-    def _cancel_idle(self) -> None:
-        idle = self._idle_allocations()
-        handles = [a.handle for a in idle if a.handle is not None]
-        if handles:
-            self.inner.cancel(handles)
-        for allocation in idle:
-            allocation.end("not needed")
 
     # -- jobs ----------------------------------------------------------------------------
 
@@ -352,125 +377,6 @@ class SquashBackend(Backend):
             and job.key in queued
             and (job.planned is None or job.planned.ended)
         )
-
-    def _idle_allocations(self) -> list[Allocation]:
-        # live allocations not started yet whose jobs have all ended or been cancelled
-        busy = {
-            id(job.planned)
-            for job in self._jobs.values()
-            if job.planned is not None and job.final is None and not job.cancelled
-        }
-        return [
-            a for g in self._all_groups() for a in g.live() if id(a) not in busy and not a.started
-        ]
-
-    # -- allocations ---------------------------------------------------------------------
-
-    def _cover(self, jobs: Iterable[Job]) -> None:
-        """Plan room for ``jobs`` in live allocations, and submit new ones for the rest."""
-        now = self._clock()
-        excess: dict[int, list[Job]] = {}
-        room = {id(a): self._room(a, now) for g in self._all_groups() for a in g.live()}
-        for job in jobs:
-            placed = None
-            for allocation in sorted(job.group.live(), key=lambda a: room[id(a)][0]):
-                work, slots, remaining = room[id(allocation)]
-                if (
-                    slots >= 1
-                    and work >= job.work
-                    and job.cpus <= allocation.cpus
-                    and job.memory <= allocation.memory
-                    and job.time + proto.MARGIN <= remaining
-                ):
-                    room[id(allocation)] = (work - job.work, slots - 1, remaining)
-                    placed = allocation
-                    break
-            if placed is None:
-                excess.setdefault(id(job.group), []).append(job)
-            job.planned = placed
-        new: list[Allocation] = []
-        for members in excess.values():
-            shapes = [_shape(j) for j in members]
-            for placed_jobs in pack(self.policy, shapes):
-                new.append(
-                    self._new_allocation(members[0].group, [members[i] for i in placed_jobs])
-                )
-        if new:
-            self._submit_allocations(new)
-
-    def _submit_allocations(self, new: Sequence[Allocation]) -> None:
-        specs = [self._allocation_spec(a) for a in new]
-        try:
-            handles = self.inner.submit(specs)
-        except SubmitError as exc:  # those that went out run; the others are not needed
-            kept = dict(zip(exc.positions, exc.submitted, strict=True))
-            for n, allocation in enumerate(new):
-                if n in kept:
-                    allocation.submitted(kept[n])
-                else:  # its jobs are covered again at the next poll
-                    allocation.end(f"not submitted: {exc}")
-            return
-        except SeqeraError as exc:
-            for allocation in new:
-                allocation.end(f"not submitted: {exc}")
-            return
-        for allocation, handle in zip(new, handles, strict=True):
-            allocation.submitted(handle)
-
-    def _room(self, allocation: Allocation, now: float) -> tuple[float, int, float]:
-        """Unplanned cpu-seconds, job slots and seconds left in a live allocation."""
-        remaining = allocation.remaining(now) - proto.MARGIN
-        planned = [
-            j
-            for j in self._jobs.values()
-            if j.planned is allocation and j.final is None and not j.cancelled
-        ]
-        work = allocation.cpus * max(remaining, 0.0) - sum(j.work for j in planned)
-        return work, self.policy.max_jobs - len(planned), remaining
-
-    def _new_allocation(self, group: Group, members: Sequence[Job]) -> Allocation:
-        cpus, memory, limit = allocation_size(self.policy, [_shape(j) for j in members])
-        name = f"alloc{len(group.allocations) + 1}"
-        allocation = Allocation(name, group, group.directory / name, cpus, memory, limit)
-        spec = {"name": name, "cpus": cpus, "memory": memory, "time": limit, "idle": self.idle}
-        spec |= {"preload": list(self.preload), "backend": self.inner.name}
-        allocation.create(spec)
-        group.allocations.append(allocation)
-        for job in members:
-            job.planned = allocation
-        return allocation
-
-    def _allocation_spec(self, allocation: Allocation) -> JobSpec:
-        template = allocation.group.template
-        request = ResourceRequest(
-            cpus=allocation.cpus,
-            memory=allocation.memory,
-            time=allocation.time,
-            disk=template.disk,
-            queue=template.queue,
-            account=template.account,
-            container=template.container,
-            extra=template.extra,
-        )
-        group, directory = allocation.group.directory, allocation.directory
-        return JobSpec(
-            name=f"squash-{allocation.group.name}-{allocation.name}",
-            command=(self.python, str(self._launcher_path()), str(group), str(directory)),
-            request=request,
-            workdir=str(allocation.directory),
-            labels=allocation.group.labels,
-        )
-
-    def _launcher_path(self) -> Path:
-        if self._launcher is None:
-            # a copy on the shared filesystem: the compute node needs nothing installed
-            self._launcher = private_dir(self.root) / "launcher.py"
-            shutil.copyfile(proto.__file__, self._launcher)
-        return self._launcher
-
-
-def _shape(job: Job) -> Shape:
-    return Shape(job.cpus, job.memory, job.time, job.expected)
 
 
 def _text(path: Path) -> str:

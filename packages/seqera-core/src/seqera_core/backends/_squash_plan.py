@@ -25,7 +25,7 @@ from attrs import frozen
 from ..catalogue import Catalogue, InstanceType
 from ..planner import Job as PlannedJob
 from ..planner import schedule
-from ..squash import SLACK, SquashPolicy, share_key, unsquashable
+from ..squash import SLACK, Node, SquashPolicy, share_key, unsquashable
 from ..units import MIB
 from ._batch import job_labels
 from .base import JobSpec
@@ -33,6 +33,8 @@ from .base import JobSpec
 __all__ = [
     "Decision",
     "Expected",
+    "Node",
+    "Nodes",
     "Shape",
     "allocation_size",
     "explain",
@@ -60,6 +62,10 @@ class Shape:
 
 # A job's expected run time in seconds, or None when nothing is known about it.
 Expected = Callable[[JobSpec], float | None]
+
+
+# The largest node of a queue (None: the scheduler's default queue), or None if unknown.
+Nodes = Callable[[str | None], Node | None]
 
 
 class _History(Protocol):
@@ -107,12 +113,21 @@ def history_runtime(history: _History) -> Expected:
     return expected
 
 
-def allocation_size(policy: SquashPolicy, shapes: Sequence[Shape]) -> tuple[int, int, int]:
-    """Cores, memory and time limit of an allocation for jobs of these shapes."""
+def allocation_size(
+    policy: SquashPolicy, shapes: Sequence[Shape], node: Node | None = None
+) -> tuple[int, int, int]:
+    """Cores, memory and time limit of an allocation for jobs of these shapes, on a queue
+    whose largest node is ``node`` (see the module's docstring for the rule)."""
     largest = max(math.ceil(s.cpus) for s in shapes)
-    cpus = policy.cpus if policy.cpus is not None else largest
     # as much memory per core as the hungriest job, so every job fits at any moment
     per_core = max(s.memory / s.cpus for s in shapes)
+    cpus = policy.cpus if policy.cpus is not None else largest
+    if policy.cpus is None and node is not None:
+        wanted = math.ceil(sum(s.cpus for s in shapes))
+        room = node.cpus
+        if node.memory is not None:
+            room = min(room, math.floor(node.memory / per_core))
+        cpus = max(largest, min(wanted, room))
     memory = math.ceil(per_core * cpus / MIB) * MIB
     memory = max(memory, max(s.memory for s in shapes))
     work = sum(s.work for s in shapes)
@@ -120,11 +135,13 @@ def allocation_size(policy: SquashPolicy, shapes: Sequence[Shape]) -> tuple[int,
     return cpus, memory, min(policy.max_time, math.ceil(limit / 60) * 60)
 
 
-def pack(policy: SquashPolicy, shapes: Sequence[Shape]) -> list[list[int]]:
+def pack(
+    policy: SquashPolicy, shapes: Sequence[Shape], node: Node | None = None
+) -> list[list[int]]:
     """Which jobs go together, by the planner: the job indices of each allocation."""
     if not shapes:
         return []
-    cpus, memory, _ = allocation_size(policy, shapes)
+    cpus, memory, _ = allocation_size(policy, shapes, node)
     span = policy.max_time - SLACK
     # Dimensions: cpu-seconds, byte-seconds and (in the planner's GPU slot) one per job.
     kind = InstanceType("allocation", cpus * span, memory * span, 1.0, policy.max_jobs)
@@ -137,9 +154,13 @@ def pack(policy: SquashPolicy, shapes: Sequence[Shape]) -> list[list[int]]:
 
 
 def explain(
-    specs: Sequence[JobSpec], policy: SquashPolicy, expected: Expected | None = None
+    specs: Sequence[JobSpec],
+    policy: SquashPolicy,
+    expected: Expected | None = None,
+    nodes: Nodes | None = None,
 ) -> list[Decision]:
-    """What a :class:`SquashBackend` would do with ``specs`` on an empty cluster."""
+    """What a :class:`SquashBackend` would do with ``specs`` on an empty cluster whose
+    queues' largest nodes ``nodes`` tells (unknown without it)."""
     decisions: dict[int, Decision] = {}
     groups: dict[Hashable, list[tuple[int, JobSpec]]] = {}
     for n, spec in enumerate(specs):
@@ -152,9 +173,10 @@ def explain(
     allocation = 0
     for members in groups.values():
         shapes = [shape(spec, expected) for _, spec in members]
-        for placed in pack(policy, shapes):
+        node = nodes(members[0][1].request.queue) if nodes is not None else None
+        for placed in pack(policy, shapes, node):
             allocation += 1
-            cpus, memory, limit = allocation_size(policy, [shapes[i] for i in placed])
+            cpus, memory, limit = allocation_size(policy, [shapes[i] for i in placed], node)
             for i in placed:
                 n, spec = members[i]
                 why = (

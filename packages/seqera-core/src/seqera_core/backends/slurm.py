@@ -36,6 +36,7 @@ import attrs
 
 from ..dialects.slurm import parse_time, submission
 from ..errors import ResourceError
+from ..squash import Node
 from ._batch import (
     BatchBackend,
     CommandResult,
@@ -53,6 +54,7 @@ from ._slurm_keys import (
     parse_squeue_keys,
     submission_key_of,
 )
+from ._slurm_nodes import parse_sinfo_nodes, sinfo_argv
 from .base import NODE_FAILURE, PREEMPTED, JobHandle, JobSpec, JobState
 
 __all__ = [
@@ -289,6 +291,12 @@ class SlurmBackend(BatchBackend):
         argv += submission(spec.request).args
         argv.append(str(array.script))
         return argv
+
+    def largest_node(self, partition: str | None) -> Node | None:
+        """The largest node of ``partition`` (None: the default one) from one ``sinfo``;
+        None when sinfo fails or lists no such node (see ``_slurm_nodes``)."""
+        result = self._run_retrying(sinfo_argv(partition))
+        return parse_sinfo_nodes(result.stdout, partition) if result.ok else None
 
     def _element_id(self, base: str, index: int) -> str:
         return f"{base}_{index}"
