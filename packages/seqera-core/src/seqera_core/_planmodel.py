@@ -22,7 +22,9 @@ __all__ = [
     "Job",
     "LowerBound",
     "capacity",
+    "LARGEST",
     "check_cpus",
+    "checked_job",
     "covers",
     "demand",
     "millicores",
@@ -34,7 +36,7 @@ Room = tuple[int, int, int]
 
 # Larger counts are no machine's (int64, what schedulers store), and past 2**1023 a count
 # no longer converts to the floats that utilisation and prices are computed in.
-_LARGEST = 2**63 - 1
+LARGEST = 2**63 - 1
 
 
 def check_cpus(value: Any) -> None:
@@ -42,10 +44,10 @@ def check_cpus(value: Any) -> None:
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
-        or not 0 < value <= _LARGEST
+        or not 0 < value <= LARGEST
         or not math.isfinite(value)
     ):
-        raise ResourceError("cpus", value, f"a number of cores greater than 0, at most {_LARGEST}")
+        raise ResourceError("cpus", value, f"a number of cores greater than 0, at most {LARGEST}")
 
 
 def _cpus(_: Any, attribute: Any, value: Any) -> None:
@@ -57,9 +59,9 @@ def _whole(name: str, minimum: int) -> Any:
         if (
             isinstance(value, bool)
             or not isinstance(value, int)
-            or not minimum <= value <= _LARGEST
+            or not minimum <= value <= LARGEST
         ):
-            raise ResourceError(name, value, f"a whole number from {minimum} to {_LARGEST}")
+            raise ResourceError(name, value, f"a whole number from {minimum} to {LARGEST}")
 
     return check
 
@@ -73,6 +75,24 @@ class Job:
     memory: int = field(validator=_whole("memory", 1))
     gpus: int = field(default=0, validator=_whole("gpus", 0))
     instance_type: str | None = None
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def checked_job(name: str, cpus: float, memory: int, gpus: int, hint: str | None) -> Job:
+    """A :class:`Job` of values its caller has checked as the validators do (``cpus``
+    in (0, LARGEST], ``memory`` in [1, LARGEST], ``gpus`` in [0, LARGEST], all of exact
+    types ``int``/``float``): the jobs file's 100,000 entries without running them again
+    (the validators are half the cost of reading a job)."""
+    job: Job = _new(Job)
+    _set(job, "name", name)
+    _set(job, "cpus", cpus)
+    _set(job, "memory", memory)
+    _set(job, "gpus", gpus)
+    _set(job, "instance_type", hint)
+    return job
 
 
 @frozen
