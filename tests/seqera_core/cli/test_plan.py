@@ -272,3 +272,40 @@ def test_the_json_writer_writes_what_json_dumps_writes(
     plan = schedule(catalogues.load(catalogue), parse_jobs(jobs, str(path)))
     assert out == json.dumps(plan_document(plan), indent=2, sort_keys=True) + "\n"
     assert len(json.loads(out)["instances"]) == len(plan.instances) >= 2
+
+
+# what `seqera plan` must not load: other subcommands' backends, the wire format's
+# converters, the report, the HTTP and AWS clients (start-up counts in the 2 s budget)
+_NOT_FOR_PLAN = (
+    "cattrs",
+    "httpx",
+    "boto3",
+    "seqera_core.backends.local",
+    "seqera_core.backends.slurm",
+    "seqera_core.cli.run",
+    "seqera_core.cli.explain",
+    "seqera_core.report",
+    "seqera_core.wire",
+)
+
+
+def test_plan_loads_only_what_it_uses(files: tuple[Path, Path]) -> None:
+    jobs, _ = files
+    script = (
+        "import sys\n"
+        "from seqera_core.cli import main\n"
+        f"assert main(['plan', {str(jobs)!r}]) == 0\n"
+        f"print('loaded', sorted(m for m in sys.modules if m.startswith({_NOT_FOR_PLAN!r})))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines()[-1] == "loaded []"
+
+
+def test_help_still_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listed = capsys.readouterr().out
+    for name in ("explain", "run", "validate", "config", "plan", "squash", "report"):
+        assert name in listed

@@ -42,9 +42,7 @@ def remaining_key(catalogue: Catalogue) -> Callable[[Instance], tuple[float, int
 
     def key(instance: Instance) -> tuple[float, int]:
         room, taken = capacity(instance.type), used(instance.jobs)
-        return scale.score(
-            room[0] - taken[0], room[1] - taken[1], room[2] - taken[2]
-        ), instance.id
+        return scale.score(room[0] - taken[0], room[1] - taken[1], room[2] - taken[2]), instance.id
 
     return key
 

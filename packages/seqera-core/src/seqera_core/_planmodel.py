@@ -18,11 +18,11 @@ from .errors import ResourceError
 from .units import format_bytes
 
 __all__ = [
+    "LARGEST",
     "Instance",
     "Job",
     "LowerBound",
     "capacity",
-    "LARGEST",
     "check_cpus",
     "checked_job",
     "covers",
@@ -56,11 +56,7 @@ def _cpus(_: Any, attribute: Any, value: Any) -> None:
 
 def _whole(name: str, minimum: int) -> Any:
     def check(_: Any, attribute: Any, value: Any) -> None:
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int)
-            or not minimum <= value <= LARGEST
-        ):
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= LARGEST:
             raise ResourceError(name, value, f"a whole number from {minimum} to {LARGEST}")
 
     return check

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ._planmodel import LARGEST, Job, check_cpus, checked_job
 from .catalogue import parse_memory
 from .errors import ResourceError
-from ._planmodel import LARGEST, Job, check_cpus, checked_job
 
 __all__ = ["JOB_KEYS", "entry", "parse_cpus", "parse_jobs", "read_json"]
 

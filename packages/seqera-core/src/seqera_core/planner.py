@@ -62,6 +62,7 @@ the lookahead), :mod:`~seqera_core._mintree` (its search) and
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 
 from attrs import frozen
 
@@ -148,14 +149,15 @@ def schedule(
     instead of the first job's cheapest type (see the module's docstring).
     """
     types = Types(catalogue)
-    priced = [(-(t := types.required(job)).price, n, job, t) for n, job in enumerate(jobs)]
-    # every hint is checked above, before anything is allocated
-    priced.sort(key=lambda entry: (entry[0], entry[1]))
+    priced = [(-(t := types.required(job)).price, job, t) for job in jobs]
+    # every hint is checked above, before anything is allocated; sort() is stable, so
+    # equal prices keep the input order
+    priced.sort(key=itemgetter(0))
     state = State(catalogue, instances)
     if instances:
-        priced = [entry for entry in priced if not state.fit(entry[2])]
+        priced = [entry for entry in priced if not state.fit(entry[1])]
     made = fill_new_instances(
-        types, [entry[2] for entry in priced], [entry[3] for entry in priced], lookahead
+        types, [entry[1] for entry in priced], [entry[2] for entry in priced], lookahead
     )
     start = state.next_id
     return Plan(

@@ -45,7 +45,28 @@ _HOMES = {
     "SlurmBackend": "slurm",
 }
 
-__all__ = sorted(_HOMES)
+__all__ = [
+    "BACKENDS",
+    "BATCH",
+    "Backend",
+    "BackendEntry",
+    "BatchBackend",
+    "Decision",
+    "JobHandle",
+    "JobSpec",
+    "JobState",
+    "JobStatus",
+    "LocalBackend",
+    "PbsBackend",
+    "RetryPolicy",
+    "SchedulerError",
+    "SlurmBackend",
+    "SquashBackend",
+    "SubmitError",
+    "entry",
+    "history_runtime",
+    "open_backend",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -205,9 +205,7 @@ def text(plan: Plan) -> str:
             )
         )
     # every cell but the last padded to its column's width, in one format per row
-    line = "  ".join(
-        f"{{:<{max(len(row[n]) for row in rows)}}}" for n in range(len(rows[0]) - 1)
-    )
+    line = "  ".join(f"{{:<{max(len(row[n]) for row in rows)}}}" for n in range(len(rows[0]) - 1))
     lines = [f"catalogue: {c.source}{dated}"]
     lines += [line.format(*row[:-1]) + "  " + row[-1] for row in rows]
     bound = plan.lower_bound()
