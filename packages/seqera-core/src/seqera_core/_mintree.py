@@ -78,26 +78,34 @@ class MinTree:
 
     def _leftmost(self, node: int, room_cpus: int, room_memory: int, room_gpus: int) -> int:
         size, cpus, memory, gpus = self.size, self.cpus, self.memory, self.gpus
-        stack = [node]
         if not self.any_gpus:
-            # no job of the tree needs a GPU: two comparisons a node instead of three
-            while stack:
-                x = stack.pop()
-                if cpus[x] > room_cpus or memory[x] > room_memory:
-                    continue
-                # down the leftmost child that may hold a fit; the right one is checked
+            # no job of the tree needs a GPU: two comparisons a node instead of three;
+            # depth first without a stack: the way back up is in the node numbers
+            x = node  # its minima fit the room
+            while True:
+                # down the leftmost child that may hold a fit; the right one is tried
                 # only if the left one holds none
                 while x < size:
                     x *= 2
-                    if cpus[x] <= room_cpus and memory[x] <= room_memory:
-                        stack.append(x + 1)
-                    else:
+                    if cpus[x] > room_cpus or memory[x] > room_memory:
                         x += 1
                         if cpus[x] > room_cpus or memory[x] > room_memory:
                             break
                 else:
                     return x - size
-            return -1
+                # x holds no fit: up to the first left child on the way, to its right
+                # sibling if that may hold one; back at ``node``, its subtree holds none
+                while True:
+                    while x & 1:
+                        x >>= 1
+                        if x == node:
+                            return -1
+                    if x == node:
+                        return -1
+                    x += 1
+                    if cpus[x] <= room_cpus and memory[x] <= room_memory:
+                        break
+        stack = [node]
         while stack:
             x = stack.pop()
             if cpus[x] > room_cpus or memory[x] > room_memory or gpus[x] > room_gpus:
