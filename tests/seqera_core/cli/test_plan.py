@@ -256,9 +256,10 @@ def test_the_json_writer_writes_what_json_dumps_writes(
         "instances:\n"
         "  small: {vcpus: 2, memory: 4 GiB, price: 0.1}\n"
         "  half: {vcpus: 0.5, memory: 1 GiB, price: 0.0333}\n"
-        "  gpu: {vcpus: 4, memory: 16 GiB, gpus: 2, price: 1.0}\n"
+        "  'gpu%s%%': {vcpus: 4, memory: 16 GiB, gpus: 2, price: 1.0}\n"
     )
-    names = ['"instances": []', "naïve ✓", 'quo"te\\', "tab\there", "a"]
+    # a % in names: the writer fills a per-type %-template
+    names = ['"instances": []', "naïve ✓", 'quo"te\\', "tab\there", "a%s%%"]
     jobs = [
         {"name": n, "cpus": c, "memory": m, "gpus": g}
         for n, c, m, g in zip(

@@ -85,6 +85,19 @@ _INSTANCE = (
 )
 
 
+# the fields of _INSTANCE that differ from instance to instance, in the template's order
+_PER_INSTANCE = (
+    "id",
+    "jobs",
+    "cpus",
+    "gpus",
+    "memory",
+    "cpus_share",
+    "gpus_share",
+    "memory_share",
+)
+
+
 def _indented(value: Any, level: int) -> str:
     text = json.dumps(value, indent=2, sort_keys=True)
     return text.replace("\n", "\n" + " " * level)
@@ -103,7 +116,7 @@ def json_chunks(plan: Plan, document: Callable[[Plan, bool], dict[str, Any]]) ->
     if head["instances"]:
         raise ValueError("document(plan, False) must leave the instances out")
     rounded: dict[float, int] = {}
-    fixed: dict[str, tuple[str, str, str]] = {}  # per type: capacity, price, name
+    fixed: dict[str, str] = {}  # per type: its instances' template
     leaves: dict[tuple[str, int, float], tuple[str, str]] = {}
     text = json.dumps(head, indent=2, sort_keys=True)
     if not plan.instances:
@@ -115,13 +128,16 @@ def json_chunks(plan: Plan, document: Callable[[Plan, bool], dict[str, Any]]) ->
     separator = ""
     for i in plan.instances:
         t = i.type
-        shared = fixed.get(t.name)
-        if shared is None:
+        template = fixed.get(t.name)
+        if template is None:
+            # the type's own leaves filled in once; %s where each instance's go (a % in
+            # the type's leaves doubled, so that only those are placeholders)
             capacity = {"cpus": t.vcpus, "memory_bytes": t.memory, "gpus": t.gpus}
-            shared = fixed[t.name] = (
-                _indented(capacity, 6),
-                _scalar(t.price),
-                encode_basestring_ascii(t.name),
+            template = fixed[t.name] = _INSTANCE.format(
+                capacity=_indented(capacity, 6).replace("%", "%%"),
+                price=_scalar(t.price).replace("%", "%%"),
+                type=encode_basestring_ascii(t.name).replace("%", "%%"),
+                **dict.fromkeys(_PER_INSTANCE, "%s"),
             )
         cpus, memory, gpus = usage(i, rounded)
         # each used amount and its share encoded once per type, however many
@@ -144,18 +160,15 @@ def json_chunks(plan: Plan, document: Callable[[Plan, bool], dict[str, Any]]) ->
                 _scalar(gpus),
                 _scalar(share(gpus, t.gpus) if t.gpus else None),
             )
-        yield separator + _INSTANCE.format(
-            capacity=shared[0],
-            price=shared[1],
-            id=int.__repr__(i.id),
-            jobs=",\n        ".join([encode_basestring_ascii(j.name) for j in i.jobs]),
-            type=shared[2],
-            cpus=cpu_leaves[0],
-            gpus=gpu_leaves[0],
-            memory=memory_leaves[0],
-            cpus_share=cpu_leaves[1],
-            gpus_share=gpu_leaves[1],
-            memory_share=memory_leaves[1],
+        yield separator + template % (
+            int.__repr__(i.id),
+            ",\n        ".join([encode_basestring_ascii(j.name) for j in i.jobs]),
+            cpu_leaves[0],
+            gpu_leaves[0],
+            memory_leaves[0],
+            cpu_leaves[1],
+            gpu_leaves[1],
+            memory_leaves[1],
         )
         separator = ",\n"
     yield "\n  ]" + after
