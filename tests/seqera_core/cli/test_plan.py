@@ -256,9 +256,10 @@ def test_the_json_writer_writes_what_json_dumps_writes(
         "instances:\n"
         "  small: {vcpus: 2, memory: 4 GiB, price: 0.1}\n"
         "  half: {vcpus: 0.5, memory: 1 GiB, price: 0.0333}\n"
-        "  gpu: {vcpus: 4, memory: 16 GiB, gpus: 2, price: 1.0}\n"
+        "  'gpu%s%%': {vcpus: 4, memory: 16 GiB, gpus: 2, price: 1.0}\n"
     )
-    names = ['"instances": []', "naïve ✓", 'quo"te\\', "tab\there", "a"]
+    # a % in names: the writer fills a per-type %-template
+    names = ['"instances": []', "naïve ✓", 'quo"te\\', "tab\there", "a%s%%"]
     jobs = [
         {"name": n, "cpus": c, "memory": m, "gpus": g}
         for n, c, m, g in zip(
@@ -272,3 +273,40 @@ def test_the_json_writer_writes_what_json_dumps_writes(
     plan = schedule(catalogues.load(catalogue), parse_jobs(jobs, str(path)))
     assert out == json.dumps(plan_document(plan), indent=2, sort_keys=True) + "\n"
     assert len(json.loads(out)["instances"]) == len(plan.instances) >= 2
+
+
+# what `seqera plan` must not load: other subcommands' backends, the wire format's
+# converters, the report, the HTTP and AWS clients (start-up counts in the 2 s budget)
+_NOT_FOR_PLAN = (
+    "cattrs",
+    "httpx",
+    "boto3",
+    "seqera_core.backends.local",
+    "seqera_core.backends.slurm",
+    "seqera_core.cli.run",
+    "seqera_core.cli.explain",
+    "seqera_core.report",
+    "seqera_core.wire",
+)
+
+
+def test_plan_loads_only_what_it_uses(files: tuple[Path, Path]) -> None:
+    jobs, _ = files
+    script = (
+        "import sys\n"
+        "from seqera_core.cli import main\n"
+        f"assert main(['plan', {str(jobs)!r}]) == 0\n"
+        f"print('loaded', sorted(m for m in sys.modules if m.startswith({_NOT_FOR_PLAN!r})))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines()[-1] == "loaded []"
+
+
+def test_help_still_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listed = capsys.readouterr().out
+    for name in ("explain", "run", "validate", "config", "plan", "squash", "report"):
+        assert name in listed

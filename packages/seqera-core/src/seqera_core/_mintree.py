@@ -39,6 +39,8 @@ class MinTree:
             gpus[x] = gpus[left] if gpus[left] < gpus[right] else gpus[right]
         self.cpus, self.memory, self.gpus = cpus, memory, gpus
         self.any_gpus = any(d[2] for d in demands)
+        # a room with this many vCPUs holds every job's vCPUs: then only memory decides
+        self.most_cpus = max((d[0] for d in demands), default=0)
 
     def remove(self, n: int) -> None:
         """Take the job at position ``n`` out; ancestors are updated while their minima
@@ -47,6 +49,22 @@ class MinTree:
         x = self.size + n
         cpus[x] = memory[x] = gpus[x] = _INF
         x //= 2
+        if not self.any_gpus:
+            # no job needs a GPU: the GPU minima never decide a search (an emptied
+            # subtree has inf vCPUs and memory), so only those two are kept up to date
+            while x:
+                left = 2 * x
+                c, c2 = cpus[left], cpus[left + 1]
+                m, m2 = memory[left], memory[left + 1]
+                if c2 < c:
+                    c = c2
+                if m2 < m:
+                    m = m2
+                if c == cpus[x] and m == memory[x]:
+                    return
+                cpus[x], memory[x] = c, m
+                x //= 2
+            return
         while x:
             left, right = 2 * x, 2 * x + 1
             # conditional expressions: min() would double the cost of planning
@@ -60,26 +78,34 @@ class MinTree:
 
     def _leftmost(self, node: int, room_cpus: int, room_memory: int, room_gpus: int) -> int:
         size, cpus, memory, gpus = self.size, self.cpus, self.memory, self.gpus
-        stack = [node]
         if not self.any_gpus:
-            # no job of the tree needs a GPU: two comparisons a node instead of three
-            while stack:
-                x = stack.pop()
-                if cpus[x] > room_cpus or memory[x] > room_memory:
-                    continue
-                # down the leftmost child that may hold a fit; the right one is checked
+            # no job of the tree needs a GPU: two comparisons a node instead of three;
+            # depth first without a stack: the way back up is in the node numbers
+            x = node  # its minima fit the room
+            while True:
+                # down the leftmost child that may hold a fit; the right one is tried
                 # only if the left one holds none
                 while x < size:
                     x *= 2
-                    if cpus[x] <= room_cpus and memory[x] <= room_memory:
-                        stack.append(x + 1)
-                    else:
+                    if cpus[x] > room_cpus or memory[x] > room_memory:
                         x += 1
                         if cpus[x] > room_cpus or memory[x] > room_memory:
                             break
                 else:
                     return x - size
-            return -1
+                # x holds no fit: up to the first left child on the way, to its right
+                # sibling if that may hold one; back at ``node``, its subtree holds none
+                while True:
+                    while x & 1:
+                        x >>= 1
+                        if x == node:
+                            return -1
+                    if x == node:
+                        return -1
+                    x += 1
+                    if cpus[x] <= room_cpus and memory[x] <= room_memory:
+                        break
+        stack = [node]
         while stack:
             x = stack.pop()
             if cpus[x] > room_cpus or memory[x] > room_memory or gpus[x] > room_gpus:
@@ -102,6 +128,21 @@ class MinTree:
         cpus, memory, gpus = self.cpus, self.memory, self.gpus
         if start >= size or cpus[1] > room_cpus or memory[1] > room_memory or gpus[1] > room_gpus:
             return -1  # no waiting job of the group is that small
+        if room_cpus >= self.most_cpus and not self.any_gpus:
+            # every job has vCPUs and GPUs enough: the first with memory enough, and a
+            # subtree whose least memory fits surely holds one, so no step is undone
+            x = start + size
+            while memory[x] > room_memory:
+                while x & 1:  # a right child: its parent's range ends here too
+                    x >>= 1
+                if not x:
+                    return -1
+                x += 1  # the subtree just right of the ranges searched so far
+            while x < size:
+                x *= 2
+                if memory[x] > room_memory:
+                    x += 1
+            return x - size
         # the canonical nodes covering [start, size), left to right, each searched depth
         # first for its leftmost job that fits
         x, end = start + size, 2 * size
@@ -170,7 +211,9 @@ class Packer:
         first_waiting = self.first_waiting
         heap: list[tuple[int, int, int]] = []
         for g in members[: bisect_right(leasts, cpus)]:
-            positions = groups[g][2]
+            _, _, positions, tree = groups[g]
+            if tree.memory[1] > memory or tree.cpus[1] > cpus:
+                continue  # no job of the group (the first one's included) fits the room
             n, end = first_waiting[g], len(positions)
             while n < end and (placed[positions[n]] or positions[n] <= head):
                 n += 1

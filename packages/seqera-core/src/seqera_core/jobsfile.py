@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ._planmodel import LARGEST, Job, check_cpus, checked_job
 from .catalogue import parse_memory
 from .errors import ResourceError
-from .planner import Job, check_cpus
 
 __all__ = ["JOB_KEYS", "entry", "parse_cpus", "parse_jobs", "read_json"]
 
@@ -121,22 +121,25 @@ def parse_jobs(document: Any, source: str = "<memory>") -> tuple[Job, ...]:
                 type(name) is str
                 and name
                 and type(memory) is int
-                and memory > 0
+                and 0 < memory <= LARGEST
                 and (hint is None or type(hint) is str)
                 and type(cpus) in (int, float)
+                and 0 < cpus <= LARGEST  # False for NaN; infinity is above LARGEST
                 and type(gpus) is int
+                and 0 <= gpus <= LARGEST
             ):
-                try:
-                    jobs.append(Job(name, cpus, memory, gpus, hint))
-                    continue
-                except ResourceError:
-                    pass  # _job below says where
-            elif type(memory) is str and type(name) is str:
+                # every value checked as Job's validators would: they need not run again
+                jobs.append(checked_job(name, cpus, memory, gpus, hint))
+                continue
+            if type(memory) is str and type(name) is str:
                 job = _job(f"{source}: jobs[{n}]", value)
                 sizes[memory] = job.memory
                 jobs.append(job)
                 continue
         jobs.append(_job(f"{source}: jobs[{n}]", value))
+    names = [j.name for j in jobs]
+    if len(set(names)) == len(names):
+        return tuple(jobs)
     seen: set[str] = set()
     for n, j in enumerate(jobs):
         if j.name in seen:

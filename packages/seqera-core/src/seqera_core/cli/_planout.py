@@ -85,6 +85,19 @@ _INSTANCE = (
 )
 
 
+# the fields of _INSTANCE that differ from instance to instance, in the template's order
+_PER_INSTANCE = (
+    "id",
+    "jobs",
+    "cpus",
+    "gpus",
+    "memory",
+    "cpus_share",
+    "gpus_share",
+    "memory_share",
+)
+
+
 def _indented(value: Any, level: int) -> str:
     text = json.dumps(value, indent=2, sort_keys=True)
     return text.replace("\n", "\n" + " " * level)
@@ -103,7 +116,8 @@ def json_chunks(plan: Plan, document: Callable[[Plan, bool], dict[str, Any]]) ->
     if head["instances"]:
         raise ValueError("document(plan, False) must leave the instances out")
     rounded: dict[float, int] = {}
-    fixed: dict[str, tuple[str, str, str]] = {}  # per type: capacity, price, name
+    fixed: dict[str, str] = {}  # per type: its instances' template
+    leaves: dict[tuple[str, int, float], tuple[str, str]] = {}
     text = json.dumps(head, indent=2, sort_keys=True)
     if not plan.instances:
         yield text
@@ -114,27 +128,47 @@ def json_chunks(plan: Plan, document: Callable[[Plan, bool], dict[str, Any]]) ->
     separator = ""
     for i in plan.instances:
         t = i.type
-        shared = fixed.get(t.name)
-        if shared is None:
+        template = fixed.get(t.name)
+        if template is None:
+            # the type's own leaves filled in once; %s where each instance's go (a % in
+            # the type's leaves doubled, so that only those are placeholders)
             capacity = {"cpus": t.vcpus, "memory_bytes": t.memory, "gpus": t.gpus}
-            shared = fixed[t.name] = (
-                _indented(capacity, 6),
-                _scalar(t.price),
-                encode_basestring_ascii(t.name),
+            template = fixed[t.name] = _INSTANCE.format(
+                capacity=_indented(capacity, 6).replace("%", "%%"),
+                price=_scalar(t.price).replace("%", "%%"),
+                type=encode_basestring_ascii(t.name).replace("%", "%%"),
+                **dict.fromkeys(_PER_INSTANCE, "%s"),
             )
         cpus, memory, gpus = usage(i, rounded)
-        yield separator + _INSTANCE.format(
-            capacity=shared[0],
-            price=shared[1],
-            id=_scalar(i.id),
-            jobs=",\n        ".join([encode_basestring_ascii(j.name) for j in i.jobs]),
-            type=shared[2],
-            cpus=_scalar(cpus),
-            gpus=_scalar(gpus),
-            memory=_scalar(memory),
-            cpus_share=_scalar(share(cpus, t.vcpus)),
-            gpus_share=_scalar(share(gpus, t.gpus) if t.gpus else None),
-            memory_share=_scalar(share(memory, t.memory)),
+        # each used amount and its share encoded once per type, however many
+        # instances of the type use as much
+        cpu_leaves = leaves.get((t.name, 0, cpus))
+        if cpu_leaves is None:
+            cpu_leaves = leaves[(t.name, 0, cpus)] = (
+                _scalar(cpus),
+                _scalar(share(cpus, t.vcpus)),
+            )
+        memory_leaves = leaves.get((t.name, 1, memory))
+        if memory_leaves is None:
+            memory_leaves = leaves[(t.name, 1, memory)] = (
+                _scalar(memory),
+                _scalar(share(memory, t.memory)),
+            )
+        gpu_leaves = leaves.get((t.name, 2, gpus))
+        if gpu_leaves is None:
+            gpu_leaves = leaves[(t.name, 2, gpus)] = (
+                _scalar(gpus),
+                _scalar(share(gpus, t.gpus) if t.gpus else None),
+            )
+        yield separator + template % (
+            int.__repr__(i.id),
+            ",\n        ".join([encode_basestring_ascii(j.name) for j in i.jobs]),
+            cpu_leaves[0],
+            gpu_leaves[0],
+            memory_leaves[0],
+            cpu_leaves[1],
+            gpu_leaves[1],
+            memory_leaves[1],
         )
         separator = ",\n"
     yield "\n  ]" + after
@@ -144,10 +178,13 @@ def text(plan: Plan) -> str:
     """The plan as a table: one row per instance, then the cost and the bound."""
     c = plan.catalogue
     dated = f" ({c.date})" if c.date else ""
-    lines = [f"catalogue: {c.source}{dated}"]
     rows = [("#", "type", "$/hour", "cpus", "memory", "gpus", "jobs")]
     rounded: dict[float, int] = {}
     fixed: dict[str, tuple[str, str, str]] = {}  # per type: price, vCPUs, memory
+    # the usage cells of a type, shared by its instances that use as much
+    cpu_cells: dict[tuple[str, float], str] = {}
+    memory_cells: dict[tuple[str, int], str] = {}
+    sizes: dict[int, str] = {}
     jobs = 0
     for i in plan.instances:
         t = i.type
@@ -156,22 +193,34 @@ def text(plan: Plan) -> str:
             shared = fixed[t.name] = (f"{t.price:.4f}", f"{t.vcpus:g}", format_bytes(t.memory))
         cpus, memory, gpus = usage(i, rounded)
         jobs += len(i.jobs)
+        cpus_cell = cpu_cells.get((t.name, cpus))
+        if cpus_cell is None:
+            cpus_cell = cpu_cells[(t.name, cpus)] = (
+                f"{cpus:g}/{shared[1]} {share(cpus, t.vcpus):.0%}"
+            )
+        memory_cell = memory_cells.get((t.name, memory))
+        if memory_cell is None:
+            size = sizes.get(memory)
+            if size is None:
+                size = sizes[memory] = format_bytes(memory)
+            memory_cell = memory_cells[(t.name, memory)] = (
+                f"{size}/{shared[2]} {share(memory, t.memory):.0%}"
+            )
         rows.append(
             (
                 str(i.id),
                 t.name,
                 shared[0],
-                f"{cpus:g}/{shared[1]} {share(cpus, t.vcpus):.0%}",
-                f"{format_bytes(memory)}/{shared[2]} {share(memory, t.memory):.0%}",
+                cpus_cell,
+                memory_cell,
                 f"{gpus}/{t.gpus}" if t.gpus else "-",
                 ", ".join([j.name for j in i.jobs]),
             )
         )
-    widths = [max(len(row[n]) for row in rows) for n in range(len(rows[0]) - 1)]
-    for row in rows:
-        lines.append(
-            "  ".join([v.ljust(w) for v, w in zip(row, widths, strict=False)]) + "  " + row[-1]
-        )
+    # every cell but the last padded to its column's width, in one format per row
+    line = "  ".join(f"{{:<{max(len(row[n]) for row in rows)}}}" for n in range(len(rows[0]) - 1))
+    lines = [f"catalogue: {c.source}{dated}"]
+    lines += [line.format(*row[:-1]) + "  " + row[-1] for row in rows]
     bound = plan.lower_bound()
     cost = plan.hourly_cost
     lines.append(f"{len(plan.instances)} instances for {jobs} jobs: {cost:.4f} per hour")
