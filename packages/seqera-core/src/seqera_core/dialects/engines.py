@@ -39,7 +39,7 @@ def _nest(values: Mapping[str, Any]) -> dict[str, Any]:
     nested: dict[str, Any] = {}
     for key, value in values.items():
         head, dot, tail = key.partition(".")
-        if dot:
+        if dot and head and tail:  # ".x" or "x." name no directive's field: left whole
             nested.setdefault(head, {})[tail] = value
         else:
             nested[key] = value
