@@ -213,13 +213,6 @@ def test_refused_with_the_node_excluded_it_is_sent_without_exclusion(tmp_path: P
     assert slurm.poll([handle])[0].state is JobState.SUCCEEDED
 
 
-def test_the_causes_are_the_historys() -> None:
-    from seqera_core.backends.base import CAUSES
-    from seqera_core.history import CAUSES as STORED
-
-    assert CAUSES == STORED  # the strings the history's cause column and the report count
-
-
 def test_an_array_that_went_through_and_left_squeue_is_found_by_an_element_mark(
     tmp_path: Path,
 ) -> None:

@@ -99,7 +99,9 @@ def test_any_set_key_and_value_is_used_or_refused(
 ) -> None:
     answer = seqera(["explain", f"--engine={engine}", f"--set={key}={value}"], home)
     # resourceLimits.memory=...: the key's first part is the directive named
-    name = key.partition("=")[0].strip().partition(".")[0][:30]  # the key, as key_value cuts it
+    written = key.partition("=")[0].strip()
+    head, dot, tail = written.partition(".")
+    name = (head if dot and head and tail else written)[:30]  # as key_value and _nest cut it
     answer.check([name or "--set", "--set"])
 
 

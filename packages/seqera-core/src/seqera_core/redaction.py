@@ -16,6 +16,12 @@ def redacted(url: str) -> str:
         password = parts.password
     except ValueError:
         return "(a URL that cannot be parsed)"
+    secret_query = any(
+        k.lower() in _SECRET_PARAMETERS for k, _ in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    if password is None and not secret_query:
+        # as written: urlsplit drops control characters and spaces it would not keep
+        return url
     netloc = parts.netloc
     if password is not None:
         user = f"{parts.username}:***@" if parts.username else ":***@"

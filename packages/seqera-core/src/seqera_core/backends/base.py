@@ -14,6 +14,15 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from attrs import Factory, field, frozen
 
+from ..causes import (
+    CANCELLED,
+    CAUSES,
+    NODE_FAILURE,
+    OTHER,
+    OUT_OF_MEMORY,
+    PREEMPTED,
+    TIME_LIMIT,
+)
 from ..errors import SeqeraError
 from ..models import ResourceRequest, string_map
 
@@ -33,16 +42,6 @@ __all__ = [
     "NoLookup",
     "job_cause",
 ]
-
-# Why a job ended without success (JobStatus.cause). Strings, not an enum: they are
-# stored as they are in the history and read by other processes.
-OUT_OF_MEMORY = "out_of_memory"  # killed for memory: the engine retries with more
-TIME_LIMIT = "time_limit"  # killed at its time limit: the engine retries with more
-NODE_FAILURE = "node_failure"  # its node died: batch backends resubmit it elsewhere
-PREEMPTED = "preempted"  # evicted for other work: batch backends resubmit it as is
-CANCELLED = "cancelled"  # cancelled by a user, an administrator or the engine
-OTHER = "other"  # anything else: the command's own non-zero exit, a launch failure
-CAUSES = (OUT_OF_MEMORY, TIME_LIMIT, NODE_FAILURE, PREEMPTED, CANCELLED, OTHER)
 
 
 def _argv(value: Iterable[str]) -> tuple[str, ...]:

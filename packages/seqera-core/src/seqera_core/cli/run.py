@@ -74,7 +74,10 @@ def _cpus(text: str) -> float:
 def _gpus(text: str) -> Accelerator:
     kind, _, count = text.rpartition(":")
     expected = "a count of at least 1, or TYPE:COUNT, e.g. 2 or a100:2"
-    value = number("--gpus", count, expected, integer=True)
+    try:
+        value = number("--gpus", count, expected, integer=True)
+    except ResourceError:  # the error quotes the value as written, not its count part
+        raise ResourceError("--gpus", text, expected) from None
     if value < 1 or (kind == "" and ":" in text):
         raise ResourceError("--gpus", text, expected)
     return Accelerator(int(value), kind or None)

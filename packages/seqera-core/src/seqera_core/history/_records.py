@@ -6,10 +6,9 @@ import math
 
 from attrs import frozen
 
-__all__ = ["CAUSES", "CpuUse", "ProcessStats", "TaskRecord", "cause_of"]
+from ..causes import CAUSES
 
-# Why an attempt did not succeed, as the report and the retry policy name it.
-CAUSES = ("out_of_memory", "time_limit", "node_failure", "preempted", "cancelled", "other")
+__all__ = ["CAUSES", "CpuUse", "ProcessStats", "TaskRecord", "cause_of"]
 
 
 @frozen
