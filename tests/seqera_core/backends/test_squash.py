@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import attrs
 import pytest
 
 from seqera_core.backends import JobHandle, JobSpec, JobState, JobStatus, LocalBackend, _launcher
@@ -332,3 +333,24 @@ def test_jobs_are_packed_by_the_run_time_the_history_saw(tmp_path: Path) -> None
     assert len(declared) == 19  # 300 s each: 11 to an hour's allocation
     assert len(predicted) == 2  # 2 s each: max_jobs is the limit
     history.close()
+
+
+def test_a_new_backend_finds_squashed_jobs_by_the_callers_key(
+    local: LocalBackend, tmp_path: Path
+) -> None:
+    # A sidecar killed between submit and storing its handles asks by key on restart: a
+    # squashed job is found by its record (and polled), a key never queued is not.
+    first = squash(local, tmp_path)
+    specs = [attrs.evolve(counting(tmp_path, f"k{i}", nap=0.5), key=f"task-{i}") for i in range(3)]
+    handles = first.submit(specs)
+    lone = local.submit([attrs.evolve(counting(tmp_path, "alone"), key="task-alone")])
+    second = squash(local, tmp_path)
+    found = second.find(["task-0", "task-1", "task-2", "task-never", "task-alone"])
+    # squashed jobs from their records; one that ran alone from the scheduler (here local)
+    assert found == {**{f"task-{i}": handles[i] for i in range(3)}, "task-alone": lone[0]}
+    statuses = wait(second, list(found.values()), limit=60)
+    assert all(s.state is JobState.SUCCEEDED for s in statuses), statuses
+    deadline = time.monotonic() + 20
+    while not local.poll(lone)[0].state.finished and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sorted(runs(tmp_path)) == ["alone", "k0", "k1", "k2"]  # each once

@@ -53,6 +53,7 @@ from ._squash_plan import Decision, Expected, explain, shape
 from ._squash_state import (
     Group,
     Job,
+    find_records,
     load_root,
     native_id,
     parse_native_id,
@@ -182,6 +183,14 @@ class SquashBackend(Backend):
         for job in queued:
             self._enqueue(job)
         return [handles[n] for n in range(len(jobs))]
+
+    @_locked
+    def find(self, keys: Sequence[str]) -> dict[str, JobHandle]:
+        """Squashed jobs by their records (every backend's over this work directory);
+        the rest, jobs that ran alone, asked of the scheduler (see :meth:`Backend.find`)."""
+        found = find_records(self.work_dir / "squash", keys)
+        rest = [k for k in keys if k not in found]
+        return found | (self.inner.find(rest) if rest else {})
 
     @_locked
     def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
@@ -333,7 +342,7 @@ class SquashBackend(Backend):
             "time": size.time,
             "fork": self._fork(spec),
         }
-        job = Job(key, handle, group, files, entry, size.expected)
+        job = Job(key, handle, group, files, entry, size.expected, spec.key)
         self._jobs[handle.native_id] = job
         return job
 

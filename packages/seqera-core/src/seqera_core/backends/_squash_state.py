@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,9 @@ from . import _launcher as proto
 from ._batch import JobFiles
 from .base import JobHandle, JobStatus
 
-__all__ = ["Allocation", "Group", "Job", "load_root", "native_id", "parse_native_id"]
+__all__ = [
+    "Allocation", "Group", "Job", "find_records", "load_root", "native_id", "parse_native_id",
+]  # fmt: skip
 
 _NATIVE = re.compile(r"squash\.([0-9a-f]{12})\.(\d{7})")
 JOBS = "jobs"
@@ -178,6 +180,7 @@ class Job:
     files: JobFiles
     entry: dict[str, Any]
     expected: float
+    submission: str | None = None  # the caller's key (JobSpec.key), for find()
     planned: Allocation | None = None
     losses: int = 0
     cancelled: bool = False
@@ -204,7 +207,7 @@ class Job:
         """Write the job's record: its launcher entry, with its handle, group and expected
         run time beside the entry's keys; the path written."""
         data: dict[str, Any] = {"handle": _handle_data(self.handle), "group": self.group.name}
-        data |= {"expected": self.expected, **self.entry}
+        data |= {"expected": self.expected, "submission": self.submission, **self.entry}
         path = private_dir(root / JOBS) / f"{self.key}.json"
         proto.write_private(path, data)
         return path
@@ -236,13 +239,14 @@ def load_root(root: Path) -> tuple[list[Group], list[Job]]:
         group = groups[data.pop("group")]
         handle = _handle(data.pop("handle", None))
         expected = data.pop("expected", None)
+        submission = data.pop("submission", None)
         entry = data
         if handle is None or not isinstance(expected, int | float):
             continue
         files = JobFiles(
             Path(entry["dir"]), Path(entry["script"]), Path(entry["stdout"]), Path(entry["stderr"])
         )
-        job = Job(path.stem, handle, group, files, entry, float(expected))
+        job = Job(path.stem, handle, group, files, entry, float(expected), submission)
         losses = _read(files.directory / LOSSES)
         job.losses = losses if isinstance(losses, int) else 0
         group_dir = job.group.directory
@@ -251,6 +255,22 @@ def load_root(root: Path) -> tuple[list[Group], list[Job]]:
         ).exists()
         jobs.append(job)
     return list(groups.values()), jobs
+
+
+def find_records(squash_dir: Path, keys: Iterable[str]) -> dict[str, JobHandle]:
+    """The handles of the squashed jobs whose records (under every backend's root in
+    ``squash_dir``) carry these caller keys. A record is written before its job enters a
+    queue, so a key without one never reached a launcher."""
+    wanted = set(keys)
+    found: dict[str, JobHandle] = {}
+    for path in sorted(squash_dir.glob(f"*/{JOBS}/*.json")):
+        data = _read(path)
+        if not isinstance(data, dict) or data.get("submission") not in wanted:
+            continue
+        handle = _handle(data.get("handle"))
+        if handle is not None:
+            found[str(data["submission"])] = handle
+    return found
 
 
 def _allocation(group: Group, path: Path) -> Allocation | None:
