@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import stat
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -354,3 +355,40 @@ def test_a_new_backend_finds_squashed_jobs_by_the_callers_key(
     while not local.poll(lone)[0].state.finished and time.monotonic() < deadline:
         time.sleep(0.05)
     assert sorted(runs(tmp_path)) == ["alone", "k0", "k1", "k2"]  # each once
+
+
+# A squash backend used as engines use it: Snakemake hands jobs over (``run_jobs``) from
+# its main thread while its status thread polls (``check_active_jobs``), so ``submit`` and
+# ``poll`` run at the same time; found in a 2,000-job run whose status thread died with
+# "dictionary changed size during iteration".
+def test_jobs_handed_over_while_another_thread_polls(local: LocalBackend, tmp_path: Path) -> None:
+    policy = SquashPolicy("squash", max_jobs=1000, max_time=3600)
+    backend = SquashBackend(local, policy, work_dir=tmp_path, idle=1)
+    handles: list[JobHandle] = []
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def status_thread() -> None:
+        while not done.is_set():
+            try:
+                backend.poll(list(handles))
+            except BaseException as exc:
+                errors.append(exc)
+                return
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    poller = threading.Thread(target=status_thread)
+    poller.start()
+    try:
+        for batch in range(30):
+            specs = [JobSpec(f"j{batch}-{n}", ["true"], SMALL) for n in range(40)]
+            handles.extend(backend.submit(specs))
+            if errors:
+                break
+    finally:
+        done.set()
+        poller.join()
+        sys.setswitchinterval(interval)
+        backend.close()
+    assert errors == []
