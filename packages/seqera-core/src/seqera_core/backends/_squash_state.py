@@ -33,6 +33,7 @@ from .base import JobHandle, JobStatus
 
 __all__ = [
     "Allocation", "Group", "Job", "find_records", "load_root", "native_id", "parse_native_id",
+    "read_json",
 ]  # fmt: skip
 
 _NATIVE = re.compile(r"squash\.([0-9a-f]{12})\.(\d{7})")
@@ -60,7 +61,8 @@ def private_dir(path: Path) -> Path:
     return path
 
 
-def _read(path: Path) -> Any:
+def read_json(path: Path) -> Any:
+    """``path``'s JSON, or None while it is missing, half written or unreadable."""
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
@@ -147,7 +149,7 @@ class Allocation:
 
     def remaining(self, now: float) -> float:
         if self.started_at is None:
-            started = _read(self.directory / proto.STARTED)
+            started = read_json(self.directory / proto.STARTED)
             if not isinstance(started, dict):
                 return float(self.time)  # still queued: its whole time limit is ahead
             self.started_at = float(started.get("time", now))
@@ -221,7 +223,7 @@ def load_root(root: Path) -> tuple[list[Group], list[Job]]:
     """The groups and jobs an earlier backend left under ``root``."""
     groups: dict[str, Group] = {}
     for path in sorted(root.glob(f"*/{GROUP}")):
-        data = _read(path)
+        data = read_json(path)
         if not isinstance(data, dict):
             continue
         template = ResourceRequest(**(data.get("template") or {}))
@@ -233,7 +235,7 @@ def load_root(root: Path) -> tuple[list[Group], list[Job]]:
         groups[group.name] = group
     jobs = []
     for path in sorted((root / JOBS).glob("*.json")):
-        data = _read(path)
+        data = read_json(path)
         if not isinstance(data, dict) or data.get("group") not in groups:
             continue
         group = groups[data.pop("group")]
@@ -247,7 +249,7 @@ def load_root(root: Path) -> tuple[list[Group], list[Job]]:
             Path(entry["dir"]), Path(entry["script"]), Path(entry["stdout"]), Path(entry["stderr"])
         )
         job = Job(path.stem, handle, group, files, entry, float(expected), submission)
-        losses = _read(files.directory / LOSSES)
+        losses = read_json(files.directory / LOSSES)
         job.losses = losses if isinstance(losses, int) else 0
         group_dir = job.group.directory
         job.cancelled = (group_dir / proto.CANCEL / job.key).exists() or (
@@ -264,7 +266,7 @@ def find_records(squash_dir: Path, keys: Iterable[str]) -> dict[str, JobHandle]:
     wanted = set(keys)
     found: dict[str, JobHandle] = {}
     for path in sorted(squash_dir.glob(f"*/{JOBS}/*.json")):
-        data = _read(path)
+        data = read_json(path)
         if not isinstance(data, dict) or data.get("submission") not in wanted:
             continue
         handle = _handle(data.get("handle"))
@@ -274,7 +276,7 @@ def find_records(squash_dir: Path, keys: Iterable[str]) -> dict[str, JobHandle]:
 
 
 def _allocation(group: Group, path: Path) -> Allocation | None:
-    spec = _read(path)
+    spec = read_json(path)
     if not isinstance(spec, dict):
         return None
     directory = path.parent
@@ -286,14 +288,14 @@ def _allocation(group: Group, path: Path) -> Allocation | None:
         int(spec["memory"]),
         int(spec["time"]),
     )
-    allocation.handle = _handle(_read(directory / HANDLE))
-    ended = _read(directory / ENDED)
+    allocation.handle = _handle(read_json(directory / HANDLE))
+    ended = read_json(directory / ENDED)
     if isinstance(ended, dict):
         allocation.ended, allocation.reason = True, str(ended.get("reason") or "ended")
     elif allocation.handle is None:
         # Submitted, or not, when the earlier backend stopped: its launcher says which
         # scheduler job it is once it starts; until then nothing can be polled.
-        started = _read(directory / proto.STARTED)
+        started = read_json(directory / proto.STARTED)
         job_id = started.get("job_id") if isinstance(started, dict) else None
         if job_id:
             allocation.handle = JobHandle(spec.get("backend", ""), str(job_id))

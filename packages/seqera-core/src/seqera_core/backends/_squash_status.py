@@ -7,17 +7,16 @@ script recorded its exit code is finished, whatever happened to its launcher.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from . import _launcher as proto
-from ._squash_state import Job
+from ._squash_state import Job, read_json
 from .base import JobHandle, JobState, JobStatus
 
-__all__ = ["exit_code", "finished", "look", "read_json"]
+__all__ = ["exit_code", "finished", "look"]
 
 
 def look(job: Job, queued: set[str], claimed: Mapping[str, str], max_losses: int) -> JobStatus:
@@ -81,13 +80,6 @@ def look(job: Job, queued: set[str], claimed: Mapping[str, str], max_losses: int
 def _release(claimed: Path, to: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.replace(claimed, to)
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def exit_code(directory: Path) -> int | None:
