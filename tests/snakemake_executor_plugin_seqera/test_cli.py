@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ..processes import ends
+
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
@@ -35,25 +37,6 @@ def _snakemake(
         [*SNAKEMAKE, "--executor", "seqera", "--jobs", "4", *args],
         cwd=directory, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
-
-
-def _ends(pid: int, within: float) -> bool:
-    """Whether ``pid`` is gone or a zombie within ``within`` seconds.
-
-    A killed job's shell is orphaned and reaped by PID 1; a container's PID 1
-    may never reap it, and a zombie answers ``kill(pid, 0)`` though it is dead.
-    """
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state in ("Z", "X"):
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
 
 
 LABELS = """
@@ -210,5 +193,5 @@ def test_ctrl_c_cancels_every_running_job(tmp_path: Path, env: dict[str, str]) -
     assert process.returncode != 0
     for path in pids:
         pid = int(path.read_text())
-        assert _ends(pid, within=30.0), f"job shell {pid} still running after Ctrl-C"
+        assert ends(pid, within=30.0), f"job shell {pid} still running after Ctrl-C"
     assert "Cancelling" in stderr or "cancel" in stderr.lower()

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from ..processes import ends
+
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--executor", "seqera", "--jobs", "4"]
 
 # `run:` blocks execute inside the job's own Snakemake process (the executor's jobs pass
@@ -124,20 +126,5 @@ def test_ctrl_c_ends_a_forked_job_and_its_children(tmp_path: Path, env: dict[str
     process.communicate(timeout=120)
     assert process.returncode != 0
     for pid in (int(job), int(child)):
-        assert _ends(pid, within=30.0), f"process {pid} still running after Ctrl-C"
+        assert ends(pid, within=30.0), f"process {pid} still running after Ctrl-C"
     assert not (workdir / "slept").exists()
-
-
-def _ends(pid: int, within: float) -> bool:
-    """Whether ``pid`` is gone or a zombie within ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state in ("Z", "X"):
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)

@@ -20,6 +20,8 @@ from seqera_core.backends.base import JobHandle, JobSpec, JobState, JobStatus
 from seqera_core.models import ResourceRequest
 from seqera_core.units import MIB
 
+from ...processes import ends
+
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 
 # A job module for the server to preload (its imports, as Snakemake's, load once; the
@@ -159,7 +161,7 @@ def test_cancel_ends_the_whole_group_of_a_forked_job(tmp_path: Path, backend: Lo
     assert status.state is JobState.CANCELLED
     for pid in map(int, pids.read_text().split()):
         # the sleep grandchild was in the job's group: killed with it (a zombie is gone too)
-        assert _gone(pid, within=10), f"process {pid} outlived its cancelled job"
+        assert ends(pid, within=10), f"process {pid} outlived its cancelled job"
 
 
 def test_peak_memory_is_measured_for_a_forked_job(tmp_path: Path, backend: LocalBackend) -> None:
@@ -205,24 +207,10 @@ def test_a_dead_server_fails_its_jobs_and_later_ones_run_as_processes(
     status = wait(backend, handles)[0]
     assert status.state is JobState.FAILED and "fork server died" in (status.reason or "")
     for pid in map(int, pids.read_text().split()):
-        assert _gone(pid, within=10), f"process {pid} outlived its lost job"
+        assert ends(pid, within=10), f"process {pid} outlived its lost job"
     after = wait(backend, backend.submit([job(tmp_path, "after", "exit", "0")]))[0]
     assert after.state is JobState.SUCCEEDED
     assert backend.calls["fork"] == 1 and backend.calls["spawn"] == 2
-
-
-def _gone(pid: int, within: float) -> bool:
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state in ("Z", "X"):
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
 
 
 def test_the_registry_hands_preload_to_the_local_backend(tmp_path: Path, module: Path) -> None:
@@ -252,7 +240,7 @@ def test_a_server_forked_from_this_process_keeps_its_imports(
         assert int(parent) == pid and own_session == "True"
         assert float(loaded) == forkdep.LOADED_AT
         assert Path(f"/proc/{pid}/comm").read_text() == "seqera-forks\n"
-    assert _gone(pid, within=10), "the server outlived its backend"
+    assert ends(pid, within=10), "the server outlived its backend"
 
 
 def test_with_threads_running_the_server_is_a_new_interpreter(tmp_path: Path, module: Path) -> None:
@@ -269,7 +257,7 @@ def test_with_threads_running_the_server_is_a_new_interpreter(tmp_path: Path, mo
     with LocalBackend(cpus=2, work_dir=tmp_path / "logs", fork_server=server) as backend:
         status = wait(backend, backend.submit([job(tmp_path, "late", "ok")]))[0]
         assert status.state is JobState.SUCCEEDED and backend.calls["fork"] == 1
-    assert _gone(pid, within=10)
+    assert ends(pid, within=10)
 
 
 def test_a_fork_server_given_to_a_backend_that_does_not_fork_is_closed(
@@ -280,7 +268,7 @@ def test_a_fork_server_given_to_a_backend_that_does_not_fork_is_closed(
     assert pid is not None
     backend = open_backend("slurm", work_dir=tmp_path / "jobs", fork_server=server)
     backend.close()
-    assert not server.alive and _gone(pid, within=10)
+    assert not server.alive and ends(pid, within=10)
     # and one given to the local backend is its fork server
     server = ForkServer(["forkjob:warm"])
     local = open_backend("local", work_dir=tmp_path / "logs", fork_server=server)
@@ -300,5 +288,5 @@ def test_a_forked_server_nobody_takes_ends_quietly(
     pid = server.pid
     assert server.forked and pid is not None
     server.close()
-    assert _gone(pid, within=10)
+    assert ends(pid, within=10)
     assert "Traceback" not in capfd.readouterr().err
