@@ -66,7 +66,21 @@ def test_peaks_that_follow_a_doubled_allocation_are_found() -> None:
     retried = [(6 * GB, 32.1 * GB, 34.4 * GB), (6.4 * GB, 32.8 * GB, 34.4 * GB),
                (7.2 * GB, 45.4 * GB, 51.5 * GB)]  # fmt: skip
     assert tracks_allocation(usual + retried)
-    assert not tracks_allocation(usual + retried[:2])  # two are not yet evidence
+    assert tracks_allocation(usual + retried[:1])  # one is enough by default
+    assert not tracks_allocation(usual + retried[:2], evidence=3)
+    assert not tracks_allocation(usual)
+
+
+def test_a_retried_run_with_few_neighbours_is_compared_with_its_nearest() -> None:
+    # A dozen runs of history (eager's MarkDuplicates, seed 5 of the 12/28 sample): the
+    # retried run has one other within 25 % of its input; its two nearest are enough.
+    runs = [(int(x * GB), p * GB, 17.2 * GB) for x, p in
+            [(0.67, 9.8), (2.07, 12.4), (3.26, 14.6), (3.77, 14.3), (4.05, 14.8), (4.31, 16.3),
+             (7.29, 14.6), (9.0, 14.5), (10.8, 11.4), (15.6, 15.5), (26.2, 15.5)]]  # fmt: skip
+    assert not tracks_allocation(runs)
+    assert tracks_allocation([*runs, (int(6.71 * GB), 33.4 * GB, 34.4 * GB)])
+    # a retry that used little of its doubled allocation is an ordinary one
+    assert not tracks_allocation([*runs, (int(6.71 * GB), 18.0 * GB, 34.4 * GB)])
 
 
 def test_ordinary_retries_and_right_sized_runs_are_not() -> None:
