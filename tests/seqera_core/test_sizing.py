@@ -146,8 +146,20 @@ def test_a_kill_belongs_to_the_task_of_the_same_input() -> None:
     assert model.failed_at(None) == 5.0
 
 
+def test_no_bound_is_closer_to_the_largest_use_than_the_resolution() -> None:
+    # Identical peaks promise nothing finer than a peak is measured to: every candidate's
+    # margin, and the bound of a process with few runs, is at least ``resolution``.
+    peaks = [(10**9 + i, 4e9) for i in range(40)]
+    for resolution in (0.005, 0.02, 0.1):
+        model = _trained(peaks, resolution=resolution)
+        bound = model.upper(10**9)
+        assert bound is not None
+        assert bound == pytest.approx(4e9 * math.exp(resolution), rel=1e-9)
+
+
 def test_bad_settings_are_refused() -> None:
     for options in ({"alpha": 0.0}, {"retry_cost": -1.0}, {"min_runs": 2},
-                    {"fallback_margin": 0.9}, {"escalation": 1.0}):  # fmt: skip
+                    {"fallback_margin": 0.9}, {"escalation": 1.0}, {"resolution": -0.1},
+                    {"resolution": 2.0}):  # fmt: skip
         with pytest.raises(ValueError, match="alpha must be"):
             UsageModel(**options)  # type: ignore[arg-type]

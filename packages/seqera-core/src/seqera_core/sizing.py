@@ -141,16 +141,18 @@ class UsageModel:
         min_runs: int = 5,
         fallback_margin: float = 1.2,
         escalation: float = 2.0,
+        resolution: float = RESOLUTION,
         pool: Pool | None = None,
         lends: bool = True,
     ) -> None:
-        """``pool``: the pipeline's processes, whose dispersion this one borrows while it
-        has few runs, and (``lends``) adds its own to."""
+        """``resolution``: the least log margin over a prediction (two runs that used
+        "the same" differ by about this much); ``pool``: the pipeline's processes, whose
+        dispersion this one borrows while it has few runs, and (``lends``) adds its own to."""
         if (not 0 < alpha < 0.5 or retry_cost < 0 or min_runs < 3 or fallback_margin < 1
-                or escalation <= 1):  # fmt: skip
+                or escalation <= 1 or not 0 <= resolution <= 1):  # fmt: skip
             raise ValueError(
                 "alpha must be in (0, 0.5), retry_cost >= 0, min_runs >= 3, "
-                "fallback_margin >= 1 and escalation > 1"
+                "fallback_margin >= 1, escalation > 1 and resolution in [0, 1]"
             )
         self.alpha = alpha
         # the miss rates a window may choose, from the least
@@ -161,6 +163,7 @@ class UsageModel:
         self.min_runs = min_runs
         self.fallback_margin = fallback_margin
         self.escalation = escalation
+        self.resolution = resolution
         self.runs = 0
         self.largest = 0.0  # over every run ever learned, not only the window
         self._window: deque[_Run] = deque(maxlen=window)
@@ -217,7 +220,7 @@ class UsageModel:
             self._stale = 0
             penalty = self.retry_cost * self.budget.mean
             prior = None if self.pool is None else self.pool.prior(self._moments)
-            self._fit = _Fit(self._window, Settings(self.levels, penalty, prior))
+            self._fit = _Fit(self._window, Settings(self.levels, penalty, prior, self.resolution))
         return self._fit
 
     @property
@@ -254,7 +257,7 @@ class UsageModel:
         bound = mean + t_quantile(1 - self.alpha, dof) * math.sqrt(variance * (1 + 1 / n))
         # never past MOST over the largest use: a t bound on one degree of freedom is boundless
         bound = min(bound, math.log(self.largest) + MOST)
-        return max(self.largest * math.exp(RESOLUTION), math.exp(bound))
+        return max(self.largest * math.exp(self.resolution), math.exp(bound))
 
     def retry(self, input_bytes: int | None, failed: float) -> float:
         """The allocation for a retry after a kill at ``failed`` (see the module's rules)."""

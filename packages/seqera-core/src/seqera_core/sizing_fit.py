@@ -65,6 +65,7 @@ class Settings(NamedTuple):
     levels: tuple[float, ...] = LEVELS
     penalty: float = 0.0
     prior: Prior | None = None  # of the variance of a process's log use
+    resolution: float = RESOLUTION  # the least log margin over a prediction
 
 
 def nearest(keys: Sequence[float], key: float, count: int) -> tuple[int, int]:
@@ -137,17 +138,20 @@ class Candidate:
     (in units of the local scale for a ``local`` one)."""
 
     __slots__ = (
-        "cost", "excess", "intercept", "keys", "kind", "local", "margin", "safe", "slope",
-        "values", "width",
+        "cost", "excess", "intercept", "keys", "kind", "local", "margin", "resolution", "safe",
+        "slope", "values", "width",
     )  # fmt: skip
 
-    def __init__(self, kind: str, margin_: float, cost: float, safe: float) -> None:
+    def __init__(
+        self, kind: str, margin_: float, cost: float, safe: float, resolution: float = RESOLUTION
+    ) -> None:
         self.kind = kind
+        self.resolution = resolution
         self.margin = margin_
         self.cost = cost
         self.safe = safe  # the margin at the least miss rate: what a retry is sized at
         # how far past a margin it passes a miss lands, on average (its errors' tail scale)
-        self.excess = RESOLUTION
+        self.excess = resolution
         self.intercept = 0.0  # quantile, mean: the centre; power: the intercept
         self.slope = 0.0
         self.keys: Sequence[float] = ()
@@ -168,14 +172,14 @@ class Candidate:
         """The log allocation: centre plus margin (the least miss rate's if ``safe``)."""
         margin_ = self.safe if safe else self.margin
         if self.local is not None and key is not None:
-            return self.centre(key) + min(MOST, max(RESOLUTION, margin_ * self.local.at(key)))
-        return self.centre(key) + max(RESOLUTION, margin_)
+            return self.centre(key) + min(MOST, max(self.resolution, margin_ * self.local.at(key)))
+        return self.centre(key) + max(self.resolution, margin_)
 
     def overshoot(self, key: float | None) -> float:
         """The log scale of how far past its bound a miss lands, near ``key``."""
         if self.local is not None and key is not None:
-            return min(MOST, max(RESOLUTION, self.excess * self.local.at(key)))
-        return min(MOST, max(RESOLUTION, self.excess))
+            return min(MOST, max(self.resolution, self.excess * self.local.at(key)))
+        return min(MOST, max(self.resolution, self.excess))
 
 
 def _calibrated(
@@ -214,13 +218,14 @@ def _calibrated(
             margin_ = max(margin_, floor(alpha))
         margin_ = min(margin_, MOST)
         if scales is None:
-            margin_ = max(margin_, RESOLUTION)
+            margin_ = max(margin_, settings.resolution)
         covered = bisect.bisect_right(ordered.ordered, margin_)
         if scales is None:
             scale = math.exp(margin_)
             given, total = scale * allocated[covered], scale * allocated[n]
         else:  # each run its own scale: no common factor to take out
-            each = [a * math.exp(min(MOST, max(RESOLUTION, margin_ * s))) for a, s in local]
+            each = [a * math.exp(min(MOST, max(settings.resolution, margin_ * s)))
+                    for a, s in local]  # fmt: skip
             given = sum(each[:covered])
             total = given + sum(each[covered:])
         # Misses to expect among n new runs: a margin at the k-th of n residuals is passed
@@ -231,7 +236,7 @@ def _calibrated(
         cost = given - used[covered] + rate * n * (MISS_COST * total / n + settings.penalty)
         safe = max(safe, margin_)
         if best is None or cost < best.cost:
-            best = Candidate(kind, margin_, cost, 0.0)
+            best = Candidate(kind, margin_, cost, 0.0, settings.resolution)
     assert best is not None
     best.safe = safe
     if n >= 3:

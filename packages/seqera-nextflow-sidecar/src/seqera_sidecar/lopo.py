@@ -25,9 +25,13 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 # The right-sizer's settings a leave-one-out run chooses from: what a retry is worth (in
-# typical tasks' use) and the highest miss rate a process may be sized at.
+# typical tasks' use), the highest miss rate a process may be sized at, and the least
+# margin over any prediction (how far apart two runs that used "the same" are measured).
 GRID: tuple[dict[str, float], ...] = tuple(
-    {"retry_cost": cost, "alpha": alpha} for cost in (3.0, 10.0, 30.0) for alpha in (0.02, 0.05)
+    {"retry_cost": cost, "alpha": alpha, "resolution": resolution}
+    for cost in (3.0, 10.0, 30.0)
+    for alpha in (0.02, 0.05)
+    for resolution in (0.005, 0.02)
 )
 
 
