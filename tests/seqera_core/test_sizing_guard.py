@@ -81,6 +81,21 @@ def test_a_retried_run_with_few_neighbours_is_compared_with_its_nearest() -> Non
     assert tracks_allocation([*runs, (int(6.71 * GB), 33.4 * GB, 34.4 * GB)])
     # a retry that used little of its doubled allocation is an ordinary one
     assert not tracks_allocation([*runs, (int(6.71 * GB), 18.0 * GB, 34.4 * GB)])
+    # two retried runs next to each other (seed 4): each is compared with the nearest
+    # runs given half as much, whatever else is near
+    runs = [(int(x * GB), p * GB, 17.2 * GB) for x, p in
+            [(2.39, 13.4), (2.41, 12.4), (2.70, 13.3), (3.16, 13.7), (4.70, 15.7), (7.02, 14.8),
+             (10.1, 11.5), (10.7, 11.3), (10.8, 11.4), (18.3, 15.5)]]  # fmt: skip
+    retried = [(int(6.39 * GB), 32.1 * GB, 34.4 * GB), (int(6.71 * GB), 33.4 * GB, 34.4 * GB)]
+    assert tracks_allocation(runs + retried)
+
+
+def test_use_that_grows_with_a_sparse_input_is_not_taken_for_tracking() -> None:
+    # Sized to their input by the right-sizer itself, a dozen runs far apart in input:
+    # the largest got 1.9 x the allocation of its nearest and used 1.8 x as much, which
+    # its 1.9 x larger input explains.
+    runs = [(int(x * GB), 0.9 * x * GB, x * GB) for x in (1, 1.9, 3.6, 6.8, 13, 24.7)]
+    assert not tracks_allocation(runs)
 
 
 def test_ordinary_retries_and_right_sized_runs_are_not() -> None:

@@ -25,7 +25,6 @@ a miss costs failed tasks.
 
 from __future__ import annotations
 
-import bisect
 import inspect
 import math
 import re
@@ -35,6 +34,7 @@ from pathlib import Path
 __all__ = ["read_source", "references_memory", "tracks_allocation"]
 
 _NEAR = math.log(1.25)  # inputs within 25 % are "about the same"
+_FAR = math.log(2)  # past twice or half the input, a run says nothing of another
 
 _REFERENCES = re.compile(
     r"""resources\s*(?:\.|\[\[?\s*["']?|\.get\(\s*["'])mem  # Snakemake: resources.mem_mb
@@ -103,9 +103,10 @@ def tracks_allocation(
     ``(input_bytes, peak, allocation)``.
 
     They do when ``evidence`` runs used ``share`` of their allocation or more and peaked
-    ``step`` x higher than every run of about the same input (within 25 %, or the two
-    nearest in input where fewer are that near; any input where a size is unknown) given
-    ``step`` x less, two such runs at least. One is enough by default: a run that used
+    ``step`` x higher than every run of about the same input (within 25 %; any input
+    where a size is unknown) given ``step`` x less, two such runs at least (where fewer
+    are that near, the two nearest within a factor of two, allowing for use that grows
+    as fast as the input). One is enough by default: a run that used
     most of twice its neighbours' allocation and twice their peak is what a tool sized
     from its allocation shows after one retry (nf-core/eager's MarkDuplicates, 17.2 GB
     then 32 of 34.4), and the guard is one-sided (see the module): a false alarm costs
@@ -119,34 +120,24 @@ def tracks_allocation(
     if len(sized) < evidence + 2:
         return False
     least = min(given for _, _, given in sized)
-    keys = [key for key, _, _ in sized]
-    unknown = [(peak, given) for key, peak, given in sized if key == math.inf]
     found = 0
     for key, peak, given in sized:
         if given < least * step or peak < share * given:
             continue
+        # the runs given ``step`` x less: those of about the same input, or where fewer
+        # than two are that near, the two nearest within twice or half the input (a
+        # dozen runs are sparse), their peaks scaled up by the input ratio: a tool whose
+        # use grows no faster than its input is never taken for one that tracks
+        smaller = [(abs(k - key), k, p) for k, p, g in sized if g * step <= given]
         if key == math.inf:
-            near = [(p, g) for _, p, g in sized]
+            near = [p for _, _, p in smaller]
         else:
-            lo, hi = bisect.bisect_left(keys, key - _NEAR), bisect.bisect_right(keys, key + _NEAR)
-            if hi - lo < 3:  # itself and one other at most: its two nearest in input
-                lo, hi = _nearest(keys, keys.index(key), 3)
-            near = [(p, g) for _, p, g in sized[lo:hi]] + unknown
-        smaller = [p for p, g in near if g * step <= given]
-        if len(smaller) >= 2 and peak >= step * max(smaller):
+            near = [p for d, _, p in smaller if d <= _NEAR or d == math.inf]
+            if len(near) < 2:
+                near = [p * math.exp(max(0.0, key - k)) for d, k, p in sorted(smaller)[:2]
+                        if d <= _FAR]  # fmt: skip
+        if len(near) >= 2 and peak >= step * max(near):
             found += 1
             if found >= evidence:
                 return True
     return False
-
-
-def _nearest(keys: Sequence[float], index: int, count: int) -> tuple[int, int]:
-    """``[lo, hi)``: the ``count`` sorted ``keys`` nearest ``keys[index]``, it among them."""
-    lo = hi = index
-    hi += 1
-    while hi - lo < min(count, len(keys)):
-        if hi == len(keys) or (lo > 0 and keys[index] - keys[lo - 1] <= keys[hi] - keys[index]):
-            lo -= 1
-        else:
-            hi += 1
-    return lo, hi
