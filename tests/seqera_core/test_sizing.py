@@ -146,6 +146,35 @@ def test_a_kill_belongs_to_the_task_of_the_same_input() -> None:
     assert model.failed_at(None) == 5.0
 
 
+def _jumping(jump: float, seed: int = 5) -> Pool:
+    """A pipeline of ten steady processes, 20 runs each, whose last run was ``jump`` x."""
+    rng = random.Random(seed)
+    pool = Pool()
+    for _ in range(10):
+        other = UsageModel(pool=pool)
+        for _ in range(19):
+            other.learn(None, 1e9 * rng.uniform(0.998, 1.002))
+        other.learn(None, 1e9 * jump)
+    return pool
+
+
+def test_a_steady_process_in_a_pipeline_whose_processes_jump_keeps_a_wider_margin() -> None:
+    # nf-core/chipseq's TRIMGALORE: a dozen runs at 0.155 GB give or take 1 %, then 0.20
+    # GB. Its own runs cannot tell; its pipeline's processes, each of which has passed
+    # everything it had shown by a quarter, can: a new run is a record 1 time in 13 and
+    # then lands as far past as theirs did.
+    peaks = [(10**9 + i, 0.155e9 * (1 + (i % 5 - 2) / 400)) for i in range(12)]
+    bounds = {}
+    for jump in (1.0, 1.25):
+        model = UsageModel(pool=_jumping(jump))
+        for x, y in peaks:
+            model.learn(x, y)
+        bounds[jump] = model.upper(None)
+    steady, jumpy = bounds[1.0], bounds[1.25]
+    assert steady is not None and jumpy is not None
+    assert steady < 0.155e9 * 1.05 < jumpy
+
+
 def test_no_bound_is_closer_to_the_largest_use_than_the_resolution() -> None:
     # Identical peaks promise nothing finer than a peak is measured to: every candidate's
     # margin, and the bound of a process with few runs, is at least ``resolution``.

@@ -60,3 +60,17 @@ def test_the_posterior_leans_on_the_prior_while_the_process_has_few_runs() -> No
     many, _ = prior.posterior(0.0001, 200.0)
     assert few > many > 0.0001
     assert Prior(0.01, 1e6).posterior(1.0, 3.0) == (0.01, math.inf)
+
+
+def test_the_gaps_are_between_each_processs_two_largest_uses() -> None:
+    pool = Pool()
+    members = [pool.member() for _ in range(4)]
+    for member, values in zip(members, ([1.0, 2.0, 2.5], [0.0, 0.0, 0.0, 0.1], [3.0, 1.0],
+                                        [5.0, 4.0, 4.0]), strict=True):  # fmt: skip
+        for value in values:
+            member.add(value)
+    # the third has too few runs; a process does not count its own
+    assert pool.gaps() == pytest.approx((0.1, 0.5, 1.0))
+    assert pool.gaps(members[3]) == pytest.approx((0.1, 0.5))
+    members[2].add(2.0)
+    assert pool.gaps() == pytest.approx((0.1, 0.5, 1.0, 1.0))

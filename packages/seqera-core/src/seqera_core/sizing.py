@@ -219,8 +219,11 @@ class UsageModel:
         if self._fit is None or self._stale > len(self._window) // 16:
             self._stale = 0
             penalty = self.retry_cost * self.budget.mean
-            prior = None if self.pool is None else self.pool.prior(self._moments)
-            self._fit = _Fit(self._window, Settings(self.levels, penalty, prior, self.resolution))
+            pool, moments = self.pool, self._moments
+            prior = None if pool is None else pool.prior(moments)
+            jumps = () if pool is None else pool.gaps(moments)
+            settings = Settings(self.levels, penalty, prior, self.resolution, jumps)
+            self._fit = _Fit(self._window, settings)
         return self._fit
 
     @property

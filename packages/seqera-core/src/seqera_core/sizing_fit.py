@@ -53,6 +53,9 @@ __all__ = [
 MISS_COST = 1.5
 
 
+# The record gaps of the pipeline (as shares of them) past which a margin is also weighed.
+_JUMPS = (0.5, 0.75, 0.9, 1.0)
+
 # The miss rates a window chooses from: down to 1 in 2,000, which a process whose use
 # barely varies affords for a fraction of a per cent more.
 LEVELS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
@@ -66,6 +69,10 @@ class Settings(NamedTuple):
     penalty: float = 0.0
     prior: Prior | None = None  # of the variance of a process's log use
     resolution: float = RESOLUTION  # the least log margin over a prediction
+    # the pipeline's processes' gaps between their two largest log uses, sorted
+    # (:meth:`seqera_core.sizing_prior.Pool.gaps`): how often, and how far, a new run
+    # passes everything a process has shown
+    jumps: tuple[float, ...] = ()
 
 
 def nearest(keys: Sequence[float], key: float, count: int) -> tuple[int, int]:
@@ -210,12 +217,23 @@ def _calibrated(
         used.append(used[-1] + weights[i] * math.exp(values[i]))
     local = [] if scales is None else [
         (weights[i] * math.exp(centres[i]), scales[i]) for i in order]  # fmt: skip
-    best: Candidate | None = None
-    safe = -math.inf
+    top, jumps = ordered.ordered[-1], settings.jumps
+    # Margins to weigh: one per miss rate of ``settings.levels``, and past the largest
+    # error by each of a few of the pipeline's record gaps (rated by those, not alpha).
+    margins: list[tuple[float, float, bool]] = []
     for alpha in settings.levels:
         margin_ = ordered.margin(alpha, parametric=floor is None, prior=prior)
         if floor is not None:
             margin_ = max(margin_, floor(alpha))
+        margins.append((margin_, alpha, True))
+    if jumps and kind in ("quantile", "mean"):
+        unit = 1.0 if scales is None else statistics.median(scales)
+        picked = {jumps[min(len(jumps) - 1, int(q * len(jumps)))] for q in _JUMPS}
+        margins += [(top + gap / unit, settings.levels[0], False) for gap in sorted(picked)
+                    if gap > 0]  # fmt: skip
+    best: Candidate | None = None
+    safe = -math.inf
+    for margin_, alpha, level in margins:
         margin_ = min(margin_, MOST)
         if scales is None:
             margin_ = max(margin_, settings.resolution)
@@ -231,10 +249,18 @@ def _calibrated(
         # Misses to expect among n new runs: a margin at the k-th of n residuals is passed
         # by (n + 1 - k) / (n + 1) of new ones (the conformal rank argument), one past
         # them all by alpha, as its bound was built for; never fewer than in the window.
-        rate = alpha if covered == n and margin_ > ordered.ordered[-1] else (
-            (n - covered + 1) / (n + 1))  # fmt: skip
+        rate = alpha if covered == n and margin_ > top else (n - covered + 1) / (n + 1)
+        if jumps and covered == n:
+            # Past every error seen, a miss is a new record: 1 in n + 1 runs is one, and
+            # it lands past the margin as often as the pipeline's records pass theirs
+            # (in log units: each run's own scale for a local candidate).
+            excess = margin_ - top
+            passing = _passing(jumps, excess) if scales is None else (
+                sum(_passing(jumps, excess * s) for s in scales) / n)  # fmt: skip
+            rate = max(rate, passing / (n + 1))
         cost = given - used[covered] + rate * n * (MISS_COST * total / n + settings.penalty)
-        safe = max(safe, margin_)
+        if level:
+            safe = max(safe, margin_)
         if best is None or cost < best.cost:
             best = Candidate(kind, margin_, cost, 0.0, settings.resolution)
     assert best is not None
@@ -242,6 +268,11 @@ def _calibrated(
     if n >= 3:
         best.excess = tail_scale(ordered.ordered)
     return best
+
+
+def _passing(jumps: Sequence[float], excess: float) -> float:
+    """The share of ``jumps`` (sorted) larger than ``excess``."""
+    return (len(jumps) - bisect.bisect_right(jumps, excess)) / len(jumps)
 
 
 def _local(

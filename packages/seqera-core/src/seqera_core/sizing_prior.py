@@ -97,14 +97,15 @@ class Prior(NamedTuple):
 
 class Moments:
     """Running count, mean and sum of squared deviations of one process's log uses
-    (Welford's update: exact and O(1) per run)."""
+    (Welford's update: exact and O(1) per run), and its two largest."""
 
-    __slots__ = ("m2", "mean", "n")
+    __slots__ = ("m2", "mean", "n", "second", "top")
 
     def __init__(self) -> None:
         self.n = 0
         self.mean = 0.0
         self.m2 = 0.0
+        self.top = self.second = -math.inf
 
     def add(self, value: float) -> None:
         """Count one log use."""
@@ -112,6 +113,15 @@ class Moments:
         delta = value - self.mean
         self.mean += delta / self.n
         self.m2 += delta * (value - self.mean)
+        if value > self.top:
+            self.top, self.second = value, self.top
+        elif value > self.second:
+            self.second = value
+
+    @property
+    def gap(self) -> float:
+        """How far its largest log use is past the next (0 with fewer than 2 runs)."""
+        return self.top - self.second if self.n > 1 else 0.0
 
     @property
     def variance(self) -> float:
@@ -122,12 +132,13 @@ class Moments:
 class Pool:
     """The processes of one history, each a :class:`Moments`; their :class:`Prior`."""
 
-    __slots__ = ("_cache", "_members")
+    __slots__ = ("_cache", "_gaps", "_members")
 
     def __init__(self) -> None:
         self._members: list[Moments] = []
         # per process asking: the run counts its prior was fitted at, and that prior
         self._cache: dict[int, tuple[tuple[int, ...], Prior | None]] = {}
+        self._gaps: dict[int, tuple[tuple[int, ...], tuple[float, ...]]] = {}
 
     def member(self) -> Moments:
         """A new process's moments, counted in the prior from its third run on."""
@@ -146,6 +157,25 @@ class Pool:
         prior = _fit([m.variance for m in counted], [m.n - 1 for m in counted])
         self._cache[id(asking)] = (key, prior)
         return prior
+
+    def gaps(self, asking: Moments | None = None) -> tuple[float, ...]:
+        """How far each process's largest log use is past its next (3 runs or more, not
+        ``asking``), sorted: how far past its largest a process's next record lands.
+
+        Among ``n`` exchangeable runs and a new one, the new one is the largest with
+        probability ``1 / (n + 1)``, and then passes the old largest by the gap of the top
+        two of ``n + 1``; an exponential tail's gap does not depend on ``n`` (Rényi's
+        representation of exponential spacings). A process with a dozen steady runs has
+        shown no gap worth the name; its pipeline's processes show how often one jumps.
+        """
+        counted = [m for m in self._members if m.n >= 3 and m is not asking]
+        key = tuple(m.n for m in counted)
+        cached = self._gaps.get(id(asking))
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        gaps = tuple(sorted(m.gap for m in counted))
+        self._gaps[id(asking)] = (key, gaps)
+        return gaps
 
 
 def _fit(variances: list[float], dofs: list[int]) -> Prior | None:
