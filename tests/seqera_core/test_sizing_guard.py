@@ -96,6 +96,10 @@ def test_use_that_grows_with_a_sparse_input_is_not_taken_for_tracking() -> None:
     # its 1.9 x larger input explains.
     runs = [(int(x * GB), 0.9 * x * GB, x * GB) for x in (1, 1.9, 3.6, 6.8, 13, 24.7)]
     assert not tracks_allocation(runs)
+    # however fast it grows (iwd's transectAnalysis: 0.27 GB at 0.13 GB of input, 1.75
+    # at 0.26): no larger input used less
+    steep = [(int(x * GB), x**3 * GB, 1.1 * x**3 * GB) for x in (1, 2.0, 2.6, 3.4)]
+    assert not tracks_allocation(steep)
 
 
 def test_ordinary_retries_and_right_sized_runs_are_not() -> None:

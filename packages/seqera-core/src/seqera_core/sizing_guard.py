@@ -105,12 +105,11 @@ def tracks_allocation(
     They do when ``evidence`` runs used ``share`` of their allocation or more and peaked
     ``step`` x higher than every run of about the same input (within 25 %; any input
     where a size is unknown) given ``step`` x less, two such runs at least (where fewer
-    are that near, the two nearest within a factor of two, allowing for use that grows
-    as fast as the input). One is enough by default: a run that used
-    most of twice its neighbours' allocation and twice their peak is what a tool sized
-    from its allocation shows after one retry (nf-core/eager's MarkDuplicates, 17.2 GB
-    then 32 of 34.4), and the guard is one-sided (see the module): a false alarm costs
-    the margin the user declared, a miss a shrunk JVM.
+    are that near, the nearest on either side within a factor of two). One is enough by
+    default: a run that used most of twice its neighbours' allocation and twice their
+    peak is what a tool sized from its allocation shows after one retry (nf-core/eager's
+    MarkDuplicates, 17.2 GB then 32 of 34.4), and the guard is one-sided (see the
+    module): a false alarm costs the margin the user declared, a miss a shrunk JVM.
     """
     sized = sorted(
         (math.log(max(x, 1)) if x is not None else math.inf, peak, given)
@@ -125,17 +124,18 @@ def tracks_allocation(
         if given < least * step or peak < share * given:
             continue
         # the runs given ``step`` x less: those of about the same input, or where fewer
-        # than two are that near, the two nearest within twice or half the input (a
-        # dozen runs are sparse), their peaks scaled up by the input ratio: a tool whose
-        # use grows no faster than its input is never taken for one that tracks
-        smaller = [(abs(k - key), k, p) for k, p, g in sized if g * step <= given]
+        # than two are that near (a dozen runs are sparse), the nearest on either side
+        # within a factor of two: a larger input that used far less is what use that
+        # grows with the input (however fast) cannot show
+        smaller = [(k, p) for k, p, g in sized if g * step <= given]
         if key == math.inf:
-            near = [p for _, _, p in smaller]
+            near = [p for _, p in smaller]
         else:
-            near = [p for d, _, p in smaller if d <= _NEAR or d == math.inf]
+            near = [p for k, p in smaller if abs(k - key) <= _NEAR or k == math.inf]
             if len(near) < 2:
-                near = [p * math.exp(max(0.0, key - k)) for d, k, p in sorted(smaller)[:2]
-                        if d <= _FAR]  # fmt: skip
+                below = [(key - k, p) for k, p in smaller if 0 < key - k <= _FAR]
+                above = [(k - key, p) for k, p in smaller if 0 <= k - key <= _FAR]
+                near = [min(below)[1], min(above)[1]] if below and above else []
         if len(near) >= 2 and peak >= step * max(near):
             found += 1
             if found >= evidence:
