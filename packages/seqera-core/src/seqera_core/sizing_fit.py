@@ -15,6 +15,13 @@ candidate whose calibrated allocations would have wasted least on its own runs, 
 (by run time for memory, so the waste is in GB-hours), a miss charged its whole allocation
 and a retry. The two constant candidates' t bounds lean on the pipeline's prior for a
 process's dispersion (:mod:`seqera_core.sizing_prior`) while the window is small.
+
+Past every error a window has shown, a margin's miss rate is at least what the
+pipeline's records say (:meth:`seqera_core.sizing_prior.Pool.gaps`): a new run is the
+largest yet 1 time in n + 1 and then lands as far past as the other processes' largest
+landed past their next. The constant candidates also weigh margins at those gaps, so a
+process whose dozen runs barely varied, in a pipeline whose processes jump, can buy a
+margin that covers a jump where the retry would cost more.
 """
 
 from __future__ import annotations
