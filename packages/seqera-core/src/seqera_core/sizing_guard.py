@@ -16,8 +16,9 @@ and shrinking it makes it fail or crawl. Two ways to tell:
   scheduler's own variable (Slurm's ``SLURM_MEM_PER_NODE``/``SLURM_MEM_PER_CPU``,
   sbatch(1) OUTPUT ENVIRONMENT VARIABLES) or a JVM sized as a share of its container's
   limit (``-XX:MaxRAMPercentage``, JDK-8186248).
-- :func:`tracks_allocation`: in the history, runs given a much larger allocation than
-  runs of about the same input used most of it, and far more than those runs did.
+- :func:`tracks_allocation`: in the history, a run given a much larger allocation than
+  runs of about the same input used nearly all of it (85 %: a JVM's heap plus its own
+  overhead), and far more than those runs did; an ordinary retry uses what it needs.
 
 Detection is deliberately one-sided: a false alarm costs the margin the user declared,
 a miss costs failed tasks.
@@ -96,7 +97,7 @@ def tracks_allocation(
     runs: Sequence[tuple[int | None, float, float | None]],
     *,
     step: float = 1.5,
-    share: float = 0.6,
+    share: float = 0.85,
     evidence: int = 1,
 ) -> bool:
     """Whether peaks follow allocations in ``runs`` of successful attempts, each
