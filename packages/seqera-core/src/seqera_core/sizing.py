@@ -219,9 +219,7 @@ class UsageModel:
         if self._fit is None or self._stale > len(self._window) // 16:
             self._stale = 0
             penalty = self.retry_cost * self.budget.mean
-            pool, moments = self.pool, self._moments
-            prior = None if pool is None else pool.prior(moments)
-            jumps = () if pool is None else pool.gaps(moments)
+            prior, jumps = (None, ()) if self.pool is None else self.pool.lent(self._moments)
             settings = Settings(self.levels, penalty, prior, self.resolution, jumps)
             self._fit = _Fit(self._window, settings)
         return self._fit

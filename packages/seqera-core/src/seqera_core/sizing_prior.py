@@ -132,13 +132,13 @@ class Moments:
 class Pool:
     """The processes of one history, each a :class:`Moments`; their :class:`Prior`."""
 
-    __slots__ = ("_cache", "_gaps", "_members")
+    __slots__ = ("_cache", "_members")
 
     def __init__(self) -> None:
         self._members: list[Moments] = []
-        # per process asking: the run counts its prior was fitted at, and that prior
-        self._cache: dict[int, tuple[tuple[int, ...], Prior | None]] = {}
-        self._gaps: dict[int, tuple[tuple[int, ...], tuple[float, ...]]] = {}
+        # per process asking: the run counts of the others when last asked, and what
+        # they lent it then (their prior and their gaps)
+        self._cache: dict[int, tuple[tuple[int, ...], Prior | None, tuple[float, ...]]] = {}
 
     def member(self) -> Moments:
         """A new process's moments, counted in the prior from its third run on."""
@@ -146,17 +146,24 @@ class Pool:
         self._members.append(moments)
         return moments
 
-    def prior(self, asking: Moments | None = None) -> Prior | None:
-        """The prior of the processes with 3 runs or more but ``asking`` (a process does
-        not lend to itself); ``None`` with fewer than 3 of them."""
+    def lent(self, asking: Moments | None) -> tuple[Prior | None, tuple[float, ...]]:
+        """What the processes with 3 runs or more but ``asking`` lend it (a process does
+        not lend to itself): their prior and their gaps, refitted when one of them has
+        learned a run since."""
         counted = [m for m in self._members if m.n >= 3 and m is not asking]
         key = tuple(m.n for m in counted)
         cached = self._cache.get(id(asking))
         if cached is not None and cached[0] == key:
-            return cached[1]
+            return cached[1], cached[2]
         prior = _fit([m.variance for m in counted], [m.n - 1 for m in counted])
-        self._cache[id(asking)] = (key, prior)
-        return prior
+        gaps = tuple(sorted(m.gap for m in counted))
+        self._cache[id(asking)] = (key, prior, gaps)
+        return prior, gaps
+
+    def prior(self, asking: Moments | None = None) -> Prior | None:
+        """The prior of the processes with 3 runs or more but ``asking`` (a process does
+        not lend to itself); ``None`` with fewer than 3 of them."""
+        return self.lent(asking)[0]
 
     def gaps(self, asking: Moments | None = None) -> tuple[float, ...]:
         """How far each process's largest log use is past its next (3 runs or more, not
@@ -168,14 +175,7 @@ class Pool:
         representation of exponential spacings). A process with a dozen steady runs has
         shown no gap worth the name; its pipeline's processes show how often one jumps.
         """
-        counted = [m for m in self._members if m.n >= 3 and m is not asking]
-        key = tuple(m.n for m in counted)
-        cached = self._gaps.get(id(asking))
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        gaps = tuple(sorted(m.gap for m in counted))
-        self._gaps[id(asking)] = (key, gaps)
-        return gaps
+        return self.lent(asking)[1]
 
 
 def _fit(variances: list[float], dofs: list[int]) -> Prior | None:
