@@ -233,11 +233,9 @@ def _calibrated(
         if floor is not None:
             margin_ = max(margin_, floor(alpha))
         margins.append((margin_, alpha, True))
-    if jumps and kind in ("quantile", "mean"):
-        unit = 1.0 if scales is None else statistics.median(scales)
+    if jumps and scales is None and kind in ("quantile", "mean"):
         picked = {jumps[min(len(jumps) - 1, int(q * len(jumps)))] for q in _JUMPS}
-        margins += [(top + gap / unit, settings.levels[0], False) for gap in sorted(picked)
-                    if gap > 0]  # fmt: skip
+        margins += [(top + gap, settings.levels[0], False) for gap in sorted(picked) if gap > 0]
     best: Candidate | None = None
     safe = -math.inf
     for margin_, alpha, level in margins:
