@@ -13,7 +13,7 @@ import yaml
 
 from .errors import ResourceError
 
-__all__ = ["decode_yaml", "read_document"]
+__all__ = ["decode_yaml", "past_limits", "read_document"]
 
 
 class _Loader(yaml.SafeLoader):
@@ -67,16 +67,24 @@ def decode_yaml(text: str, where: str, loader: type[yaml.SafeLoader] = _Loader) 
         raise ResourceError(at, exc.problem, "valid YAML") from None
     except yaml.YAMLError as exc:
         raise ResourceError(where, str(exc), "valid YAML") from None
-    except RecursionError:
-        raise ResourceError(
-            where, "lists or mappings nested too deep to read", "valid YAML"
-        ) from None
-    except ValueError as exc:
-        limit = sys.get_int_max_str_digits()
-        raise ResourceError(
-            where, f"a number too long to read ({str(exc).split(':')[0]})",
-            f"numbers of at most {limit} digits",
-        ) from None  # fmt: skip
+    except (RecursionError, ValueError) as exc:
+        raise past_limits(where, exc, "lists or mappings", "valid YAML") from None
+
+
+def past_limits(
+    where: str, exc: RecursionError | ValueError, nesting: str, expected: str
+) -> ResourceError:
+    """The error for a document a decoder gave up on past Python's own limits: nested
+    deeper than the recursion limit (``nesting``: what its parts are called; ``expected``:
+    what it should have been), or an integer of more than
+    ``sys.get_int_max_str_digits()`` digits (the only ``ValueError`` the decoders let
+    through, from ``int()``)."""
+    if isinstance(exc, RecursionError):
+        return ResourceError(where, f"{nesting} nested too deep to read", expected)
+    return ResourceError(
+        where, f"a number too long to read ({str(exc).split(':')[0]})",
+        f"numbers of at most {sys.get_int_max_str_digits()} digits",
+    )  # fmt: skip
 
 
 def read_document(path: str | Path, flag: str = "--platform") -> Any:

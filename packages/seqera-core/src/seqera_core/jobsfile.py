@@ -15,13 +15,13 @@ the same decoded list.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ._planmodel import LARGEST, Job, check_cpus, checked_job
 from .catalogue import parse_memory
+from .documents import past_limits
 from .errors import ResourceError
 
 __all__ = ["JOB_KEYS", "entry", "parse_cpus", "parse_jobs", "read_json"]
@@ -40,18 +40,9 @@ def read_json(path: str, what: str = "JOBS.json") -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResourceError(f"{path}: line {exc.lineno}", exc.msg, "valid JSON") from None
-    except RecursionError:
-        raise ResourceError(
-            path, "arrays or objects nested too deep to read", "a list of job objects"
-        ) from None
-    except ValueError as exc:
+    except (RecursionError, ValueError) as exc:
         # int('9' * 5000): the only other ValueError json.loads raises
-        limit = sys.get_int_max_str_digits()
-        raise ResourceError(
-            path,
-            f"a number too long to read ({exc.args[0].split(':')[0]})",
-            f"numbers of at most {limit} digits",
-        ) from None
+        raise past_limits(path, exc, "arrays or objects", "a list of job objects") from None
 
 
 def parse_cpus(where: str, value: Any) -> float:
