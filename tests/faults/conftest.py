@@ -10,12 +10,16 @@ reproduces it.
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
+
 import pytest
 from attrs import define, field
 
 from ..integration.conftest import SlurmCluster, slurm, unavailable, wait
 
-__all__ = ["FaultRow", "FaultTable", "SlurmCluster", "slurm", "unavailable", "wait"]
+__all__ = ["FaultRow", "FaultTable", "Outage", "SlurmCluster", "slurm", "unavailable", "wait"]
 
 
 @define
@@ -50,6 +54,56 @@ class FaultTable:
                 f"| {r.twice} | `{r.command}` |"
             )
         return "\n".join(lines)
+
+
+class Outage:
+    """A component stopped for ``seconds`` and started again, by a thread of its own,
+    once ``ready()`` holds (polled every ``poll`` s, given up after ``within`` s).
+
+    ``window`` is the wall-clock (stopped, started again) of the outage, ``None`` if it
+    never happened; ``failures`` what the thread raised (for the test to report, not lost
+    in the thread).
+    """
+
+    def __init__(
+        self,
+        ready: Callable[[], bool],
+        stop: Callable[[], object],
+        start: Callable[[], object],
+        seconds: float,
+        *,
+        within: float,
+        poll: float,
+    ) -> None:
+        self.window: tuple[float, float] | None = None
+        self.failures: list[BaseException] = []
+        self._steps = (ready, stop, start, seconds, within, poll)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        ready, stop, start, seconds, within, poll = self._steps
+        try:
+            deadline = time.monotonic() + within
+            while not ready():
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(poll)
+            down = time.time()
+            stop()
+            time.sleep(seconds)
+            start()
+            self.window = (down, time.time())
+        except BaseException as exc:  # reported by the test, not lost in the thread
+            self.failures.append(exc)
+
+    def begin(self) -> Outage:
+        """Start watching for ``ready``."""
+        self._thread.start()
+        return self
+
+    def join(self, timeout: float) -> None:
+        """Wait up to ``timeout`` s for the outage to be over (or given up)."""
+        self._thread.join(timeout)
 
 
 _KEY = pytest.StashKey[FaultTable]()

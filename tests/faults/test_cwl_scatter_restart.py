@@ -19,18 +19,18 @@ Reproduce: ``uvx nox -s faults -- -k cwl_scatter``
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from .conftest import FaultRow, FaultTable, SlurmCluster
+from .conftest import FaultRow, FaultTable, Outage, SlurmCluster
 from .test_controller_restart import accepted_by_slurm
 
 pytestmark = pytest.mark.integration
@@ -69,39 +69,24 @@ def test_cwl_scatter_survives_a_controller_restart(
     job.write_text(json.dumps({"runs": str(runs), "indices": list(chains), "pauses": PAUSES}))
     history = tmp_path / "history.db"
     jobs = tmp_path / "cwltool-seqera-work" / "jobs"  # the backend's job directories
-    outage: list[float] = []  # wall-clock time of the stop
-    failures: list[BaseException] = []
     long = {f"first.{i}" for i, pause in enumerate(PAUSES) if pause}
 
     def started() -> set[str]:
         return {path.name for path in runs.iterdir()}
 
-    def restart() -> None:
-        try:
-            # A job's directory is written just before its sbatch: down as the first
-            # second job goes out, while the other quick chains' are still to be sent,
-            # and the long first jobs run.
-            deadline = time.monotonic() + 240
-            while not (any(jobs.glob("faultcwl_second*")) and long <= started()):
-                if time.monotonic() > deadline:
-                    return
-                time.sleep(0.02)
-            outage.append(time.time())
-            slurm.stop_controller()
-            time.sleep(DOWN_SECONDS)
-            slurm.start_controller()
-        except BaseException as exc:  # reported by the test, not lost in the thread
-            failures.append(exc)
-
-    fault = threading.Thread(target=restart, daemon=True)
-    fault.start()
+    # A job's directory is written just before its sbatch: down as the first second job
+    # goes out, while the other quick chains' are still to be sent, and the long first
+    # jobs run.
+    outage = Outage(lambda: any(jobs.glob("faultcwl_second*")) and long <= started(),
+                    slurm.stop_controller, slurm.start_controller, DOWN_SECONDS,
+                    within=240, poll=0.02).begin()  # fmt: skip
     done = subprocess.run(
         [COMMAND, "--executor", "slurm", "--seqera-history", str(history), "--no-container",
          "--outdir", str(tmp_path / "out"), str(DATA / "pairs.cwl"), str(job)],
         cwd=tmp_path, env={**os.environ, **slurm.env}, capture_output=True, text=True,
         timeout=600, check=False,
     )  # fmt: skip
-    fault.join(60)
+    outage.join(60)
     (tmp_path / "cwltool-seqera.log").write_text(done.stderr)  # for a failure's reader
     lines = {
         (step, i): (runs / f"{step}.{i}").read_text().split()
@@ -113,13 +98,14 @@ def test_cwl_scatter_survives_a_controller_restart(
         rows = db.execute("SELECT task_id, succeeded FROM task_history").fetchall()
     # second jobs Slurm accepted only once it was back, less the long chains' (their first
     # jobs ended during the outage): the submissions the outage held up
-    accepted = submit_times(slurm, "faultcwl_second") if outage else {}
-    hit = sum(1 for t in accepted.values() if t > outage[0]) - len(long)
+    down = outage.window[0] if outage.window else math.inf  # wall-clock time of the stop
+    accepted = submit_times(slurm, "faultcwl_second") if outage.window else {}
+    hit = sum(1 for t in accepted.values() if t > down) - len(long)
     fault_table.rows.append(
         FaultRow(
             fault=f"slurmctld down {DOWN_SECONDS:.0f} s in a cwltool-seqera scatter "
             f"({hit} submissions held up, {len(long)} jobs ran through it)",
-            injected=len(outage),
+            injected=int(outage.window is not None),
             jobs=len(lines),
             submitted=sum(names.values()),
             ran=sum(1 for r in lines.values() if r),
@@ -128,7 +114,8 @@ def test_cwl_scatter_survives_a_controller_restart(
             command="uvx nox -s faults -- -k cwl_scatter",
         )
     )
-    assert outage and not failures, failures or "the controller was never stopped"
+    assert outage.window and not outage.failures, (
+        outage.failures or "the controller was never stopped")  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
     assert all(len(r) == 1 for r in lines.values()), lines
     # every job accepted by Slurm once, under the name cwltool gave it

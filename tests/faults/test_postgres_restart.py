@@ -20,8 +20,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +28,7 @@ import pytest
 
 from ..conftest import require
 from ..postgres import PostgresServer, postgres_server
-from .conftest import FaultRow, FaultTable
+from .conftest import FaultRow, FaultTable, Outage
 
 pytestmark = pytest.mark.integration
 
@@ -74,24 +72,10 @@ def test_four_runs_lose_no_row_across_a_restart(
     for workdir, size in zip(workdirs, SIZES, strict=True):
         (workdir / "runs").mkdir(parents=True)
         (workdir / "Snakefile").write_text(SNAKEFILE.format(jobs=size))
-    outage: list[tuple[float, float]] = []
-
-    def restart() -> None:
-        # Down once the smallest run has started its last job: it ends (and closes its
-        # session) while the server is away; the others finish jobs before, during, after.
-        deadline = time.monotonic() + 120
-        while not all(_ran(workdirs[0], SIZES[0])):
-            if time.monotonic() > deadline:
-                return
-            time.sleep(0.1)
-        down = time.time()
-        postgres.stop()
-        time.sleep(DOWN_SECONDS)
-        postgres.start()
-        outage.append((down, time.time()))
-
-    fault = threading.Thread(target=restart, daemon=True)
-    fault.start()
+    # Down once the smallest run has started its last job: it ends (and closes its
+    # session) while the server is away; the others finish jobs before, during, after.
+    outage = Outage(lambda: all(_ran(workdirs[0], SIZES[0])), postgres.stop, postgres.start,
+                    DOWN_SECONDS, within=120, poll=0.1).begin()  # fmt: skip
     command = [
         *(sys.executable, "-m", "snakemake", "--executor", "seqera", "--jobs", "4"),
         *("--seqera-history", postgres.url, "--seconds-between-status-checks", "1"),
@@ -107,7 +91,7 @@ def test_four_runs_lose_no_row_across_a_restart(
         except subprocess.TimeoutExpired:
             writer.kill()
             writer.wait()
-    fault.join(60)
+    outage.join(60)
     errors = [(workdir / "stderr").read_text()[-3000:] for workdir in workdirs]
     ran = [n for workdir, size in zip(workdirs, SIZES, strict=True) for n in _ran(workdir, size)]
     # Jobs that finished while the server was down: their rows had to wait.
@@ -115,7 +99,7 @@ def test_four_runs_lose_no_row_across_a_restart(
         1
         for workdir in workdirs
         for out in (workdir / "out").glob("*.txt")
-        if outage and outage[0][0] <= out.stat().st_mtime <= outage[0][1]
+        if outage.window and outage.window[0] <= out.stat().st_mtime <= outage.window[1]
     )
     with psycopg.connect(postgres.url, autocommit=True) as db:
         rows = db.execute(
@@ -127,7 +111,7 @@ def test_four_runs_lose_no_row_across_a_restart(
         FaultRow(
             fault=f"PostgreSQL history down {DOWN_SECONDS:.0f} s under {RUNS} Snakemake runs "
             f"({during} jobs ended while down; submitted = rows stored)",
-            injected=len(outage),
+            injected=int(outage.window is not None),
             jobs=JOBS,
             submitted=sum(count for _, _, count, _ in rows),
             ran=sum(1 for n in ran if n),
@@ -136,7 +120,7 @@ def test_four_runs_lose_no_row_across_a_restart(
             command="uvx nox -s faults -- -k postgres",
         )
     )
-    assert outage, "the server was never restarted"
+    assert outage.window, "the server was never restarted"
     assert [writer.returncode for writer in writers] == [0] * RUNS, errors
     assert ran == [1] * JOBS, ran
     assert sorted(per_run.values()) == sorted(SIZES), per_run  # a row for every job

@@ -16,13 +16,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import FaultRow, FaultTable, SlurmCluster
+from .conftest import FaultRow, FaultTable, Outage, SlurmCluster
 from .test_controller_restart import accepted_by_slurm
 
 pytestmark = pytest.mark.integration
@@ -51,29 +49,16 @@ def test_survives_a_controller_restart(
     workdir = tmp_path / "wf"
     (workdir / "runs").mkdir(parents=True)
     (workdir / "Snakefile").write_text(SNAKEFILE)
-    outage: list[float] = []
-
-    def restart() -> None:
-        deadline = time.monotonic() + 240
-        while len(list((workdir / "runs").iterdir())) < JOBS // 5:
-            if time.monotonic() > deadline:
-                return
-            time.sleep(0.2)
-        start = time.monotonic()
-        slurm.stop_controller()
-        time.sleep(DOWN_SECONDS)
-        slurm.start_controller()
-        outage.append(time.monotonic() - start)
-
-    fault = threading.Thread(target=restart, daemon=True)
-    fault.start()
+    outage = Outage(lambda: len(list((workdir / "runs").iterdir())) >= JOBS // 5,
+                    slurm.stop_controller, slurm.start_controller, DOWN_SECONDS,
+                    within=240, poll=0.2).begin()  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "snakemake", "--executor", "seqera", "--seqera-backend", "slurm",
          "--jobs", "25", "--seconds-between-status-checks", "1", "--latency-wait", "5"],
         cwd=workdir, env=dict(os.environ), capture_output=True, text=True, timeout=600,
         check=False,
     )  # fmt: skip
-    fault.join(60)
+    outage.join(60)
     runs = [
         (workdir / "runs" / str(i)).read_text().split() if (workdir / "runs" / str(i)).exists()
         else [] for i in range(JOBS)
@@ -82,7 +67,7 @@ def test_survives_a_controller_restart(
     fault_table.rows.append(
         FaultRow(
             fault=f"slurmctld down {DOWN_SECONDS:.0f} s in a {JOBS}-job Snakemake run",
-            injected=len(outage),
+            injected=int(outage.window is not None),
             jobs=JOBS,
             submitted=sum(names.values()),
             ran=sum(1 for r in runs if r),
@@ -91,7 +76,7 @@ def test_survives_a_controller_restart(
             command=f"SEQERA_FAULTS_SNAKEMAKE_JOBS={JOBS} uvx nox -s faults -- -k survives",
         )
     )
-    assert outage, "the controller was never stopped"
+    assert outage.window, "the controller was never stopped"
     assert done.returncode == 0, done.stderr[-4000:]
     assert all(len(r) == 1 for r in runs), runs
     assert sum(names.values()) == JOBS, names
