@@ -16,8 +16,8 @@ Workloads, on the shipped EC2 catalogue (seqera_core/data/ec2-us-east-1-2026-11.
 
 For each workload, size and variant (the published CAVATICA algorithm and
 ``--lookahead``) it reports the plan's hourly cost over the lower bound
-(:func:`seqera_core.planner.lower_bound`, the LP relaxation), over the optimum where one
-is known, and the CPU seconds :func:`~seqera_core.planner.schedule` took. Then, end to
+(:func:`seqera_core.planning._planner.lower_bound`, the LP relaxation), over the optimum where one
+is known, and the CPU seconds :func:`~seqera_core.planning._planner.schedule` took. Then, end to
 end, the wall time of the ``seqera`` command itself (a fresh process: start-up, parse,
 plan, write the table or ``--json``) on the largest cut workload, median of
 ``--repeat`` runs, and its peak memory (VmHWM) at three sizes, to show it grows
@@ -39,9 +39,9 @@ from pathlib import Path
 
 from _emit import Emitter, add_argument
 
-from seqera_core import catalogue as catalogues
-from seqera_core.catalogue import InstanceType
-from seqera_core.planner import Job, lower_bound, schedule
+from seqera_core.planning import Job, lower_bound, schedule
+from seqera_core.planning import catalogue as catalogues
+from seqera_core.planning.catalogue import InstanceType
 from seqera_core.units import GIB
 
 __all__ = ["WORKLOADS", "cut", "main"]

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from seqera_core.backends._commands import CommandResult, RetryPolicy, run_command
 from seqera_core.backends.base import JobHandle, JobSpec, JobState
-from seqera_core.backends.slurm import SlurmBackend
+from seqera_core.backends.batch._commands import CommandResult, RetryPolicy, run_command
+from seqera_core.backends.batch.slurm import SlurmBackend
 
 from .conftest import FaultRow, FaultTable, SlurmCluster, wait
 

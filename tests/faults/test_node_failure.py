@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from seqera_core.backends._commands import RetryPolicy
 from seqera_core.backends.base import JobSpec, JobState
-from seqera_core.backends.slurm import SlurmBackend
+from seqera_core.backends.batch._commands import RetryPolicy
+from seqera_core.backends.batch.slurm import SlurmBackend
 from seqera_core.models import ResourceRequest
 
 from .conftest import FaultRow, FaultTable, SlurmCluster, wait

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from seqera_core.backends._batch import RetryPolicy
 from seqera_core.backends.base import (
     OTHER,
     OUT_OF_MEMORY,
@@ -24,7 +23,8 @@ from seqera_core.backends.base import (
     JobState,
     JobStatus,
 )
-from seqera_core.backends.slurm import SlurmBackend, submission_key_of
+from seqera_core.backends.batch._base import RetryPolicy
+from seqera_core.backends.batch.slurm import SlurmBackend, submission_key_of
 from seqera_core.labels import decode_labels
 from seqera_core.models import ResourceRequest
 from seqera_core.units import MIB

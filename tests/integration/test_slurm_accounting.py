@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from seqera_core.backends import JobSpec, JobState
-from seqera_core.backends.slurm import SlurmBackend
+from seqera_core.backends.batch.slurm import SlurmBackend
 from seqera_core.history import open_history
 from seqera_core.models import ResourceRequest
 from seqera_core.units import MIB

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from seqera_core.backends import JobSpec, JobState, SquashBackend
-from seqera_core.backends._batch import RetryPolicy
-from seqera_core.backends.slurm import SlurmBackend
+from seqera_core.backends.batch._base import RetryPolicy
+from seqera_core.backends.batch.slurm import SlurmBackend
 from seqera_core.models import ResourceRequest
 from seqera_core.squash import SquashPolicy
 from seqera_core.units import MIB

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from seqera_core.backends import SquashBackend
-from seqera_core.backends._batch import RetryPolicy
 from seqera_core.backends.base import JobSpec, JobState
-from seqera_core.backends.pbs import PbsBackend
+from seqera_core.backends.batch._base import RetryPolicy
+from seqera_core.backends.batch.pbs import PbsBackend
 from seqera_core.models import ResourceRequest
 from seqera_core.squash import SquashPolicy
 from seqera_core.units import MIB

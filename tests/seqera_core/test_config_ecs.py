@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from seqera_core import ResourceError
-from seqera_core.backends._ecs_payloads import EcsSettings
+from seqera_core.backends.ecs._payloads import EcsSettings
 from seqera_core.config import load_config
 
 

@@ -13,7 +13,6 @@ MODULES = [
     "seqera_core.models",
     "seqera_core.units",
     "seqera_core.errors",
-    "seqera_core.limits",
     "seqera_core.wire",
     "seqera_core.dialects.nextflow",
     "seqera_core.dialects.snakemake",
@@ -22,6 +21,11 @@ MODULES = [
     "seqera_core.dialects.pbs",
     "seqera_core.dialects.ecs",
     "seqera_core.backends",
+    "seqera_core.backends.registry",
+    "seqera_core.backends.entries",
+    "seqera_core.backends.local",
+    "seqera_core.backends.batch",
+    "seqera_core.backends.squash",
     "seqera_core.backends.ecs",
     "seqera_core.labels",
     "seqera_core.platforms",
@@ -30,10 +34,25 @@ MODULES = [
     "seqera_core.resolvers",
     "seqera_core.sizing",
     "seqera_core.dialects.human",
-    "seqera_core.catalogue",
-    "seqera_core.planner",
+    "seqera_core.planning",
+    "seqera_core.planning.catalogue",
+    "seqera_core.planning.jobsfile",
     "seqera_core.cli.plan",
-    "seqera_core._mintree",
+    # kept for one release where users import them
+    "seqera_core.backends.slurm",
+    "seqera_core.backends.pbs",
+]
+
+# The packages whose public face is a sorted __all__ of names that exist.
+PACKAGES = [
+    "seqera_core.backends",
+    "seqera_core.backends.local",
+    "seqera_core.backends.batch",
+    "seqera_core.backends.squash",
+    "seqera_core.backends.ecs",
+    "seqera_core.platforms",
+    "seqera_core.planning",
+    "seqera_core.sizing",
 ]
 
 
@@ -49,3 +68,15 @@ def test_top_level_all_is_sorted_and_complete() -> None:
     public = {n for n in vars(seqera_core) if not n.startswith("_")}
     modules = {n for n in public if type(getattr(seqera_core, n)).__name__ == "module"}
     assert public - modules == set(seqera_core.__all__)
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_each_package_face_is_sorted(name: str) -> None:
+    module = importlib.import_module(name)
+    assert list(module.__all__) == sorted(module.__all__)
+
+
+def test_the_old_backend_modules_are_the_new_ones() -> None:
+    from seqera_core.backends import batch, slurm
+
+    assert slurm.SlurmBackend is batch.SlurmBackend

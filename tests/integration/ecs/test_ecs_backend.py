@@ -12,8 +12,8 @@ import botocore.exceptions
 import pytest
 
 from seqera_core.backends import JobSpec, JobState, SubmitError
-from seqera_core.backends._ecs_usage import wrapped
-from seqera_core.backends.ecs import EcsBackend, EcsSettings
+from seqera_core.backends.ecs._backend import EcsBackend, EcsSettings
+from seqera_core.backends.ecs._usage import wrapped
 from seqera_core.errors import ResourceError, UsageError
 from seqera_core.history import open_history
 from seqera_core.models import Accelerator, ResourceRequest

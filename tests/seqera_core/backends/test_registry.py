@@ -40,7 +40,7 @@ def test_an_unknown_name_lists_the_known_ones() -> None:
 
 def test_a_missing_module_is_not_available(monkeypatch: pytest.MonkeyPatch) -> None:
     missing = registry.BackendEntry("ecs", "seqera_core.backends._not_written_yet", "X")
-    monkeypatch.setitem(registry._BY_NAME, "ecs", missing)
+    monkeypatch.setitem(registry._installed(), "ecs", missing)
     with pytest.raises(UsageError, match="backend 'ecs' is not available in this version"):
         open_backend("ecs")
 
@@ -52,7 +52,7 @@ def test_a_missing_client_library_names_the_extra(
     (tmp_path / "seqera_test_ecs_backend.py").write_text("import not_a_real_aws_client\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(
-        registry._BY_NAME, "ecs", registry.BackendEntry("ecs", "seqera_test_ecs_backend", "X")
+        registry._installed(), "ecs", registry.BackendEntry("ecs", "seqera_test_ecs_backend", "X")
     )
     with pytest.raises(UsageError, match=r"needs not_a_real_aws_client.*seqera-core\[ecs\]"):
         open_backend("ecs")

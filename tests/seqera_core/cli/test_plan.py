@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from seqera_core import catalogue as catalogues
 from seqera_core.cli import main
 from seqera_core.cli.plan import plan_document
-from seqera_core.jobsfile import parse_jobs
-from seqera_core.planner import schedule
+from seqera_core.planning import catalogue as catalogues
+from seqera_core.planning._planner import schedule
+from seqera_core.planning.jobsfile import parse_jobs
 from seqera_core.units import GIB
 
 CATALOGUE = """\
@@ -281,8 +281,8 @@ _NOT_FOR_PLAN = (
     "cattrs",
     "httpx",
     "boto3",
-    "seqera_core.backends.local",
-    "seqera_core.backends.slurm",
+    "seqera_core.backends.local._backend",
+    "seqera_core.backends.batch.slurm",
     "seqera_core.cli.run",
     "seqera_core.cli.explain",
     "seqera_core.report",

@@ -167,7 +167,7 @@ def test_an_unavailable_backend_exits_2(
     capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     missing = registry.BackendEntry("slurm", "seqera_core.backends.not_written_yet", "X")
-    monkeypatch.setitem(registry._BY_NAME, "slurm", missing)
+    monkeypatch.setitem(registry._installed(), "slurm", missing)
     assert main(["run", "--backend", "slurm", "--", "true"]) == 2
     assert "backend 'slurm' is not available" in capfd.readouterr().err
 

@@ -24,7 +24,7 @@ from seqera_core.errors import SeqeraError
 from seqera_core.models import ResourceRequest
 from seqera_core.pipeline import Prepared
 from seqera_core.session import Finished, Session
-from seqera_core.sizing_guard import references_memory
+from seqera_core.sizing import references_memory
 
 from ._containers import ContainerPolicy
 from ._poller import JobPoller

@@ -1,8 +1,8 @@
 """seqera-core: one resource request for every workflow engine, scheduler and cloud."""
 
 from .errors import ResourceError, SeqeraError, UsageError, WireError
-from .limits import Capped, apply_limits
 from .models import Accelerator, ResourceLimits, ResourceRequest, ResourceResponse, Submission
+from .platforms._limits import Capped, apply_limits
 
 __version__ = "0.1.0"
 

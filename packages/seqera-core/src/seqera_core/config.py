@@ -28,7 +28,7 @@ and bytes or a size such as ``8GiB``) are what the local backend shares between 
 
 ``sizing.shrink_self_sizing`` (``SEQERA_SIZING_SHRINK_SELF_SIZING``, boolean, default
 false) lets the right-sizer size a tool that sizes itself from its allocation below what
-it declares (:mod:`seqera_core.sizing_guard`): the user's opt-out of that guard.
+it declares (:mod:`seqera_core.sizing._guard`): the user's opt-out of that guard.
 
 ``ecs.*`` keys configure the AWS ECS backend (``SEQERA_ECS_<KEY>`` in the environment):
 ``cluster`` and ``execution_role`` are required to run there; ``task_role``, ``subnets``

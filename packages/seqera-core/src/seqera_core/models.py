@@ -100,7 +100,7 @@ class ResourceRequest:
     labels: Mapping[str, str] = field(factory=dict, converter=string_map, hash=False)
     extra: Mapping[str, str] = field(factory=dict, converter=string_map, hash=False)
     # The tool sizes itself from its memory allocation (a JVM's -Xmx from it, sort -S):
-    # a right-sizer never gives it less than declared (seqera_core.sizing_guard).
+    # a right-sizer never gives it less than declared (seqera_core.sizing._guard).
     self_sizing: bool = field(default=False, validator=attrs.validators.instance_of(bool))
 
 

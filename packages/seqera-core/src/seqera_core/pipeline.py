@@ -12,9 +12,9 @@ import attrs
 from attrs import frozen
 
 from .labels import task_delta
-from .limits import apply_limits
 from .models import ResourceLimits, ResourceRequest, ResourceResponse
 from .platforms import Platform, ValidationReport, validate
+from .platforms._limits import apply_limits
 from .resolvers import Resolution, Resolver, resolve
 from .units import GIB
 

@@ -43,7 +43,7 @@ from .resolvers import PredictiveResolver, Resolver, configured
 from .squash import SquashPolicy
 
 if TYPE_CHECKING:
-    from .backends._forking import ForkServer
+    from .backends.local._forking import ForkServer
 
 __all__ = ["Finished", "Session", "squash_policy"]
 

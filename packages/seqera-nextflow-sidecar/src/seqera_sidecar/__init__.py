@@ -1,7 +1,6 @@
 """seqera-sidecar: resource resolution and weblog-fed task history for Nextflow."""
 
-__version__ = "0.1.0"
-
+from ._version import __version__
 from .app import create_app
 from .weblog import WeblogEvent, parse_event
 

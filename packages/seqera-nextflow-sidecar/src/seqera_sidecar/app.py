@@ -40,7 +40,7 @@ from seqera_core.models import ResourceRequest
 from seqera_core.pipeline import DEFAULTS
 from seqera_core.resolvers import BATCH_LIMIT, PredictiveResolver, Resolver, resolve
 
-from . import __version__
+from ._version import __version__
 from .edge import DEFAULT_BODY_LIMIT, Refused, allowed_host, authorized, read_json, token_bytes
 from .openapi import bundled_spec
 from .poller import redact

@@ -13,7 +13,7 @@ the first jobs). Measured with Snakemake 9.27, ``benchmarks/snakemake_local.py``
 
 from __future__ import annotations
 
-from seqera_core.backends._forking import ForkServer
+from seqera_core.backends.local import ForkServer
 
 __all__ = ["PRELOAD", "early_fork_server"]
 

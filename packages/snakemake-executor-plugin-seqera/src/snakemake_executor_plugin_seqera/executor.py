@@ -34,7 +34,7 @@ from seqera_core.backends import (
     SubmitError,
     history_runtime,
 )
-from seqera_core.backends._forking import ForkServer
+from seqera_core.backends.local import ForkServer
 from seqera_core.config import Config, key_value, load_config
 from seqera_core.errors import SeqeraError
 from seqera_core.outcomes import failure_message

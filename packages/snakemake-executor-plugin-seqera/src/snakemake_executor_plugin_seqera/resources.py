@@ -14,7 +14,6 @@ from typing import Any
 
 import attrs
 
-from seqera_core.checks import suspicious
 from seqera_core.dialects.snakemake import (
     RUNNER_MEMORY,
     default_memory,
@@ -22,7 +21,8 @@ from seqera_core.dialects.snakemake import (
     request_from_resources,
 )
 from seqera_core.models import ResourceRequest
-from seqera_core.sizing_guard import read_source, references_memory
+from seqera_core.platforms import suspicious
+from seqera_core.sizing import read_source, references_memory
 
 __all__ = ["RUNNER_MEMORY", "default_memory", "input_bytes", "job_request", "task_labels"]
 

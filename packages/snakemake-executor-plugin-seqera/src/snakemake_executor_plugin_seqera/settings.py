@@ -12,7 +12,7 @@ from typing import List, Optional
 
 from snakemake_interface_executor_plugins.settings import CommonSettings, ExecutorSettingsBase
 
-from seqera_core.backends._forking import ForkServer
+from seqera_core.backends.local import ForkServer
 
 from ._preload import early_fork_server
 

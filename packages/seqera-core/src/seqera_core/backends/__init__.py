@@ -1,5 +1,8 @@
-"""Dispatch backends: the local machine, Slurm, PBS Pro and Torque (ECS lives in an extra),
-and squashed allocations on a batch scheduler.
+"""Dispatch backends, in families: the local machine (``local/``), batch schedulers on one
+base (``batch/``: Slurm, PBS Pro, Torque), squashed allocations on a batch scheduler
+(``squash/``) and AWS ECS (``ecs/``, an extra). ``base`` is the contract every backend
+fills and ``registry`` finds them by name through the entry-point group
+``seqera.backends`` (``entries`` holds this package's own).
 
 The names below are imported on first use (PEP 562): ``seqera_core.config`` reads only
 the registry, and importing every backend with it (the wire format's converters among
@@ -8,42 +11,47 @@ them) would cost commands such as ``seqera plan`` a tenth of a second of start-u
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import exports
 
 if TYPE_CHECKING:
-    from ._batch import BatchBackend, RetryPolicy, SchedulerError, SubmitError
-    from ._squash import SquashBackend
-    from ._squash_plan import Decision, history_runtime
     from .base import Backend, JobHandle, JobSpec, JobState, JobStatus, NoLookup
+    from .batch import (
+        BatchBackend,
+        PbsBackend,
+        RetryPolicy,
+        SchedulerError,
+        SlurmBackend,
+        SubmitError,
+    )
     from .local import LocalBackend
-    from .pbs import PbsBackend
     from .registry import BACKENDS, BATCH, BackendEntry, entry, open_backend
-    from .slurm import SlurmBackend
+    from .squash import Decision, SquashBackend, history_runtime
 
-# each public name and the module that defines it
+# each public name and the package or module that defines it
 _HOMES = {
-    "BatchBackend": "_batch",
-    "RetryPolicy": "_batch",
-    "SchedulerError": "_batch",
-    "SubmitError": "_batch",
-    "SquashBackend": "_squash",
-    "Decision": "_squash_plan",
-    "history_runtime": "_squash_plan",
     "Backend": "base",
     "JobHandle": "base",
     "JobSpec": "base",
     "JobState": "base",
     "JobStatus": "base",
     "NoLookup": "base",
+    "BatchBackend": "batch",
+    "PbsBackend": "batch",
+    "RetryPolicy": "batch",
+    "SchedulerError": "batch",
+    "SlurmBackend": "batch",
+    "SubmitError": "batch",
     "LocalBackend": "local",
-    "PbsBackend": "pbs",
     "BACKENDS": "registry",
     "BATCH": "registry",
     "BackendEntry": "registry",
     "entry": "registry",
     "open_backend": "registry",
-    "SlurmBackend": "slurm",
+    "Decision": "squash",
+    "SquashBackend": "squash",
+    "history_runtime": "squash",
 }
 
 __all__ = [
@@ -70,11 +78,4 @@ __all__ = [
     "open_backend",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value  # looked up once
-    return value
+__getattr__ = exports(__name__, _HOMES)

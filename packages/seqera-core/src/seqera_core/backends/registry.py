@@ -9,8 +9,11 @@ submit host's file system) is a field of its :class:`BackendEntry`.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import logging
 from collections.abc import Callable, Mapping, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,9 +25,17 @@ from ..squash import SquashMode, SquashPolicy
 from .base import Backend
 
 if TYPE_CHECKING:
-    from ._forking import ForkServer
+    from .local._forking import ForkServer
 
-__all__ = ["BACKENDS", "BATCH", "BackendEntry", "entry", "open_backend"]
+__all__ = ["BACKENDS", "BATCH", "GROUP", "BackendEntry", "entry", "open_backend"]
+
+_LOG = logging.getLogger("seqera_core.backends")
+
+if TYPE_CHECKING:
+    #: Every backend's name, in the order the help lists them.
+    BACKENDS: tuple[str, ...]
+    #: The batch schedulers.
+    BATCH: tuple[str, ...]
 
 
 @frozen
@@ -58,24 +69,54 @@ class BackendEntry:
         return writer(request)
 
 
-_D = "seqera_core.dialects."
-_ENTRIES = (
-    BackendEntry("local", "seqera_core.backends.local", "LocalBackend", section="local",
-                 dialect=f"{_D}local:submission", forks=True),
-    BackendEntry("slurm", "seqera_core.backends.slurm", "SlurmBackend", batch=True,
-                 dialect=f"{_D}slurm:submission"),
-    BackendEntry("pbs", "seqera_core.backends.pbs", "PbsBackend", batch=True,
-                 fixed={"dialect": "pro"}, dialect=f"{_D}pbs:pro_submission"),
-    BackendEntry("torque", "seqera_core.backends.pbs", "PbsBackend", batch=True,
-                 fixed={"dialect": "torque"}, dialect=f"{_D}pbs:torque_submission"),
-    BackendEntry("ecs", "seqera_core.backends.ecs", "EcsBackend", shared_fs=False,
-                 section="ecs", settings="EcsSettings", dialect=f"{_D}ecs:submission"),
-)  # fmt: skip
-_BY_NAME = {e.name: e for e in _ENTRIES}
-#: Every backend's name, in the order the help lists them.
-BACKENDS = tuple(_BY_NAME)
-#: The batch schedulers.
-BATCH = tuple(e.name for e in _ENTRIES if e.batch)
+#: The entry-point group every backend registers under (this package's own among them).
+GROUP = "seqera.backends"
+# The help lists this package's own backends in this order, then others by name.
+_OWN = ("local", "slurm", "pbs", "torque", "ecs")
+
+
+@functools.cache
+def _installed() -> Mapping[str, BackendEntry]:
+    """Every installed backend, read once from the entry-point group :data:`GROUP`.
+
+    Like Snakemake's executor plugins and psij's executors, a backend is found through
+    the installed packages' metadata: a third-party package adds one by registering a
+    :class:`BackendEntry` (a light object: its backend's module is imported only when a
+    run opens it) without touching this package. A name registered twice keeps
+    seqera-core's own entry, else the first, and says so.
+    """
+    found: dict[str, BackendEntry] = {}
+    for point in sorted(metadata.entry_points(group=GROUP), key=_order):
+        try:
+            value = point.load()
+        except Exception as exc:  # a broken plugin must not take the others down
+            _LOG.warning("backend %r (%s) cannot be loaded: %s", point.name, point.value, exc)
+            continue
+        if not isinstance(value, BackendEntry) or value.name != point.name:
+            _LOG.warning(
+                "backend %r (%s) is not a BackendEntry named %r; ignored",
+                point.name, point.value, point.name,
+            )  # fmt: skip
+            continue
+        if point.name in found:
+            _LOG.warning("backend %r is registered twice; %s ignored", point.name, point.value)
+            continue
+        found[point.name] = value
+    return found
+
+
+def _order(point: metadata.EntryPoint) -> tuple[int, str]:
+    own = point.value.startswith("seqera_core.") and point.name in _OWN
+    return (_OWN.index(point.name), "") if own else (len(_OWN), point.name)
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    # BACKENDS and BATCH read the entry points when first asked for, not at import.
+    if name == "BACKENDS":
+        return tuple(_installed())
+    if name == "BATCH":
+        return tuple(e.name for e in _installed().values() if e.batch)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def entry(name: str) -> BackendEntry:
@@ -84,10 +125,10 @@ def entry(name: str) -> BackendEntry:
     Raises:
         UsageError: no backend has that name.
     """
-    try:
-        return _BY_NAME[name]
-    except KeyError:
-        raise UsageError(f"backend: {name!r} is not one of {', '.join(BACKENDS)}") from None
+    found = _installed().get(name)
+    if found is None:
+        raise UsageError(f"backend: {name!r} is not one of {', '.join(_installed())}")
+    return found
 
 
 def open_backend(
@@ -120,7 +161,8 @@ def open_backend(
     policy = squash or SquashPolicy()
     if policy.mode is not SquashMode.OFF and not found.batch:
         raise UsageError(
-            f"squash: {policy.mode.value!r} needs a batch scheduler ({', '.join(BATCH)}); "
+            f"squash: {policy.mode.value!r} needs a batch scheduler "
+            f"({', '.join(e.name for e in _installed().values() if e.batch)}); "
             f"the {name} backend runs each job on its own (set squash to off)"
         )
     factory = _factory(found)
@@ -142,7 +184,7 @@ def open_backend(
     except (TypeError, ValueError) as exc:  # a keyword it does not take, or a bad value
         raise UsageError(f"backend {name}: {exc}") from None
     if policy.mode is SquashMode.SQUASH:
-        from ._squash import SquashBackend
+        from .squash._backend import SquashBackend
 
         return SquashBackend(backend, policy, preload=preload)
     return backend

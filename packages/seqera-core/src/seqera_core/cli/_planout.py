@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
-from ..planner import Instance, Plan, millicores
+from ..planning import Instance, Plan, millicores
 from ..units import format_bytes
 
 __all__ = ["dump_json", "json_chunks", "share", "text", "usage"]

@@ -7,15 +7,14 @@ import json
 import shlex
 from typing import Any
 
-from .. import catalogue as catalogues
 from .. import wire
 from ..backends.registry import BACKENDS, entry
-from ..checks import suspicious
 from ..dialects.engines import ENGINES, GENERIC_KEYS, as_submitted, submission, translate
 from ..labels import ecs_tags, label_environment, pbs_args, slurm_comment_args
 from ..models import ResourceRequest, Submission, Translation
-from ..planner import Job, required_type
-from ..platforms import Platform, ValidationReport
+from ..planning import Job, required_type
+from ..planning import catalogue as catalogues
+from ..platforms import Platform, ValidationReport, suspicious
 from ..session import Session
 from ..squash import SquashMode, SquashPolicy, unsquashable
 from ..units import format_bytes, format_seconds

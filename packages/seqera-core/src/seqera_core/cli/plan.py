@@ -20,11 +20,11 @@ import gc
 import sys
 from typing import Any
 
-from .. import catalogue as catalogues
 from .. import platforms
-from ..catalogue import Catalogue
-from ..jobsfile import parse_jobs, read_json
-from ..planner import Instance, Plan, schedule
+from ..planning import Instance, Plan, schedule
+from ..planning import catalogue as catalogues
+from ..planning.catalogue import Catalogue
+from ..planning.jobsfile import parse_jobs, read_json
 from ._args import settings
 from ._planout import json_chunks, share, text, usage
 

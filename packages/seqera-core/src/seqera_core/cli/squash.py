@@ -18,14 +18,14 @@ import json
 from typing import Any
 
 from .. import platforms
-from ..backends._squash_plan import Decision, allocation_size, explain, shape
 from ..backends.base import JobSpec
-from ..catalogue import parse_memory
+from ..backends.squash import Decision, allocation_size, explain, shape
 from ..dialects.human import parse_duration
 from ..errors import ResourceError
-from ..jobsfile import entry as jobs_entry
-from ..jobsfile import parse_cpus, read_json
 from ..models import ResourceRequest
+from ..planning.catalogue import parse_memory
+from ..planning.jobsfile import entry as jobs_entry
+from ..planning.jobsfile import parse_cpus, read_json
 from ..squash import SquashMode, SquashPolicy
 from ..units import format_bytes, format_seconds
 from ._args import settings

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import attrs
 from attrs import frozen
 
-from ..limits import cap
 from ..models import ResourceLimits, ResourceRequest, ResourceResponse
+from ..platforms import cap
 from .base import DefaultResolver, Resolver
 
 __all__ = ["Resolution", "resolve"]

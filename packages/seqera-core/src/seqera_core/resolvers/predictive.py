@@ -6,7 +6,7 @@ every finished attempt the history holds (read incrementally: a resolve costs on
 query). Where a process ran with several cpu counts or containers, the runs of the
 request's own (cpus, container) answer once there are ``min_runs`` of them. Each model
 picks its own margin per process from its leave-one-out errors and how many runs it has
-(:mod:`seqera_core.sizing_fit`), calibrated to miss ``alpha`` of tasks, and falls back to
+(:mod:`seqera_core.sizing._fit`), calibrated to miss ``alpha`` of tasks, and falls back to
 the per-process maximum where that wastes less. A first attempt never gets more than it
 declared unless the history has seen it use more.
 
@@ -17,7 +17,7 @@ gets at least what was declared, so no task is killed twice for time when its
 declaration suffices.
 
 Tools that size themselves from their allocation (the request's ``self_sizing``, set by
-the engine adapters from :func:`seqera_core.sizing_guard.references_memory`, or a history
+the engine adapters from :func:`seqera_core.sizing._guard.references_memory`, or a history
 whose peaks follow the allocations) get their declared memory on a first attempt, never
 less, unless ``shrink_self_sizing``. Cpus are left as declared unless ``apply_cpus``: then
 the most cores ever kept busy.
@@ -30,8 +30,7 @@ import threading
 
 from ..history import History, TaskRecord
 from ..models import ResourceRequest, ResourceResponse
-from ..sizing import Budget, UsageModel
-from ..sizing_prior import Pool
+from ..sizing import Budget, Pool, UsageModel
 from ..units import GIB, MIB
 from .base import Resolver
 

@@ -1,0 +1,422 @@
+"""The life cycle every batch scheduler shares; Slurm, PBS Pro and Torque fill in the verbs.
+
+A template-method base in the manner of psij-python's ``BatchSchedulerExecutor``:
+:class:`BatchBackend` writes each job's script into a directory of its own
+(``_jobdir``), submits it, polls many jobs with one native call, cancels many with one,
+and reads logs. A scheduler supplies only argv builders, output parsers and a state map;
+commands run through ``_commands`` and exit statuses are decoded by ``_exits``.
+
+Submission, in this order (what the issue tracker calls "nothing half sent, nothing
+sent twice"):
+
+1. Every job's script is written and every submission's argv built (options checked)
+   before anything reaches the scheduler: a job that cannot be expressed fails the whole
+   call with a :class:`~seqera_core.errors.UsageError` and nothing is submitted.
+2. Each submission carries a key unique to it (``_jobdir.submission_key``) in a field the
+   scheduler keeps (Slurm: the comment; PBS Pro: a job variable; Torque: the job name),
+   and a caller's own key (``JobSpec.key``) is recorded with the submission it went out
+   in, so :meth:`BatchBackend.find` in a later process can ask the scheduler for it.
+3. A submission refused for good (bad account, invalid option) is not sent again; the
+   batch's other submissions still go, and the call raises once they have. One whose
+   outcome is unknown (the command timed out, or the scheduler said it was busy or
+   unreachable, when it may have accepted the job anyway) is never sent again blindly:
+   the scheduler is first asked for the key (one listing call), and the job is sent
+   again only once the scheduler has answered that it does not have it; if it stays
+   unreachable, the batch stops there.
+4. If the batch fails part-way, :class:`SubmitError` carries what went out.
+
+Retries that act on the cause happen in :meth:`BatchBackend.poll`, the same for every
+engine; ``_recovery`` decides them (node failure, preemption; never OOM or time limit).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import attrs
+from attrs import frozen
+
+from ...errors import UsageError
+from ..base import JobHandle, JobSpec, JobState, JobStatus, NoLookup
+from ._arrays import array_shape, batches, write_array
+from ._commands import CommandResult, RetryPolicy, run_command
+from ._errors import SchedulerError, SubmitError, Unsent
+from ._exits import Observed, from_wait_status, reconcile, shell_exit
+from ._jobdir import (
+    EXIT_FILE,
+    JobFiles,
+    KeyRecord,
+    job_environment,
+    job_labels,
+    job_script,
+    prepare_job,
+    started_id,
+    submission_key,
+)
+from ._recovery import RESUBMIT_LIMITS, Sent, latest_run, next_submission, resubmitted
+from ._verbs import BatchVerbs
+
+__all__ = [
+    "EXIT_FILE",
+    "RESUBMIT_LIMITS",
+    "BatchBackend",
+    "BatchVerbs",
+    "CommandResult",
+    "JobFiles",
+    "Observed",
+    "RetryPolicy",
+    "SchedulerError",
+    "SubmitError",
+    "from_wait_status",
+    "job_environment",
+    "job_labels",
+    "job_script",
+    "prepare_job",
+    "run_command",
+    "shell_exit",
+]
+
+
+# Seconds the submit host's clock may be ahead of the scheduler's.
+_CLOCK_SKEW = 300.0
+
+
+@frozen
+class _Send:
+    """One submission, ready to go: which jobs, its argv, key and directory."""
+
+    positions: tuple[int, ...]
+    argv: tuple[str, ...]
+    key: str
+    directory: Path
+    array: bool
+
+
+def _partial(
+    prepared: Sequence[tuple[JobSpec, JobFiles]],
+    handles: Mapping[int, JobHandle],
+    send: _Send,
+    exc: Unsent,
+) -> SubmitError:
+    """What a batch that failed part-way carries: the jobs that went out, and whether
+    ``send``'s jobs may be with the scheduler anyway."""
+    done = sorted(handles)
+    names = ", ".join(repr(prepared[n][0].name) for n in send.positions[:3])
+    return SubmitError(
+        f"cannot submit {names}",
+        exc.result,
+        [handles[n] for n in done],
+        positions=done,
+        unknown=send.positions if exc.unknown else (),
+    )
+
+
+class BatchBackend(BatchVerbs):
+    """The shared life cycle of batch schedulers over :class:`BatchVerbs` (its arguments)."""
+
+    # -- submission ------------------------------------------------------------------
+
+    def submit(self, jobs: Sequence[JobSpec]) -> list[JobHandle]:
+        """Write each job's script and submit it; handles in the same order.
+
+        With arrays on (``squash`` policy ``array`` or ``squash``), jobs that could be
+        one array's elements go out as one array submission.
+
+        Raises:
+            UsageError: a job cannot be expressed (its script, or an option such as
+                ``slurm_extra``); raised before any job is submitted.
+            SubmitError: the scheduler refused some jobs (the others were sent), or stayed
+                unreachable part-way: see its ``submitted``, ``positions`` and ``unknown``.
+        """
+        prepared: list[tuple[JobSpec, JobFiles]] = []
+        try:
+            for spec in jobs:
+                prepared.append((spec, self._prepare(spec)))
+            sends = [
+                self._plan(prepared, batch)
+                for batch in batches(prepared, self.squash, self._ARRAYS)
+            ]
+            self._remember_keys(prepared, sends)
+        except (ValueError, UsageError, OSError) as exc:
+            for _, files in prepared:  # nothing was sent: leave nothing behind
+                shutil.rmtree(files.directory, ignore_errors=True)
+            if isinstance(exc, UsageError | OSError):
+                raise
+            name = prepared[-1][0].name if len(prepared) == len(jobs) else jobs[len(prepared)].name
+            raise UsageError(f"job {name!r} cannot be submitted to {self.name}: {exc}") from exc
+        handles: dict[int, JobHandle] = {}
+        refusal: tuple[_Send, Unsent] | None = None
+        for send in sends:
+            try:
+                base = self._send(send.argv, send.key, send.directory)
+            except Unsent as exc:
+                if exc.refused:
+                    # For this job's own reasons: the jobs handed over with it still go
+                    # (tests/faults/test_snakemake_refused.py, the refused job first).
+                    refusal = refusal or (send, exc)
+                    continue
+                raise _partial(prepared, handles, send, exc) from exc
+            ids = (
+                [self._element_id(base, i) for i in range(len(send.positions))]
+                if send.array
+                else [base]
+            )
+            for n, native_id in zip(send.positions, ids, strict=True):
+                spec, files = prepared[n]
+                self._index.remember(native_id, files.directory)
+                self._jobs[native_id] = Sent(spec, files)
+                handles[n] = JobHandle(
+                    self.name, native_id, spec.name, str(files.stdout), str(files.stderr)
+                )
+        if refusal is not None:
+            raise _partial(prepared, handles, *refusal) from refusal[1]
+        return [handles[n] for n in range(len(prepared))]
+
+    def _plan(self, prepared: Sequence[tuple[JobSpec, JobFiles]], batch: Sequence[int]) -> _Send:
+        """The submission of one batch, argv built and checked; nothing is sent."""
+        if len(batch) == 1:
+            spec, files = prepared[batch[0]]
+            key = submission_key(files.directory)
+            argv = self._submit_argv(spec, files, key)
+            return _Send(tuple(batch), tuple(argv), key, files.directory, array=False)
+        members = [prepared[n] for n in batch]
+        array = write_array(self.work_dir, [files for _, files in members], self._ARRAY_INDEX)
+        first, apart = array_shape(members)
+        key = submission_key(array.directory)
+        argv = self._array_argv(first, array, len(members), apart, key)
+        return _Send(tuple(batch), tuple(argv), key, array.directory, array=True)
+
+    def _remember_keys(
+        self, prepared: Sequence[tuple[JobSpec, JobFiles]], sends: Sequence[_Send]
+    ) -> None:
+        """Where each caller's key goes, on disk before anything is sent (see :meth:`find`)."""
+        for send in sends:
+            for index, n in enumerate(send.positions):
+                spec, files = prepared[n]
+                if spec.key is not None:
+                    array = send.directory if send.array else None
+                    record = KeyRecord(spec.name, files.directory, files.stdout, files.stderr,
+                                       array, index)  # fmt: skip
+                    self._index.remember_key(spec.key, record)
+
+    def find(self, keys: Sequence[str]) -> dict[str, JobHandle]:
+        """The jobs carrying these caller keys (``JobSpec.key``), by key: one listing of
+        every submission key the scheduler shows (Slurm: ``squeue`` by comment; PBS Pro:
+        ``qstat -x`` by ``SEQERA_SUBMISSION``; Torque: ``qstat`` by job name), plus one
+        history call (Slurm: ``sacct``) for jobs that never started and left the listing.
+        A key the work directory has no record of never went out; a job that ran is also
+        found by its start mark. A found job is polled as usual, but not sent again after
+        a node failure (its spec stayed with the process that submitted it).
+
+        Raises:
+            NoLookup: this scheduler has no listing of submission keys.
+            SchedulerError: the scheduler did not answer; nothing can be concluded yet.
+        """
+        records = {k: r for k in dict.fromkeys(keys) if (r := self._index.keyed(k)) is not None}
+        if not records:
+            return {}
+        listed = self._keys()  # NoLookup where the scheduler has no such listing
+        if listed is None:
+            raise SchedulerError(f"{self.name} did not list its jobs' submission keys")
+        if any(latest_run(listed, r) is None for r in records.values()):
+            # a job script is written before its job is sent: the history from then on
+            since = min(_written(r.directory / "job.sh") for r in records.values())
+            listed = {**self._forgotten_keys(since - _CLOCK_SKEW), **listed}
+        found: dict[str, JobHandle] = {}
+        for key, record in records.items():
+            base = latest_run(listed, record)
+            if base is None:
+                continue
+            native_id = self._element_id(base, record.index) if record.array else base
+            self._index.remember(native_id, record.directory)
+            found[key] = JobHandle(self.name, native_id, record.name, str(record.stdout),
+                                   str(record.stderr))  # fmt: skip
+        return found
+
+    def _send(self, argv: Sequence[str], key: str, directory: Path) -> str:
+        """Submit once, whatever fails: after an unknown outcome, ask for ``key`` first.
+
+        Raises:
+            Unsent: refused, or retries exhausted (``unknown`` if never answered).
+        """
+        delays = self.retry.delays()
+        while True:
+            result = self._run(argv, cwd=str(directory))
+            if result.ok:
+                return self._parse_submit(result.stdout)
+            if not self._transient(result):
+                raise Unsent("submission refused", result, unknown=False, refused=True)
+            # Timed out, or the scheduler was busy or unreachable: it may have the job.
+            while True:
+                try:
+                    listed = self._keys()
+                except NoLookup:
+                    listed = None
+                answered = listed is not None
+                # Not listed (any more)? A job that ran marked its directory on starting:
+                # looked at after the listing, a job cannot slip between the two.
+                found = (listed or {}).get(key) or started_id(directory)
+                if found:
+                    return found
+                delay = next(delays, None)
+                if delay is None:
+                    raise Unsent("submission failed", result, unknown=not answered)
+                self._sleep(delay)
+                if answered:
+                    break  # the scheduler says it has no such job: send it again
+
+    # -- polling and the cause-driven retries ----------------------------------------
+
+    def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
+        """Every handle's status: one listing call, plus one history call if any were missing.
+
+        A job that ended in a node failure or a preemption is sent again here (see the
+        module's docstring); its status then reads PENDING with ``resubmissions`` counted.
+
+        Raises:
+            SchedulerError: the listing failed for a reason retrying does not cure.
+        """
+        current = {h.native_id: self._current.get(h.native_id, h.native_id) for h in handles}
+        ids = list(dict.fromkeys(current[h.native_id] for h in handles
+                                 if h.native_id not in self._finished))  # fmt: skip
+        seen, unreachable = self._observe(ids)
+        ended: dict[str, JobStatus] = {}
+        live: dict[str, JobStatus] = {}
+        for handle in handles:
+            original = handle.native_id
+            if original in self._finished or original in ended or original in live:
+                continue
+            run = attrs.evolve(handle, native_id=current[original])
+            status = self._status(run, seen.get(run.native_id), unreachable)
+            job = self._jobs.get(original)
+            count = sum(job.resubmissions.values()) if job else 0
+            status = attrs.evolve(status, handle=handle, resubmissions=count)
+            if status.state.finished:
+                status = self._resubmit(original, status)
+            (ended if status.state.finished else live)[original] = status
+        if ended:
+            # what they used: one accounting call for every job that ended in this poll
+            runs = {current[o]: o for o in ended}
+            for native_id, (wall, peak) in self._usage(list(runs)).items():
+                if native_id in runs:
+                    original = runs[native_id]
+                    ended[original] = attrs.evolve(
+                        ended[original], wall_seconds=wall, peak_memory_bytes=peak
+                    )
+            self._finished.update(ended)
+        return [
+            attrs.evolve(
+                self._finished.get(h.native_id) or live[h.native_id],
+                handle=h,
+            )
+            for h in handles
+        ]
+
+    def _observe(self, ids: Sequence[str]) -> tuple[dict[str, Observed], str | None]:
+        seen: dict[str, Observed] = {}
+        if not ids:
+            return seen, None
+        try:
+            seen = self._active(ids)
+        except SchedulerError as exc:
+            # Still failing after the retries: the scheduler is down or overloaded, so say
+            # UNKNOWN (not finished: callers poll again). Anything else is a fault.
+            if exc.result is None or not self._transient(exc.result):
+                raise
+            return seen, str(exc)
+        missing = [i for i in ids if i not in seen]
+        if missing:
+            with contextlib.suppress(SchedulerError):
+                seen.update(self._finished_lookup(missing))
+        return seen, None
+
+    def _resubmit(self, original: str, status: JobStatus) -> JobStatus:
+        """Send a job that failed for its node's or a preemption's sake again, if allowed."""
+        job = self._jobs.get(original)
+        if job is None or original in self._cancelled:
+            return status
+        plan = next_submission(job, status)
+        if plan is None:
+            return status
+        job.files.forget_run()  # the new run writes its own
+        excluded = plan.excluded
+        try:
+            try:
+                argv = self._submit_argv(job.spec, job.files, plan.key, excluded)
+                new_id = self._send(argv, plan.key, job.files.directory)
+            except Unsent as exc:
+                if exc.unknown or not excluded:
+                    raise
+                # Refused with those nodes excluded (a one-node partition): the failed
+                # node may be back, and a job sent again beats a job lost.
+                excluded = ()
+                argv = self._submit_argv(job.spec, job.files, plan.key, excluded)
+                new_id = self._send(argv, plan.key, job.files.directory)
+        except SchedulerError as exc:
+            return attrs.evolve(status, reason=f"{status.reason}; not sent again: {exc}")
+        self._jobs[original] = attrs.evolve(job, excluded=excluded)
+        self._current[original] = new_id
+        self._index.remember(new_id, job.files.directory)
+        return resubmitted(status, new_id, plan.count)
+
+    def _status(
+        self, handle: JobHandle, seen: Observed | None, unreachable: str | None
+    ) -> JobStatus:
+        native_id = handle.native_id
+        recorded = self._index.exit_code(native_id)
+        seen = reconcile(seen, recorded, native_id in self._cancelled)
+        if seen is None:
+            why = unreachable or f"{self.name} does not know job {native_id} (yet)"
+            return JobStatus(handle, JobState.UNKNOWN, reason=why)
+        if seen.state.finished:
+            seen = self._settle(handle, seen)
+        return JobStatus(
+            handle,
+            seen.state,
+            exit_code=seen.exit_code,
+            reason=seen.reason,
+            out_of_memory=seen.out_of_memory,
+            time_limit=seen.time_limit,
+            cause=seen.final_cause,
+            node=seen.node,
+        )
+
+    # -- cancel, logs ----------------------------------------------------------------
+
+    def cancel(self, handles: Sequence[JobHandle]) -> None:
+        """Cancel every unfinished job (its latest run) with one command."""
+        originals = [h.native_id for h in handles if h.native_id not in self._finished]
+        ids = list(dict.fromkeys(self._current.get(o, o) for o in originals))
+        if not ids:
+            return
+        result = self._run_retrying(self._cancel_argv(ids))
+        if not result.ok and self._cancel_failed(result):
+            raise SchedulerError("cancel failed", result)
+        self._cancelled.update(ids)
+        self._cancelled.update(originals)
+
+    def logs(self, handle: JobHandle) -> str:
+        """The job's stdout so far, then its stderr if kept apart."""
+        paths = dict.fromkeys(p for p in (handle.stdout, handle.stderr) if p)
+        return "".join(_read(Path(p)) for p in paths)
+
+    def _prepare(self, spec: JobSpec) -> JobFiles:
+        return prepare_job(self.work_dir, spec)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _written(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # gone: ask for the last day
+        return time.time() - 86400

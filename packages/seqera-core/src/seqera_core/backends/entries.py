@@ -1,0 +1,31 @@
+"""This package's own backends, as registered under the entry-point group ``seqera.backends``.
+
+Each is a :class:`~seqera_core.backends.registry.BackendEntry`: a name, where the
+backend's class lives (imported only when a run opens it: ECS brings boto3) and what kind
+of dispatcher it is. A third-party backend registers one of its own the same way, in its
+``pyproject.toml``::
+
+    [project.entry-points."seqera.backends"]
+    mysched = "mysched_seqera:ENTRY"
+"""
+
+from __future__ import annotations
+
+from .registry import BackendEntry
+
+__all__ = ["ECS", "LOCAL", "PBS", "SLURM", "TORQUE"]
+
+_D = "seqera_core.dialects."
+_B = "seqera_core.backends."
+
+LOCAL = BackendEntry("local", f"{_B}local._backend", "LocalBackend", section="local",
+                     dialect=f"{_D}local:submission", forks=True)  # fmt: skip
+SLURM = BackendEntry("slurm", f"{_B}batch.slurm", "SlurmBackend", batch=True,
+                     dialect=f"{_D}slurm:submission")  # fmt: skip
+PBS = BackendEntry("pbs", f"{_B}batch.pbs", "PbsBackend", batch=True,
+                   fixed={"dialect": "pro"}, dialect=f"{_D}pbs:pro_submission")  # fmt: skip
+TORQUE = BackendEntry("torque", f"{_B}batch.pbs", "PbsBackend", batch=True,
+                      fixed={"dialect": "torque"},
+                      dialect=f"{_D}pbs:torque_submission")  # fmt: skip
+ECS = BackendEntry("ecs", f"{_B}ecs._backend", "EcsBackend", shared_fs=False, section="ecs",
+                   settings="EcsSettings", dialect=f"{_D}ecs:submission")  # fmt: skip

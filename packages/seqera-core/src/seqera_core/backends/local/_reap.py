@@ -1,0 +1,107 @@
+"""How the local backend sees a job's leader end, and signals its process group.
+
+Three kinds of leader, three ways to learn its end:
+
+* this process's child: ``waitid(WNOWAIT)`` says it exited; what it left behind in its
+  group is then killed (Slurm does the same when a batch script ends) while the zombie
+  leader still holds the group id, so the id cannot have been recycled, and only then is
+  it reaped with ``wait4``. Its ``ru_maxrss`` covers the children it waited for, but
+  counts only when it exceeds this process's own peak at spawn time: Linux starts a
+  child's high-water mark at the parent's resident size (fork copies it, exec keeps it).
+* a child of the fork server: the server does the same and reports the wait status and
+  ``ru_maxrss`` (``_forking.ForkServer.exit_status``); a server that died lost it.
+* an adopted job (started by an earlier backend on the same ``state``): it is nobody's
+  child here; its end is its pid gone (or a zombie), its status the file its ``sh``
+  wrapper wrote, and what it left in its group is not killed.
+
+A job killed by signal N reports exit code 128 + N, as shells do (``_local_job.outcome``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+
+from attrs import frozen
+
+from ._forking import ForkServer
+from ._job import LocalJob
+from ._records import JobRecords, start_ticks
+
+__all__ = ["Ended", "reap", "send_signal"]
+
+
+@frozen
+class Ended:
+    """A leader's end: its exit status (``os.waitstatus_to_exitcode`` form: ``-N`` for
+    signal N), or ``None`` with the reason it is not known; its peak memory in bytes."""
+
+    code: int | None
+    lost: str | None = None
+    peak: int = 0
+
+
+def reap(job: LocalJob, forker: ForkServer | None, records: JobRecords | None) -> Ended | None:
+    """How ``job``'s leader ended, or ``None`` while it runs (reaping it if it is a child)."""
+    if job.forked:
+        return _forked(job, forker)
+    if job.adopted:
+        return _adopted(job, records)
+    return _child(job)
+
+
+def send_signal(job: LocalJob, forker: ForkServer | None, signum: signal.Signals) -> None:
+    """Signal ``job``'s whole process group."""
+    if job.forked and forker is not None:
+        forker.signal(job.pid, signum)  # only while the server has not reaped it
+        return
+    # ESRCH: the group is already empty. EPERM: only setuid members are left; nothing
+    # more can be done from here, and the job's leader is what the state follows.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(job.pid, signum)
+
+
+def _child(job: LocalJob) -> Ended | None:
+    try:
+        exited = os.waitid(os.P_PID, job.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        # Someone else in this process waited for it (os.wait()): no status left.
+        return Ended(None, "exit status lost (reaped elsewhere)")
+    if exited is None:
+        return None
+    # The zombie leader still holds the group id: this cannot reach a recycled group.
+    send_signal(job, None, signal.SIGKILL)
+    _, status, usage = os.wait4(job.pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if job.process is not None:
+        job.process.returncode = code  # so Popen never waits for it again
+    peak = usage.ru_maxrss * 1024
+    return Ended(code, peak=peak if peak > job.baseline_rss else 0)
+
+
+def _forked(job: LocalJob, forker: ForkServer | None) -> Ended | None:
+    ended = None if forker is None else forker.exit_status(job.pid)
+    if forker is None:
+        ended = (None, 0)
+    if ended is None:
+        return None
+    status, maxrss = ended
+    if status is None:
+        return Ended(None, "exit status lost: the fork server died")
+    return Ended(os.waitstatus_to_exitcode(status), peak=maxrss)
+
+
+def _adopted(job: LocalJob, records: JobRecords | None) -> Ended | None:
+    if start_ticks(job.pid) is not None:
+        return None  # still running (a zombie waiting for init counts as ended)
+    code = None
+    if records is not None:
+        with contextlib.suppress(OSError, ValueError):
+            code = int(records.exit_file(job.handle.native_id).read_text().strip())
+    if code is None and job.kill_at is not None:  # ended by our own signal
+        code = -(signal.SIGKILL if job.killed else signal.SIGTERM)
+    if code is None:
+        return Ended(None, "ended with no exit status (killed by a signal) while its "
+                           "backend was not watching")  # fmt: skip
+    return Ended(code)

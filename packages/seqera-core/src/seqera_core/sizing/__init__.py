@@ -1,0 +1,20 @@
+"""The right-sizer: what a task will use, learned online per process from the history.
+
+``UsageModel`` fits each process's use against its input (``_model``, ``_fit``), prices a
+margin from the pipeline's records (``_margin``), borrows strength from the pipeline's
+other processes while a process has few runs (``_prior``), and keeps tools that size
+themselves from their allocation at their declared size (``_guard``).
+"""
+
+from ._guard import read_source, references_memory, tracks_allocation
+from ._model import Budget, UsageModel
+from ._prior import Pool
+
+__all__ = [
+    "Budget",
+    "Pool",
+    "UsageModel",
+    "read_source",
+    "references_memory",
+    "tracks_allocation",
+]

@@ -1,0 +1,292 @@
+"""An online model of one quantity (peak memory, run time) of one process against its input.
+
+It keeps the last ``window`` successful runs (input size, use, weight, allocation) and the
+all-time count and largest use; learning a run is O(1), so a history of 100,000 attempts
+loads in a fraction of a second. When asked after new runs (a sixteenth of the window
+since the last fit), it fits the candidates of :mod:`seqera_core.sizing._fit` to the
+window, each at the miss rate (at most ``alpha``) where it costs least, a miss priced at
+``retry_cost`` x what a typical task of the whole history uses (:class:`Budget`), and
+keeps the cheapest:
+
+- with no run it has no opinion; with fewer than ``min_runs``, the Student-t bound of
+  its log-mean at ``alpha`` with the variance its pipeline's processes lend it
+  (:mod:`seqera_core.sizing._prior`: as much as they are alike), never below its largest
+  use; without a pipeline to borrow from (or with almost nothing to go by: a prior of
+  less than one degree of freedom and one run), the largest use x ``fallback_margin``;
+- within the inputs seen, never more than the calibrated per-process maximum; above
+  them, at least that; below them, at least the nearest inputs' bound;
+- a retry after a kill at ``failed`` gets the smallest of: the chosen candidate at the
+  least miss rate (its error distribution's far tail), the calibrated maximum, the
+  largest use seen, that exceeds ``failed`` by 5 % or more and by what the model's errors
+  say a miss overshoots (the scale of their upper tail x ln(1/``alpha``): a second miss
+  at most ``alpha`` of the time), and never more than
+  ``escalation`` x the larger of ``failed`` and the largest use; past all of them (a
+  use never seen), the failed allocation grown by the process's own spread (at least
+  10 %; ``escalation`` before any run). A miss thus escalates from how wrong the model
+  has been, not by a constant factor of the allocation that failed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import NamedTuple
+
+from ._fit import LEVELS, Candidate, Settings, fit_candidates
+from ._guard import tracks_allocation
+from ._margin import MOST, RESOLUTION, t_quantile
+from ._prior import Moments, Pool
+
+__all__ = ["Budget", "UsageModel"]
+
+# A retry's allocation exceeds the one that failed by at least this much, and growing
+# past everything seen by at least the second.
+_RETRY_STEP = 1.05
+_MIN_GROWTH = 1.1
+# An input this far outside the sizes seen is not trusted to the candidate alone.
+_OUTSIDE = math.log(1.05)
+
+
+class Budget:
+    """What a typical task uses (weight x use), over every process of a history: the scale
+    at which a retry is priced, so retries go where they save the most waste."""
+
+    __slots__ = ("runs", "total")
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.total = 0.0
+
+    def add(self, usage: float, weight: float = 1.0) -> None:
+        """Count one successful run."""
+        self.runs += 1
+        self.total += usage * weight
+
+    @property
+    def mean(self) -> float:
+        """The mean weight x use of a run (0 before any)."""
+        return self.total / self.runs if self.runs else 0.0
+
+
+class _Run(NamedTuple):
+    input_bytes: int | None
+    usage: float
+    value: float  # log of the use
+    weight: float
+    allocation: float | None
+
+
+def _key(input_bytes: int) -> float:
+    return math.log(max(input_bytes, 1))
+
+
+def _best(candidates: list[Candidate], *kinds: str) -> Candidate:
+    return next(c for c in candidates if c.kind in kinds and c.local is None)
+
+
+class _Fit:
+    """The candidates of one window: over its runs with an input size, and over all."""
+
+    __slots__ = ("best_all", "best_sized", "high", "low", "neighbours", "quantile", "spread")
+
+    def __init__(self, runs: deque[_Run], settings: Settings) -> None:
+        values = [r.value for r in runs]
+        mean = sum(values) / len(values)
+        self.spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+        sized = sorted((_key(r.input_bytes), r.value, r.weight) for r in runs if r.input_bytes)
+        self.best_sized: Candidate | None = None
+        self.neighbours: Candidate | None = None
+        self.low = self.high = 0.0
+        if len(sized) >= 6:
+            keys = [k for k, _, _ in sized]
+            candidates = fit_candidates(
+                keys, [v for _, v, _ in sized], [w for _, _, w in sized], settings
+            )
+            self.best_sized = candidates[0]
+            self.low, self.high = keys[0], keys[-1]
+            self.quantile = _best(candidates, "quantile")
+            self.neighbours = next((c for c in candidates if c.kind == "median"
+                                    and c.local is None), None)  # fmt: skip
+        if len(sized) < len(runs) or self.best_sized is None:
+            candidates = fit_candidates(None, values, [r.weight for r in runs], settings)
+            self.quantile = _best(candidates, "quantile")
+        # A request without an input size: the best of the candidates that need none.
+        self.best_all = _best(candidates, "quantile", "mean")
+
+    def upper(self, input_bytes: int | None) -> float:
+        """The calibrated log allocation for a first attempt."""
+        best = self.best_sized
+        if input_bytes is None or best is None:
+            return self.best_all.upper(None)
+        key = _key(input_bytes)
+        # Where the per-process maximum (calibrated) is less, it is the better bound.
+        bound = min(best.upper(key), self.quantile.upper(None))
+        if key > self.high + _OUTSIDE:
+            bound = max(bound, self.quantile.upper(key))
+        elif key < self.low - _OUTSIDE and self.neighbours is not None:
+            bound = max(bound, self.neighbours.upper(key))
+        return bound
+
+
+class UsageModel:
+    """Learns ``usage`` against ``input_bytes`` online; bounds it at a self-chosen margin."""
+
+    def __init__(
+        self,
+        *,
+        window: int = 200,
+        alpha: float = 0.05,
+        retry_cost: float = 10.0,
+        budget: Budget | None = None,
+        min_runs: int = 5,
+        fallback_margin: float = 1.2,
+        escalation: float = 2.0,
+        resolution: float = RESOLUTION,
+        pool: Pool | None = None,
+        lends: bool = True,
+    ) -> None:
+        """``resolution``: the least log margin over a prediction (two runs that used
+        "the same" differ by about this much); ``pool``: the pipeline's processes, whose
+        dispersion this one borrows while it has few runs, and (``lends``) adds its own to."""
+        if (not 0 < alpha < 0.5 or retry_cost < 0 or min_runs < 3 or fallback_margin < 1
+                or escalation <= 1 or not 0 <= resolution <= 1):  # fmt: skip
+            raise ValueError(
+                "alpha must be in (0, 0.5), retry_cost >= 0, min_runs >= 3, "
+                "fallback_margin >= 1, escalation > 1 and resolution in [0, 1]"
+            )
+        self.alpha = alpha
+        # the miss rates a window may choose, from the least
+        self.levels = tuple(a for a in LEVELS if a <= alpha) or (alpha,)
+        self.retry_cost = retry_cost
+        self._own_budget = budget is None
+        self.budget = Budget() if budget is None else budget
+        self.min_runs = min_runs
+        self.fallback_margin = fallback_margin
+        self.escalation = escalation
+        self.resolution = resolution
+        self.runs = 0
+        self.largest = 0.0  # over every run ever learned, not only the window
+        self._window: deque[_Run] = deque(maxlen=window)
+        self._failed: deque[tuple[int | None, float]] = deque(maxlen=64)
+        self._fit: _Fit | None = None
+        self._stale = 0  # runs learned since the fit
+        self._tracks: bool | None = None
+        self.pool = pool
+        # the all-time moments of log use: what this process lends its pipeline
+        self._moments = pool.member() if pool is not None and lends else Moments()
+
+    def learn(
+        self,
+        input_bytes: int | None,
+        usage: float,
+        *,
+        weight: float = 1.0,
+        allocation: float | None = None,
+    ) -> None:
+        """Learn one successful run; ``weight`` scales what over-allocating it wastes."""
+        if usage <= 0:
+            return
+        self.runs += 1
+        self.largest = max(self.largest, usage)
+        if self._own_budget:
+            self.budget.add(usage, weight)
+        value = math.log(usage)
+        self._moments.add(value)
+        self._window.append(_Run(input_bytes, usage, value, weight, allocation))
+        self._stale += 1
+        self._tracks = None
+
+    def fail(self, input_bytes: int | None, allocation: float) -> None:
+        """Record an attempt killed at ``allocation``: a lower bound, never a use."""
+        self._failed.append((input_bytes, allocation))
+
+    def failed_at(self, input_bytes: int | None) -> float:
+        """The allocation a task of this input was last killed at (0 if none was).
+
+        The input size stands for the task: its retries read the same files. A kill
+        recorded without a size counts for any task, as does any kill for a task without
+        one.
+        """
+        for x, given in reversed(self._failed):
+            if input_bytes is None or x is None or x == input_bytes:
+                return given
+        return 0.0
+
+    def _fitted(self) -> _Fit | None:
+        if len(self._window) < self.min_runs:
+            return None
+        # One more run barely moves a fit of many: refit after a sixteenth of the window.
+        if self._fit is None or self._stale > len(self._window) // 16:
+            self._stale = 0
+            penalty = self.retry_cost * self.budget.mean
+            prior, jumps = (None, ()) if self.pool is None else self.pool.lent(self._moments)
+            settings = Settings(self.levels, penalty, prior, self.resolution, jumps)
+            self._fit = _Fit(self._window, settings)
+        return self._fit
+
+    @property
+    def tracks_allocation(self) -> bool:
+        """Whether this quantity follows the allocation (see :mod:`.sizing_guard`)."""
+        if self._tracks is None:
+            self._tracks = tracks_allocation(
+                [(r.input_bytes, r.usage, r.allocation) for r in self._window]
+            )
+        return self._tracks
+
+    def upper(self, input_bytes: int | None) -> float | None:
+        """The allocation for a first attempt, or ``None`` before any run."""
+        if not self._window:
+            return None
+        fit = self._fitted()
+        if fit is None:
+            return self._few()
+        return math.exp(fit.upper(input_bytes))
+
+    def _few(self) -> float:
+        """Fewer runs than ``min_runs``: the t bound of the log-mean, the variance its
+        pipeline lends it (see the module's rules)."""
+        values = [r.value for r in self._window]
+        n = len(values)
+        prior = None if self.pool is None else self.pool.prior(self._moments)
+        if prior is None:  # a t bound on 1-3 dof alone is boundless: no better than this
+            return self.largest * self.fallback_margin
+        mean = sum(values) / n
+        variance = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
+        variance, dof = prior.posterior(variance, float(n - 1))
+        if dof < 1:  # a prior of almost no weight and one run: nothing to go by
+            return self.largest * self.fallback_margin
+        bound = mean + t_quantile(1 - self.alpha, dof) * math.sqrt(variance * (1 + 1 / n))
+        # never past MOST over the largest use: a t bound on one degree of freedom is boundless
+        bound = min(bound, math.log(self.largest) + MOST)
+        return max(self.largest * math.exp(self.resolution), math.exp(bound))
+
+    def retry(self, input_bytes: int | None, failed: float) -> float:
+        """The allocation for a retry after a kill at ``failed`` (see the module's rules)."""
+        fit = self._fitted()
+        least = failed * _RETRY_STEP
+        rungs = [self._few()] if fit is None else []
+        spread = 0.0
+        if fit is not None:
+            best = fit.best_sized if input_bytes is not None and fit.best_sized else fit.best_all
+            key = None if input_bytes is None else _key(input_bytes)
+            rungs += [
+                math.exp(best.upper(key, safe=True)),
+                math.exp(fit.quantile.upper(None)),
+                self.largest,
+            ]
+            spread = fit.spread
+            # The kill says this run's error passed the margin the failed allocation stood
+            # for. Past a margin, the model's errors run on by its tail's scale (an
+            # exponential tail forgets where it was passed): the allocation a second miss
+            # passes at most ``alpha`` of the time is that scale x ln(1/alpha) higher.
+            least = max(least, failed * math.exp(best.overshoot(key) * -math.log(self.alpha)))
+        # Never past ``escalation`` x what is known: a tail fitted to few errors can
+        # promise any size.
+        most = max(failed, self.largest) * self.escalation
+        above = [rung for rung in rungs if rung >= least]
+        if above:
+            return min(min(above), most)
+        # Nothing learned yet: no spread to go by, so the full step.
+        growth = self.escalation if fit is None else (
+            min(self.escalation, max(_MIN_GROWTH, math.exp(2 * spread))))  # fmt: skip
+        return max(min(least, most), max(failed, self.largest) * growth)
