@@ -16,6 +16,7 @@ from seqera_core.backends import registry
 from seqera_core.cli import main
 from seqera_core.cli.run import parse_duration, parse_size
 from seqera_core.errors import ResourceError
+from seqera_core.history import open_history
 from seqera_core.units import GB, GIB, MB, MIB
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
@@ -284,3 +285,34 @@ def test_history_records_each_run_and_sizes_the_next(
     assert second.memory == max(math.ceil(first.peak_memory * 1.2), 64 * 2**20)
     assert second.time == 600  # the floor: the first run took under a minute
     assert "sized by predictive" in err
+
+
+def test_the_right_sizer_is_never_a_gate(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    # A small job teaches the right-sizer that "py" uses ~30 MB; the next "py" uses 150 MB:
+    # sized below what it asked for, it is killed for memory and sent again at once at
+    # the size it asked for, where it succeeds (issue 31's report: it used to fail).
+    history = str(tmp_path / "h.db")
+    small = "x = bytearray(30_000_000)"
+    large = "import time; x = bytearray(150_000_000); time.sleep(1)"
+    common = ["run", "--history", history, "--name", "py", "--memory", "300MB", "-v", "--"]
+    assert main([*common, sys.executable, "-c", small]) == 0
+    capfd.readouterr()
+    assert main([*common, sys.executable, "-c", large]) == 0
+    err = capfd.readouterr().err
+    assert "sent again at once at the size it asked for" in err
+    assert "retry after out of memory" in err
+    store = open_history(history)
+    rows = [r for r in store.records() if r.process == "py"]
+    store.close()
+    assert [r.cause for r in rows[1:]] == ["out_of_memory", None]
+
+
+def test_a_nameless_job_is_learned_as_its_whole_command(tmp_path: Path) -> None:
+    history = str(tmp_path / "h.db")
+    for size in (30_000_000, 150_000_000):
+        script = f"x = bytearray({size})"
+        assert main(["run", "--history", history, "--", sys.executable, "-c", script]) == 0
+    store = open_history(history)
+    processes = {r.process for r in store.records()}
+    store.close()
+    assert len(processes) == 2 and all("bytearray" in p for p in processes)

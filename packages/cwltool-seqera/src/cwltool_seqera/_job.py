@@ -124,31 +124,41 @@ class DispatchingJob(JobBase):
             stdin = found[1]
         stdout = self._log_path(self.stdout, "stdout")
         stderr = self._log_path(self.stderr, "stderr")
-        prepared = self._prepare()
-        staging = self.settings.staging
-        files: S3JobFiles | None = None
-        if staging is None:
-            argv = self._argv(command, env, stdin, prepared)
-            spec = JobSpec(
-                name=self.name,
-                command=argv,
-                request=prepared.request,
-                workdir=self.outdir,
-                labels=prepared.labels,
-                stdout=stdout,
-                stderr=stderr,
+        while True:
+            prepared = self._prepare()
+            staging = self.settings.staging
+            files: S3JobFiles | None = None
+            if staging is None:
+                argv = self._argv(command, env, stdin, prepared)
+                spec = JobSpec(
+                    name=self.name,
+                    command=argv,
+                    request=prepared.request,
+                    workdir=self.outdir,
+                    labels=prepared.labels,
+                    stdout=stdout,
+                    stderr=stderr,
+                )
+            else:
+                files, spec = self._through_s3(staging, prepared, command, env)
+            _log.info("[job %s] %s$ %s", self.name, self.outdir, " ".join(command))
+            result = self.settings.poller.run(
+                spec,
+                on_submit=lambda h: _log.info(
+                    "[job %s] submitted to %s as %s", self.name, h.backend, h.native_id
+                ),
+                limit=spec.request.time,
             )
-        else:
-            files, spec = self._through_s3(staging, prepared, command, env)
-        _log.info("[job %s] %s$ %s", self.name, self.outdir, " ".join(command))
-        result = self.settings.poller.run(
-            spec,
-            on_submit=lambda h: _log.info(
-                "[job %s] submitted to %s as %s", self.name, h.backend, h.native_id
-            ),
-            limit=spec.request.time,
-        )
-        self._record(prepared.request, result)
+            self._record(prepared.request, result)
+            if result.state is JobState.SUCCEEDED or not self.settings.session.rescue(self.name):
+                break
+            # Never a gate: the right-sizer gave it less than it declared and it ran out.
+            _log.warning(
+                "[job %s] %s with less than it declared (the right-sizer's size): "
+                "sent again at once", self.name, status_message(result, prepared.request),
+            )  # fmt: skip
+            if staging is not None and files is not None and context.rm_tmpdir:
+                staging.remove(files)  # the next attempt stages its own
         if staging is not None and files is not None:
             fetched = self._fetch(staging, files, result, stdout, stderr)
             if not fetched and result.state is JobState.SUCCEEDED:
@@ -262,7 +272,7 @@ class DispatchingJob(JobBase):
             # CWL's implicit 1 GiB tmpdir + outdir would become e.g. sbatch --tmp, which a
             # node without TmpDisk refuses: only a declared size goes to the scheduler.
             request = attrs.evolve(request, disk=None)
-        prepared = self.settings.session.prepare(request)
+        prepared = self.settings.session.prepare(request, task=self.name)
         if not prepared.ok:
             assert prepared.report is not None
             raise WorkflowException(

@@ -2,11 +2,17 @@
 
 declared request -> resource limits -> platform validation (queue chosen) -> resolver chain
 (capped by the request's limits and the queue's) -> effective request + label delta.
+
+A retry's ``floor`` (see :mod:`seqera_core.retries`) raises the declared values before the
+limits and the platform see them (so a queue that holds them is chosen, and a resource
+limit still caps them, as Nextflow's ``resourceLimits`` caps a retry), and no resolver's
+answer goes below it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 from attrs import frozen
@@ -60,16 +66,22 @@ def prepare(
     run_labels: Mapping[str, str] | None = None,
     defaults: ResourceResponse = DEFAULTS,
     timeout: float = 5.0,
+    floor: Mapping[str, float | int] | None = None,
 ) -> Prepared:
     """Validate, resolve and label one task. A task the platform can never run comes back
-    with the report's errors and no resolution: nothing is asked of the resolvers."""
+    with the report's errors and no resolution: nothing is asked of the resolvers.
+    ``floor`` holds the least values a retry may get (see the module's docstring)."""
+    declared, floor = request, dict(floor or {})
+    if floor:
+        raised: dict[str, Any] = {k: max(v, getattr(request, k) or 0) for k, v in floor.items()}
+        request = attrs.evolve(request, **raised)
     capped = apply_limits(request)
     checked, report = capped.request, None
     if platform is not None:
         report = validate(platform, checked)
         if report.errors:
             labels = {**(run_labels or {}), **request.labels}
-            return Prepared(request, report.request, None, report, labels, capped.notes)
+            return Prepared(declared, report.request, None, report, labels, capped.notes)
         checked = report.request
     resolution = resolve(
         checked, resolvers, defaults=defaults, timeout=timeout, caps=_queue_caps(platform, report)
@@ -84,9 +96,11 @@ def prepare(
         if getattr(checked, k) is not None
         or (resolution.resolver != "declared" and v != getattr(defaults, k))
     }
+    for name in floor:  # a retry's floor, as limits and the queue left it, holds
+        effective[name] = max(effective.get(name) or 0, getattr(checked, name))
     final = attrs.evolve(checked, **effective, labels=task_delta(run_labels or {}, request.labels))
     return Prepared(
-        declared=request,
+        declared=declared,
         request=final,
         resolution=resolution,
         report=report,

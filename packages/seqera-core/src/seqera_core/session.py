@@ -26,10 +26,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from attrs import frozen
 
 from . import platforms
-from .backends.base import Backend, JobHandle, JobSpec, JobStatus
+from .backends.base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from .backends.registry import BackendEntry, entry, open_backend
 from .config import Config
 from .errors import HistoryError, UsageError
@@ -40,6 +41,7 @@ from .outcomes import finished_record
 from .pipeline import Prepared, prepare
 from .platforms import Platform
 from .resolvers import PredictiveResolver, Resolver, configured
+from .retries import Failure, rescued
 from .squash import SquashPolicy
 
 if TYPE_CHECKING:
@@ -123,6 +125,10 @@ class Session:
         self._fork_server = fork_server
         self._backend: Backend | None = None
         self._pending: list[TaskRecord] = []
+        # Per engine task key: its last prepared attempt, and its last failure (what the
+        # next attempt needs, see seqera_core.retries); both dropped when the task succeeds.
+        self._attempts: dict[str, Prepared] = {}
+        self._failures: dict[str, Failure] = {}
         self._lock = threading.Lock()
         self._closed = False
         self.history: History | None = None
@@ -199,12 +205,42 @@ class Session:
 
     # -- one task's way -------------------------------------------------------------------
 
-    def prepare(self, request: ResourceRequest) -> Prepared:
+    def prepare(self, request: ResourceRequest, *, task: str | None = None) -> Prepared:
         """Limits, platform (queue chosen; an impossible task comes back with errors),
-        the resolver chain, and the labels: see :func:`seqera_core.pipeline.prepare`."""
-        return prepare(
-            request, platform=self.platform, resolvers=self.resolvers, run_labels=self.labels
+        the resolver chain, and the labels: see :func:`seqera_core.pipeline.prepare`.
+
+        ``task`` is the engine's key for the task, the same for each of its attempts (the
+        ``task_id`` it records them under): after a failed attempt the next one gets what
+        :mod:`seqera_core.retries` says it needs, and its note says so.
+        """
+        failure = self._failures.get(task) if task is not None else None
+        if failure is not None and request.attempt <= failure.given.attempt:
+            # A rescue goes out under the engine's same attempt: the history keeps one row
+            # per (run, task, attempt), so this one is the next attempt.
+            request = attrs.evolve(request, attempt=failure.given.attempt + 1)
+        prepared = prepare(
+            request,
+            platform=self.platform,
+            resolvers=self.resolvers,
+            run_labels=self.labels,
+            floor=failure.floor() if failure is not None else None,
         )
+        if failure is not None and (note := failure.note()) is not None:
+            prepared = attrs.evolve(prepared, notes=(*prepared.notes, f"retry after {note}"))
+        if task is not None:
+            self._attempts[task] = prepared
+        return prepared
+
+    def rescue(self, task: str) -> bool:
+        """Whether the task's last attempt, which failed, was failed by the optimiser (a
+        resolver sized it below what it declared and it ran out of exactly that): then
+        the engine sends it again at once, whatever its own retry setting, and
+        :meth:`prepare` gives it no less than it declared. True once per task."""
+        failure = self._failures.get(task)
+        if failure is None or not rescued(failure):
+            return False
+        self._failures[task] = attrs.evolve(failure, rescued=True)
+        return True
 
     def submit(self, specs: Sequence[JobSpec]) -> list[JobHandle]:
         """Submit every job in one backend call; their handles in the same order.
@@ -232,6 +268,8 @@ class Session:
         """Record finished attempts in the history (none without one); returns how many
         rows were written, including earlier ones that had waited. Never raises: a store
         that fails keeps the rows for the next call and says so once per failure."""
+        finished = [item for item in finished if item.status.state.finished]
+        self._remember(finished)
         if self.history is None:
             return 0
         rows = [
@@ -243,7 +281,6 @@ class Session:
                 task_id=item.task_id,
             )
             for item in finished
-            if item.status.state.finished
         ]
         with self._lock:
             self._pending.extend(rows)
@@ -264,6 +301,24 @@ class Session:
                 f"will try again: {exc}"
             )
             return 0
+
+    def _remember(self, finished: Iterable[Finished]) -> None:
+        # What the next attempt of a failed task needs; a success forgets the task.
+        for item in finished:
+            prepared = self._attempts.get(item.task_id) if item.task_id else None
+            if prepared is None:
+                continue
+            if item.status.state is JobState.SUCCEEDED:
+                del self._attempts[item.task_id]
+                self._failures.pop(item.task_id, None)
+                continue
+            earlier = self._failures.get(item.task_id)
+            self._failures[item.task_id] = Failure(
+                prepared.declared,
+                item.request,
+                item.status,
+                rescued=earlier is not None and earlier.rescued,
+            )
 
     def summary(self, limit: int = 3) -> list[str]:
         """A few lines on what this run used and wasted (the ``limit`` worst processes, the

@@ -264,7 +264,7 @@ class Executor(RemoteExecutor):
             request, warnings = job_request(
                 job, queue=self._settings.queue, account=self._settings.account
             )
-            prepared = self._session.prepare(request)
+            prepared = self._session.prepare(request, task=str(job.jobid))
         except SeqeraError as exc:
             self.report_job_error(SubmittedJobInfo(job), msg=f"invalid resources: {exc}. ")
             return None
@@ -277,6 +277,12 @@ class Executor(RemoteExecutor):
                 SubmittedJobInfo(job), msg=f"not submitted, no queue can run it: {reason}. "
             )
             return None
+        retry = [note for note in prepared.notes if note.startswith("retry after")]
+        if retry:  # what this attempt really gets, in Snakemake's own log
+            self.logger.info(
+                f"seqera: job {job.jobid} ({job.name}) attempt {job.attempt}: {retry[-1]}; "
+                f"{_describe(prepared)}"
+            )
         self.logger.debug(f"seqera: job {job.jobid} {job.name}: {_describe(prepared)}")
         name = f"{job.name}-{job.jobid}" if not job.is_group() else f"group-{job.jobid}"
         logdir = self._jobdir / "logs" / name
@@ -329,10 +335,35 @@ class Executor(RemoteExecutor):
                 yield info
             elif status.state is JobState.SUCCEEDED:
                 self.report_job_success(info)
+            elif (rescued := self._rescued(info, status)) is not False:
+                if rescued:
+                    yield info  # sent again at once, under the same Snakemake job
             else:
                 message = failure_message(status, info.aux["request"])
                 # Snakemake appends its own hint right after the message.
                 self.report_job_error(info, msg=f"{message}. ", aux_logs=self._logs(status))
+
+    def _rescued(self, info: SubmittedJobInfo, status: JobStatus) -> bool | None:
+        """Never a gate: a job the right-sizer gave less than it declared, killed for
+        exactly that, goes out again at once at its declared size (whatever --retries
+        says). True: sent again; False: not a rescue; None: its error is reported."""
+        if not self._session.rescue(str(info.job.jobid)):
+            return False
+        why = failure_message(status, info.aux["request"])
+        self.logger.warning(
+            f"seqera: job {info.job.jobid} ({info.job.name}): {why}, with less than the rule "
+            "declares (the right-sizer's size): sent again at once at its declared size"
+        )
+        spec = self._spec(info.job)  # reports the job's error itself when it cannot
+        if spec is None:
+            return None
+        try:
+            (handle,) = self._session.submit([spec])
+        except (SeqeraError, OSError, ValueError) as exc:
+            self.report_job_error(info, msg=f"submission failed: {exc}. ")
+            return None
+        info.aux.update(handle=handle, request=spec.request)
+        return True
 
     def _record(self, ended: list[tuple[SubmittedJobInfo, JobStatus]]) -> None:
         self._session.record(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import os
+import shlex
 import signal
 import sys
 import tempfile
@@ -40,6 +42,10 @@ __all__ = [
 
 # The longest pause between polls: local polls are free, a scheduler's are not.
 _MAX_DELAY = {"local": 0.25}
+# The engine task key of the one job a run submits (its attempts share it).
+_TASK = "job"
+# A nameless job's process is its command, up to this many characters.
+_PROCESS_MAX = 120
 _BATCH_MAX_DELAY = 5.0
 
 
@@ -277,14 +283,25 @@ def run(args: argparse.Namespace) -> int:
         )
         with session:
             if session.history is not None:
-                # The right-sizer learns per process: the job's name (or its program) is one.
-                request = attrs.evolve(request, process=args.name or Path(command[0]).name)
+                # The right-sizer learns per process: the job's name, else the whole command
+                # (two scripts of one interpreter are not one process).
+                request = attrs.evolve(request, process=args.name or _process(command))
             try:
                 return _run(session, request, command, args, logdir)
             except UsageError as exc:
                 if session.backend_name == "ecs" and "ecs." in str(exc):
                     raise UsageError(f"{exc} (or --ecs KEY=VALUE)") from None
                 raise
+
+
+def _process(command: list[str]) -> str:
+    """The process a nameless job is learned as: its whole command, shortened with a hash
+    of the rest past what a report's row can show."""
+    text = shlex.join(command)
+    if len(text) <= _PROCESS_MAX:
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return f"{text[: _PROCESS_MAX - 14]}… {digest}"
 
 
 def _run(
@@ -294,7 +311,27 @@ def _run(
     args: argparse.Namespace,
     logdir: str,
 ) -> int:
-    prepared = session.prepare(request)
+    while True:
+        status = _attempt(session, request, command, args, logdir)
+        if not isinstance(status, JobStatus):
+            return status
+        if status.state is JobState.SUCCEEDED or not session.rescue(_TASK):
+            return _exit_status(status)
+        # Never a gate: the right-sizer gave it less than it declared and it ran out.
+        _say(
+            "the right-sizer gave it less than it asked for and it ran out: sent again "
+            "at once at the size it asked for"
+        )
+
+
+def _attempt(
+    session: Session,
+    request: ResourceRequest,
+    command: list[str],
+    args: argparse.Namespace,
+    logdir: str,
+) -> JobStatus | int:
+    prepared = session.prepare(request, task=_TASK)
     report = prepared.report
     for line in report.warnings if report else ():
         print(f"seqera run: warning: {line}", file=sys.stderr)
@@ -313,10 +350,12 @@ def _run(
             f"warning: --gpus {args.gpus}: the local backend neither reserves nor isolates "
             "accelerators; the job sees whatever devices this machine has"
         )
+    for note in prepared.notes:
+        if note.startswith("retry after"):
+            _say(f"{note}: {_sizes(request)}")
     status = _submit_and_wait(session.backend, command, request, args, logdir)
     if isinstance(status, JobStatus):
-        session.record([Finished(request, status)])
-        return _exit_status(status)
+        session.record([Finished(request, status, task_id=_TASK)])
     return status
 
 
