@@ -230,3 +230,34 @@ def test_a_second_run_requests_what_the_first_used(tmp_path: Path, sbatch_log: P
         asked = int(re.search(r"\bMinMemoryNode=(\d+)M\b", record).group(1))  # type: ignore[union-attr]
         assert asked * 2**20 < 1000 * 10**6, record  # declared 2000 MB
         assert asked * 2**20 >= peak  # never below what the rule used
+
+
+RETRIED = """
+rule all:
+    input: "big.txt"
+
+rule big:
+    output: "big.txt"
+    resources: mem_mb=300, runtime=5
+    shell:
+        "echo $SLURM_JOB_ID >> attempts.txt; "
+        "python3 -c 'import time; x = bytearray(450 * 10**6); time.sleep(3)'; "
+        "scontrol show job $SLURM_JOB_ID > {output}"
+"""
+
+
+def test_a_retry_after_slurm_kills_for_memory_asks_for_twice_as_much(
+    tmp_path: Path, sbatch_log: Path
+) -> None:
+    # No history: the failed attempt's own figures decide (cause-driven retries).
+    workdir = tmp_path / "wf"
+    workdir.mkdir()
+    (workdir / "Snakefile").write_text(textwrap.dedent(RETRIED))
+    done = _snakemake(workdir, sbatch_log.parent / "shims", "--retries", "1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len((workdir / "attempts.txt").read_text().split()) == 2  # each attempt ran once
+    calls = sbatch_log.read_text().splitlines()
+    assert len(calls) == 2
+    # 300 MB is 286.1 MiB, rounded up; the retry asks for twice what the first one had.
+    assert "--mem=287M" in calls[0] and "--mem=574M" in calls[1], calls
+    assert re.search(r"\bMinMemoryNode=574M\b", (workdir / "big.txt").read_text())
