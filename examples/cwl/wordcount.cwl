@@ -12,10 +12,10 @@ steps:
     scatter: text
     in: {text: texts, pause: pause}
     out: [words]
-  total:
+  add:
     run: total.cwl
     in: {counts: count/words}
     out: [total]
 outputs:
-  total: {type: File, outputSource: total/total}
+  total: {type: File, outputSource: add/total}
   counts: {type: 'File[]', outputSource: count/words}

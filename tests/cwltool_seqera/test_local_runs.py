@@ -121,6 +121,7 @@ def test_cwltool_own_options_still_work(tmp_path: Path) -> None:
     run = run_cwl(["--validate", str(EXAMPLES / "wordcount.cwl")], tmp_path)
     assert run.code == 0, run.stderr
     assert "is valid CWL" in run.stdout + run.stderr
+    assert "previously defined" not in run.stderr  # the README's example: no warning
 
 
 def test_a_history_sizes_the_second_run_from_the_first(tmp_path: Path) -> None:
