@@ -58,6 +58,8 @@ def test_finished_jobs_bring_their_peak_and_wall_time(
         assert status.peak_memory_bytes is not None
         assert size <= status.peak_memory_bytes <= size + 150 * 10**6, status
         assert status.wall_seconds is not None and 3 <= status.wall_seconds <= 60
+        # TotalCPU: the interpreter's start and the allocation, well under its wall time
+        assert status.cpu_seconds is not None and 0 < status.cpu_seconds < status.wall_seconds
     # one sacct per poll in which jobs ended, for all of them; none while they ran
     assert backend.calls["sacct"] == ends <= polls
     assert backend.calls["squeue"] == polls

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 
 from seqera_core.errors import ResourceError
-from seqera_core.history import SqliteHistory, TaskRecord, open_history
+from seqera_core.history import SqliteHistory, TaskRecord, _sql, open_history
 from seqera_core.units import GIB, MIB
 
 
@@ -111,3 +112,26 @@ def test_seqera_run_exits_2_on_such_a_history(
     assert main(["run", "--history", str(tmp_path), "--", "true"]) == 2
     err = capfd.readouterr().err
     assert "history" in err and "Traceback" not in err
+
+
+def _older_schema(dialect: str) -> str:
+    """The table as the first release wrote it: every column before ``cause``."""
+    text = _sql.schema(dialect)
+    for column in _sql.ADDED_COLUMNS:
+        lines = text.splitlines()
+        text = "\n".join(line for line in lines if not line.startswith(f"    {column} "))
+    return text
+
+
+def test_an_older_sqlite_history_gains_the_later_columns(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:
+        db.executescript(_older_schema("sqlite"))
+        db.execute("INSERT INTO task_history (run_id, task_id, attempt, process, succeeded, "
+                   "realtime) VALUES ('r', 't', 1, 'ALIGN', 1, 2.0)")  # fmt: skip
+    store = open_history(path)
+    (old,) = store.records()
+    assert (old.cause, old.cpu_time, old.backend) == (None, None, "")
+    store.record([TaskRecord("r", "u", "ALIGN", True, realtime=2.0, cpu_time=1.5, backend="slurm")])
+    assert [(r.cpu_time, r.backend) for r in store.records()] == [(None, ""), (1.5, "slurm")]
+    store.close()

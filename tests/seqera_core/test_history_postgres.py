@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from seqera_core.errors import ResourceError
-from seqera_core.history import History, TaskRecord, open_history
+from seqera_core.history import History, TaskRecord, _sql, open_history
 from seqera_core.models import ResourceRequest
 from seqera_core.resolvers import PredictiveResolver
 
@@ -133,3 +133,25 @@ def test_the_password_stays_out_of_the_error(postgres_url: str) -> None:
         open_history(url)
     assert "s3cret" not in str(caught.value)
     assert "postgres:***@127.0.0.1" in str(caught.value)
+
+
+def test_an_older_table_gains_the_later_columns(postgres_url: str) -> None:
+    psycopg = require("psycopg", "the PostgreSQL history needs the postgresql extra")
+    older = _sql.schema("postgresql")
+    for column in _sql.ADDED_COLUMNS:  # the table as the first release wrote it
+        older = "\n".join(line for line in older.splitlines()
+                          if not line.startswith(f"    {column} "))  # fmt: skip
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute("DROP TABLE IF EXISTS task_history")
+        admin.execute(older)
+        admin.execute("INSERT INTO task_history (run_id, task_id, attempt, process, succeeded) "
+                      "VALUES ('r', 't', 1, 'ALIGN', TRUE)")  # fmt: skip
+    store = open_history(postgres_url)
+    try:
+        store.record([TaskRecord("r", "u", "ALIGN", True, cpu_time=1.5, backend="slurm")])
+        rows = store.records()
+    finally:
+        store.close()
+    assert [(r.task_id, r.cause, r.cpu_time, r.backend) for r in rows] == [
+        ("t", None, None, ""), ("u", None, 1.5, "slurm")
+    ]  # fmt: skip

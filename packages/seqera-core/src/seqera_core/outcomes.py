@@ -54,12 +54,24 @@ def finished_record(
         memory=request.memory,
         time=request.time,
         peak_memory=status.peak_memory_bytes,
+        cpu_percent=_cpu_percent(status),
         realtime=status.wall_seconds,
         input_bytes=request.input_bytes,
         container=request.container,
         finished=time.time(),
         cause=cause(status),
+        cpu_time=status.cpu_seconds,
+        backend=status.handle.backend,
     )
+
+
+def _cpu_percent(status: JobStatus) -> float | None:
+    """Nextflow's ``%cpu`` (CPU time over wall time, 100 a core) from what the backend
+    measured, so the resolvers that read ``%cpu`` learn from every backend alike."""
+    cpu, wall = status.cpu_seconds, status.wall_seconds
+    if cpu is None or not wall:
+        return None
+    return round(100 * cpu / wall, 1)
 
 
 def failure_message(status: JobStatus, request: ResourceRequest | None = None) -> str:

@@ -28,6 +28,7 @@ from seqera_core.backends.batch._base import (
 from seqera_core.backends.batch.slurm import (
     SlurmBackend,
     parse_sacct,
+    parse_sacct_cpu,
     parse_sacct_usage,
     parse_squeue,
     slurm_state,
@@ -296,6 +297,22 @@ def test_usage_from_accounting() -> None:
     assert set(usage) == {"6", "9", "11", "10_0", "10_1"}
 
 
+# Slurm 22.05 with slurmdbd (tests/integration/slurm/slurm-up.sh WITH_DBD=1), jobs: 3 two
+# background spinners, 4 an srun step, 5 a sleep; sacct -n -P -o JobID,Elapsed,MaxRSS,TotalCPU
+SACCT_CPU = (DATA / "sacct-usage-cpu.txt").read_text()
+
+
+def test_cpu_time_from_accounting() -> None:
+    # the allocation line sums its steps (4: batch 0.025 + step 0 0.844)
+    assert parse_sacct_cpu(SACCT_CPU) == pytest.approx({"3": 1.659, "4": 0.869, "5": 0.005})
+    # a line of steps only still counts; an older three-column output has none
+    assert parse_sacct_cpu("7.batch|00:01:00|1K|1-02:03:04.5\n7.0|00:00:01|1K|01:00\n") == {
+        "7": pytest.approx(93784.5 + 60)
+    }
+    assert parse_sacct_cpu(SACCT_USAGE) == {}
+    assert parse_sacct_usage(SACCT_CPU)["4"] == (2.0, 13432 * 1024)
+
+
 def test_finished_jobs_get_their_usage_in_one_sacct_per_poll(tmp_path: Path) -> None:
     runner = FakeSlurm(
         {
@@ -317,7 +334,9 @@ def test_finished_jobs_get_their_usage_in_one_sacct_per_poll(tmp_path: Path) -> 
         JobState.FAILED, 3, 63872 * 1024,
     )  # fmt: skip
     assert running.state is JobState.RUNNING
-    assert runner.argvs[-1] == ["sacct", "-n", "-P", "-j", "6,9", "-o", "JobID,Elapsed,MaxRSS"]
+    assert runner.argvs[-1] == [
+        "sacct", "-n", "-P", "-j", "6,9", "-o", "JobID,Elapsed,MaxRSS,TotalCPU"
+    ]  # fmt: skip
     last = slurm.poll(handles)
     assert last[2].peak_memory_bytes == 210268 * 1024
     assert slurm.poll(handles) == last  # remembered: no more calls

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from seqera_core.backends.ecs._usage import MARKER, parse_usage, wrapped
+from seqera_core.backends.ecs._usage import MARKER, parse_cpu, parse_usage, wrapped
 
 _CGROUP_FILES = ("/sys/fs/cgroup/memory.peak", "/sys/fs/cgroup/memory/memory.max_usage_in_bytes")
 
@@ -30,6 +30,10 @@ def test_exit_status_stdin_and_the_usage_line() -> None:
         (line,) = lines
         peak = parse_usage(line)
         assert peak is not None and peak >= 50 * 10**6
+        if os.access("/sys/fs/cgroup/cpu.stat", os.R_OK):
+            # the cgroup's CPU time so far: at least what this interpreter has used
+            cpu = parse_cpu(line)
+            assert cpu is not None and cpu >= time.process_time()
     else:
         assert lines == []
 
@@ -59,6 +63,13 @@ def test_arguments_pass_through_unchanged() -> None:
     argv = ["printf", "%s|", "a b", "$HOME", "; rm -rf /", "*"]
     done = subprocess.run(wrapped(argv), capture_output=True, text=True, check=True)
     assert done.stdout == "a b|$HOME|; rm -rf /|*|"
+
+
+def test_parse_cpu() -> None:
+    line = f"{MARKER} peak_memory_bytes=123456 cpu_usec=2500000"
+    assert parse_usage(line) == 123456 and parse_cpu(line) == 2.5
+    assert parse_cpu(f"{MARKER} peak_memory_bytes=123456") is None  # a cgroup that did not say
+    assert parse_cpu("cpu_usec=1") is None
 
 
 def test_parse_usage() -> None:

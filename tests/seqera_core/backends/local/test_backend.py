@@ -222,6 +222,26 @@ def test_memory_over_the_request_is_killed(backend: LocalBackend) -> None:
     assert "out of memory" in (status.reason or "")
 
 
+# Spins until it has used the CPU seconds asked (process time: the same however busy the
+# machine is), then sleeps.
+SPIN = "import time\nwhile time.process_time() < {cpu}: pass\ntime.sleep({nap})"
+
+
+def test_cpu_time_recorded(backend: LocalBackend) -> None:
+    alone = [sys.executable, "-c", SPIN.format(cpu=0.4, nap=0)]
+    # two grandchildren, one still spinning after the leader has waited for the other
+    pair = ["sh", "-c", f'"{sys.executable}" -c "{SPIN.format(cpu=0.3, nap=0)}" & '
+                        f'"{sys.executable}" -c "{SPIN.format(cpu=0.3, nap=0)}"; wait']  # fmt: skip
+    napper = [sys.executable, "-c", SPIN.format(cpu=0, nap=0.4)]
+    specs = [JobSpec("one", alone), JobSpec("two", pair), JobSpec("nap", napper)]
+    one, two, nap = wait(backend, backend.submit(specs), limit=20)
+    assert one.cpu_seconds is not None and 0.4 <= one.cpu_seconds < 1.5
+    assert two.cpu_seconds is not None and 0.6 <= two.cpu_seconds < 2.5
+    # an interpreter's start-up and a sleep: a small fraction of its wall time
+    assert nap.cpu_seconds is not None and nap.wall_seconds is not None
+    assert nap.cpu_seconds < 0.4 <= nap.wall_seconds
+
+
 def test_wall_time_recorded(backend: LocalBackend) -> None:
     handle, quick = backend.submit([JobSpec("nap", ["sleep", "0.3"]), JobSpec("q", ["true"])])
     nap, fast = wait(backend, [handle, quick])

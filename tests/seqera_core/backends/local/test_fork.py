@@ -58,6 +58,9 @@ if __name__ == "__main__":
     if what == "hog":
         block = bytearray(80 * 2**20)
         time.sleep(0.5)
+    if what == "spin":  # CPU time, however busy the machine is
+        while time.process_time() < 0.4:
+            pass
 """
 
 
@@ -168,6 +171,15 @@ def test_peak_memory_is_measured_for_a_forked_job(tmp_path: Path, backend: Local
     status = wait(backend, backend.submit([job(tmp_path, "hog", "hog")]))[0]
     assert status.state is JobState.SUCCEEDED
     assert status.peak_memory_bytes is not None and status.peak_memory_bytes >= 80 * 2**20
+
+
+def test_cpu_time_is_measured_for_a_forked_job(tmp_path: Path, backend: LocalBackend) -> None:
+    spin, nap = wait(backend, backend.submit([job(tmp_path, "spin", "spin"),
+                                              job(tmp_path, "hog", "hog")]))  # fmt: skip
+    assert spin.state is nap.state is JobState.SUCCEEDED
+    # the server's wait4 rusage: what the forked job's own process used, no more
+    assert spin.cpu_seconds is not None and 0.4 <= spin.cpu_seconds < 2
+    assert nap.cpu_seconds is not None and nap.cpu_seconds < spin.cpu_seconds
 
 
 def test_other_jobs_start_as_new_processes(tmp_path: Path, backend: LocalBackend) -> None:

@@ -78,6 +78,8 @@ def test_many_jobs_few_allocations_each_reported_alone(local: LocalBackend, tmp_
     assert sorted(runs(tmp_path)) == sorted(f"j{i}" for i in range(25))  # each ran once
     assert backend.logs(handles[4]) == "out-j4\nerr-j4\n"
     assert all(s.wall_seconds is not None and s.peak_memory_bytes for s in statuses)
+    # the launcher's wait4 rusage: each job's own CPU seconds, never more than it ran
+    assert all(s.cpu_seconds is not None and s.cpu_seconds >= 0 for s in statuses)
     backend.close()
 
 

@@ -142,6 +142,10 @@ class JobStatus:
     cause: str | None = field(default=Factory(_cause, takes_self=True))
     node: str | None = None
     resubmissions: int = 0
+    # CPU time (user + system, seconds) the job's processes used, where the backend can
+    # measure it: wait4's rusage (local, the squash launcher), sacct's TotalCPU (Slurm with
+    # accounting), the container's cgroup (ECS). Busy cores = cpu_seconds / wall_seconds.
+    cpu_seconds: float | None = None
 
 
 class Backend(abc.ABC):

@@ -17,6 +17,10 @@ class TaskRecord:
 
     ``cause`` is one of :data:`CAUSES` for an attempt that did not succeed (``None`` when it
     did); rows written before the column existed get it from the flags (:func:`cause_of`).
+    ``cpu_time`` is the CPU seconds its processes used (busy cores = ``cpu_time`` /
+    ``realtime``); ``cpu_percent`` is the same as Nextflow's ``%cpu`` where only that is known.
+    ``finished`` is when the attempt was recorded as ended, so it ran from about
+    ``finished - realtime`` to ``finished``.
     """
 
     run_id: str
@@ -38,6 +42,8 @@ class TaskRecord:
     container: str | None = None
     finished: float | None = None
     cause: str | None = None
+    cpu_time: float | None = None  # CPU seconds (user + system) the attempt used
+    backend: str = ""  # the backend that ran it (``slurm``, ``local``...): what it could measure
 
 
 def cause_of(record: TaskRecord) -> str | None:

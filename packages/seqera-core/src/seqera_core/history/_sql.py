@@ -78,10 +78,12 @@ _TYPES = {
     "container": ("TEXT", "TEXT"),
     "finished": ("REAL", "DOUBLE PRECISION"),
     "cause": ("TEXT", "TEXT"),
+    "cpu_time": ("REAL", "DOUBLE PRECISION"),
+    "backend": ("TEXT NOT NULL DEFAULT ''", "TEXT NOT NULL DEFAULT ''"),
 }
 assert set(_TYPES) == set(FIELDS), "every TaskRecord field is a column"
 # Columns added after the first release: an older table gains them when opened.
-ADDED_COLUMNS = ("cause",)
+ADDED_COLUMNS = ("cause", "cpu_time", "backend")
 
 
 def schema(dialect: str) -> str:

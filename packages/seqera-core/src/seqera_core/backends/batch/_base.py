@@ -301,12 +301,13 @@ class BatchBackend(BatchVerbs):
         if ended:
             # what they used: one accounting call for every job that ended in this poll
             runs = {current[o]: o for o in ended}
-            for native_id, (wall, peak) in self._usage(list(runs)).items():
+            for native_id, (wall, peak, cpu) in self._usage(list(runs)).items():
                 if native_id in runs:
                     original = runs[native_id]
                     ended[original] = attrs.evolve(
-                        ended[original], wall_seconds=wall, peak_memory_bytes=peak
-                    )
+                        ended[original], wall_seconds=wall, peak_memory_bytes=peak,
+                        cpu_seconds=cpu,
+                    )  # fmt: skip
             self._finished.update(ended)
         return [
             attrs.evolve(

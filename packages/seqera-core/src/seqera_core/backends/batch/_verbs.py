@@ -137,9 +137,12 @@ class BatchVerbs(Backend):
         """Last scheduler-specific touch on a finished job (e.g. OOM from its log)."""
         return seen
 
-    def _usage(self, ids: Sequence[str]) -> dict[str, tuple[float | None, int | None]]:
-        """Wall seconds and peak memory bytes of jobs that just finished (one call), from
-        the scheduler's accounting where it keeps them; what it does not know is left out."""
+    def _usage(
+        self, ids: Sequence[str]
+    ) -> dict[str, tuple[float | None, int | None, float | None]]:
+        """Wall seconds, peak memory bytes and CPU seconds of jobs that just finished (one
+        call), from the scheduler's accounting where it keeps them; what it does not know
+        is left out (None)."""
         return {}
 
     # -- commands --------------------------------------------------------------------

@@ -62,6 +62,7 @@ __all__ = [
     "SlurmBackend",
     "comment_args",
     "parse_sacct",
+    "parse_sacct_cpu",
     "parse_sacct_keys",
     "parse_sacct_usage",
     "parse_squeue",
@@ -117,7 +118,10 @@ _SQUEUE_FORMAT = "JobID:|,ArrayJobID:|,ArrayTaskID:|,State:|,Reason:|,exit_code:
 _SACCT_FIELDS = "JobID,State,ExitCode,NodeList"
 # Causes the state says more precisely than the flags (the rest follow the flags).
 _CAUSES = {"NODE_FAIL": NODE_FAILURE, "BOOT_FAIL": NODE_FAILURE, "PREEMPTED": PREEMPTED}
-_USAGE_FIELDS = "JobID,Elapsed,MaxRSS"
+_USAGE_FIELDS = "JobID,Elapsed,MaxRSS,TotalCPU"
+# TotalCPU (man sacct: "the sum of the SystemCPU and UserCPU time used by the job or job
+# step") is written [DD-[HH:]]MM:SS[.sss]; the allocation line may carry it or only steps.
+_CPU_TIME = re.compile(r"(?:(?:(\d+)-)?(\d+):)?(\d+):(\d+(?:\.\d+)?)")
 # sacct's sizes carry a binary suffix (K = KiB); a bare number is bytes.
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 # Not parse_memory: a bare MaxRSS is bytes (a bare --mem is MiB), and it may be fractional.
@@ -227,6 +231,36 @@ def parse_sacct_usage(text: str) -> dict[str, tuple[float | None, int | None]]:
         else:
             wall[job_id] = _elapsed(fields[1])
     return {job_id: (seconds, peaks.get(job_id)) for job_id, seconds in wall.items()}
+
+
+def _cpu_time(text: str) -> float | None:
+    found = _CPU_TIME.fullmatch(text.strip())
+    if found is None:
+        return None
+    days, hours, minutes, seconds = (float(part or 0) for part in found.groups())
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def parse_sacct_cpu(text: str) -> dict[str, float]:
+    """Per job, the CPU seconds (TotalCPU) from ``sacct -n -P -o JobID,Elapsed,MaxRSS,
+    TotalCPU``: the allocation line's, else the sum of its steps' (``.batch``, ``.extern``,
+    ``.0``: each step is its own ``slurmstepd``, so none counts another's). A job whose
+    lines have no TotalCPU is left out: unknown, not 0."""
+    whole: dict[str, float] = {}
+    steps: dict[str, float] = {}
+    for line in text.splitlines():
+        fields = line.strip().split("|")
+        if len(fields) < 4 or not fields[0]:
+            continue
+        job_id, _, step = fields[0].partition(".")
+        seconds = _cpu_time(fields[3])
+        if seconds is None:
+            continue
+        if step:
+            steps[job_id] = steps.get(job_id, 0.0) + seconds
+        else:
+            whole[job_id] = seconds
+    return {job: max(whole.get(job, 0.0), steps.get(job, 0.0)) for job in {*whole, *steps}}
 
 
 def _pattern_path(path: str) -> str:
@@ -351,7 +385,9 @@ class SlurmBackend(BatchBackend):
         self.history = "none"
         return {}
 
-    def _usage(self, ids: Sequence[str]) -> dict[str, tuple[float | None, int | None]]:
+    def _usage(
+        self, ids: Sequence[str]
+    ) -> dict[str, tuple[float | None, int | None, float | None]]:
         # the forgotten-job lookup may have found sacct refused here already
         if not ids or self._no_accounting or self.history in ("jobcomp", "none"):
             return {}
@@ -360,7 +396,11 @@ class SlurmBackend(BatchBackend):
             # "Slurm accounting storage is disabled"
             self._no_accounting = not self._transient(result)
             return {}
-        return parse_sacct_usage(result.stdout)
+        cpu = parse_sacct_cpu(result.stdout)
+        return {
+            job: (wall, peak, cpu.get(job))
+            for job, (wall, peak) in parse_sacct_usage(result.stdout).items()
+        }
 
     def _settle(self, handle: JobHandle, seen: Observed) -> Observed:
         # Without task/cgroup, Slurm reports an over-memory kill as FAILED with signal 9;

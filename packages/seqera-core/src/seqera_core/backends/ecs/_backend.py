@@ -346,7 +346,8 @@ class EcsBackend(Backend):
         for stream, record in streams.items():
             assert record.ended is not None
             if stream in found:
-                record.final = attrs.evolve(record.ended, peak_memory_bytes=found[stream])
+                peak, cpu = found[stream]
+                record.final = attrs.evolve(record.ended, peak_memory_bytes=peak, cpu_seconds=cpu)
             elif now >= record.usage_deadline:
                 _LOG.warning("no usage line from ECS task %s within %s s", record.arn,
                              self.settings.usage_wait)  # fmt: skip

@@ -15,7 +15,7 @@ from typing import Any
 
 import botocore.exceptions
 
-from ._usage import MARKER, parse_usage
+from ._usage import MARKER, parse_cpu, parse_usage
 
 __all__ = ["chunks", "error_code", "output", "peaks"]
 
@@ -34,13 +34,14 @@ def error_code(exc: botocore.exceptions.ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
-def peaks(client: Any, group: str, streams: Sequence[str]) -> dict[str, int]:
-    """The peak memory each stream's usage line reports; streams without one are left out.
+def peaks(client: Any, group: str, streams: Sequence[str]) -> dict[str, tuple[int, float | None]]:
+    """The peak memory (and CPU seconds, where the cgroup said) each stream's usage line
+    reports; streams without one are left out.
 
     A refused call (missing streams: a container that never logged) leaves its streams out
     too: the usage is unknown, which must not fail the job.
     """
-    found: dict[str, int] = {}
+    found: dict[str, tuple[int, float | None]] = {}
     for chunk in chunks(streams, _FILTER_STREAMS_MAX):
         params: dict[str, Any] = {
             "logGroupName": group,
@@ -54,9 +55,10 @@ def peaks(client: Any, group: str, streams: Sequence[str]) -> dict[str, int]:
                 _LOG.warning("FilterLogEvents failed: %s", exc)
                 break
             for event in page.get("events") or []:
-                peak = parse_usage(event.get("message", ""))
+                message = event.get("message", "")
+                peak = parse_usage(message)
                 if peak is not None:
-                    found[event["logStreamName"]] = peak
+                    found[event["logStreamName"]] = (peak, parse_cpu(message))
             if not page.get("nextToken"):
                 break
             params["nextToken"] = page["nextToken"]

@@ -18,7 +18,8 @@ pages count once per process: an over-estimate); the kernel's exact high-water m
 ``ru_maxrss`` where it says something about the job (``_local_reap``). A spike shorter
 than ``sample_interval`` in a process that is not waited for can be missed, and a job
 shorter than that may only have one early sample, a lower bound. ``None``: nothing was
-measured.
+measured. ``cpu_seconds`` is the larger of the session's CPU time seen while sampling
+and the leader's rusage (user + system, its waited-for children included) when reaped.
 
 Ending (``_local_reap``, ``_local_limits``): when the leader exits, what it left behind
 in its group is killed before it is reaped. Time limits and cancellation send SIGTERM to
@@ -377,6 +378,8 @@ class LocalBackend(Backend):
                 self._finish(job, now, JobState.FAILED, None, ended.lost)
                 continue
             job.peak = max(job.peak, ended.peak)
+            if ended.cpu is not None:
+                job.cpu = max(job.cpu or 0.0, ended.cpu)
             self._finish(job, now, *outcome(job, ended.code))
 
     def _release(self, job: LocalJob) -> None:
@@ -396,7 +399,8 @@ class LocalBackend(Backend):
             self._records.finished(job.handle.native_id, {
                 "state": state.value, "exit_code": code, "reason": reason,
                 "out_of_memory": job.out_of_memory, "time_limit": job.time_limit,
-                "wall": wall, "peak": job.peak or None, "ended": time.time()})  # fmt: skip
+                "wall": wall, "peak": job.peak or None, "cpu": job.cpu,
+                "ended": time.time()})  # fmt: skip
 
     # -- status ---------------------------------------------------------------------
 

@@ -141,7 +141,7 @@ class ForkServer:
         self.python = python
         self._declared = frozenset(_top(entry) for entry in preload)
         self._loaded: frozenset[str] | None = None  # known once the server says ready
-        self._exits: dict[int, tuple[int | None, int]] = {}
+        self._exits: dict[int, tuple[int | None, int, float | None]] = {}
         self._running: set[int] = set()
         self._serial = 0
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -261,9 +261,9 @@ class ForkServer:
         while self._sock is not None and self._next(timeout=0) is not None:
             pass
 
-    def exit_status(self, pid: int) -> tuple[int | None, int] | None:
-        """``(wait status, peak bytes)`` of an ended job (status ``None``: lost with the
-        server), or ``None`` while it runs."""
+    def exit_status(self, pid: int) -> tuple[int | None, int, float | None] | None:
+        """``(wait status, peak bytes, CPU seconds)`` of an ended job (status ``None``: lost
+        with the server), or ``None`` while it runs."""
         return self._exits.pop(pid, None)
 
     def close(self, timeout: float = 5.0) -> None:
@@ -315,7 +315,12 @@ class ForkServer:
         elif op == "exited":
             pid = int(message["pid"])
             self._running.discard(pid)
-            self._exits[pid] = (int(message["status"]), int(message.get("maxrss") or 0))
+            cpu = message.get("cpu")
+            self._exits[pid] = (
+                int(message["status"]),
+                int(message.get("maxrss") or 0),
+                float(cpu) if isinstance(cpu, int | float) else None,
+            )
         return message
 
     def _dead(self) -> None:
@@ -326,5 +331,5 @@ class ForkServer:
         for pid in self._running:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
-            self._exits[pid] = (None, 0)
+            self._exits[pid] = (None, 0, None)
         self._running.clear()

@@ -25,11 +25,12 @@ ride on the length (``SCM_RIGHTS``, see unix(7)).
   interpreter does. Reply: ``started`` (id, pid) or ``failed`` (id, reason).
 - ``signal`` (pid, signum): sent to the job's process group only while its leader has
   not been reaped here, so a group id that the kernel recycled is never hit.
-- ``exited`` (pid, status, maxrss), from the server when a job's leader ends: as the
+- ``exited`` (pid, status, maxrss, cpu), from the server when a job's leader ends: as the
   local backend does for its own children, what the job left in its group is killed
   while the zombie leader still holds the group id, then the leader is reaped with
-  ``wait4``; ``status`` is the raw wait status and ``maxrss`` bytes (the child's
-  high-water mark starts at its resident size when forked: every page then was its own).
+  ``wait4``; ``status`` is the raw wait status, ``maxrss`` bytes (the child's
+  high-water mark starts at its resident size when forked: every page then was its own)
+  and ``cpu`` its rusage's user + system seconds.
 
 End of input (the backend closed the socket or died): no more jobs start; the server
 waits for the running ones, as jobs started by ``subprocess`` would outlive the backend
@@ -250,7 +251,9 @@ class _Server:
             _, status, usage = os.wait4(pid, 0)
             self.children.discard(pid)
             maxrss = usage.ru_maxrss * 1024  # kilobytes on Linux
-            self._reply({"op": "exited", "pid": pid, "status": status, "maxrss": maxrss})
+            cpu = round(usage.ru_utime + usage.ru_stime, 3)
+            self._reply({"op": "exited", "pid": pid, "status": status, "maxrss": maxrss,
+                         "cpu": cpu})  # fmt: skip
 
     def _reply(self, message: dict[str, Any]) -> None:
         if not self.accepting:

@@ -41,6 +41,7 @@ class LocalJob:
     out_of_memory: bool = False
     cancelled: bool = False
     peak: int = 0
+    cpu: float | None = None  # CPU seconds: the larger of /proc's samples and wait4's rusage
     adopted: bool = False  # started by an earlier backend: not our child
     started_wall: float | None = None
     forked: bool = False  # a child of the fork server, not of this process
@@ -69,6 +70,7 @@ class LocalJob:
             time_limit=self.time_limit,
             wall_seconds=wall,
             peak_memory_bytes=self.peak or None,
+            cpu_seconds=None if self.cpu is None else round(self.cpu, 3),
         )
 
 
@@ -103,6 +105,7 @@ def restore(job: LocalJob, found: Recovered, now: float) -> None:
         )
         job.out_of_memory, job.time_limit = final["out_of_memory"], final["time_limit"]
         job.peak = final.get("peak") or 0
+        job.cpu = final.get("cpu")
         wall = final.get("wall")
     else:
         code = found.exit_code

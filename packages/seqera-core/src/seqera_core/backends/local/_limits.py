@@ -53,17 +53,18 @@ def enforce(
 
 def over_memory(
     sessions: Mapping[int, LocalJob],
-    usage: Mapping[int, tuple[int, int]],
+    usage: Mapping[int, tuple[int, int, float]],
     forker: ForkServer | None,
     *,
     enforce_memory: bool,
 ) -> int:
     """Take one sample (``usage``: session leader -> (sum, highest single high-water
-    mark)) into each job's peak, and kill a job over its request."""
+    mark, CPU seconds)) into each job's peak and CPU time, and kill a job over its request."""
     sent = 0
-    for pid, (total, highest) in usage.items():
+    for pid, (total, highest, cpu) in usage.items():
         job = sessions[pid]
         job.peak = max(job.peak, total, highest)
+        job.cpu = max(job.cpu or 0.0, cpu)
         ending = job.state.finished or job.kill_at is not None
         if enforce_memory and job.memory and total > job.memory and not ending:
             job.out_of_memory = True

@@ -2,9 +2,11 @@
 memory there are to share, and what each job's processes hold.
 
 ``scan_sessions`` reads every process once per sample: the summed resident sizes per
-session (shared pages counted once per process, an over-estimate) and the highest
-single-process high-water mark (``VmHWM``, exact). Without procfs it measures nothing and
-``wait4``'s ``ru_maxrss`` alone counts.
+session (shared pages counted once per process, an over-estimate), the highest
+single-process high-water mark (``VmHWM``, exact) and the CPU time the session has used
+(``utime + stime + cutime + cstime`` of ``/proc/PID/stat``, man 5 proc: each process's own
+and that of the children it has waited for, so an exited child counts once, in its
+parent). Without procfs it measures nothing and ``wait4``'s rusage alone counts.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Iterable
 __all__ = ["machine_cpus", "machine_memory", "own_peak_rss", "scan_sessions"]
 
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of /proc/PID/stat's times
 
 
 def machine_cpus() -> float:
@@ -33,9 +36,10 @@ def own_peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
 
 
-def scan_sessions(sessions: Iterable[int]) -> dict[int, tuple[int, int]]:
-    """Per session id: the summed resident bytes and the highest single-process high-water mark."""
-    usage = dict.fromkeys(sessions, (0, 0))
+def scan_sessions(sessions: Iterable[int]) -> dict[int, tuple[int, int, float]]:
+    """Per session id: the summed resident bytes, the highest single-process high-water
+    mark, and the CPU seconds its live processes and their waited-for children used."""
+    usage: dict[int, tuple[int, int, float]] = dict.fromkeys(sessions, (0, 0, 0.0))
     try:
         pids = [name for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
@@ -51,8 +55,14 @@ def scan_sessions(sessions: Iterable[int]) -> dict[int, tuple[int, int]]:
         session = int(fields[3])
         if session not in usage:
             continue
-        total, highest = usage[session]
-        usage[session] = (total + int(fields[21]) * _PAGE_SIZE, max(highest, _high_water(pid)))
+        total, highest, cpu = usage[session]
+        # fields 14-17 of man 5 proc: utime, stime, cutime, cstime (clock ticks)
+        ticks = sum(int(value) for value in fields[11:15])
+        usage[session] = (
+            total + int(fields[21]) * _PAGE_SIZE,
+            max(highest, _high_water(pid)),
+            cpu + ticks / _TICKS,
+        )
     return usage
 
 

@@ -35,11 +35,13 @@ __all__ = ["Ended", "reap", "send_signal"]
 @frozen
 class Ended:
     """A leader's end: its exit status (``os.waitstatus_to_exitcode`` form: ``-N`` for
-    signal N), or ``None`` with the reason it is not known; its peak memory in bytes."""
+    signal N), or ``None`` with the reason it is not known; its peak memory in bytes and
+    the CPU seconds (user + system) of the leader and the children it waited for."""
 
     code: int | None
     lost: str | None = None
     peak: int = 0
+    cpu: float | None = None
 
 
 def reap(job: LocalJob, forker: ForkServer | None, records: JobRecords | None) -> Ended | None:
@@ -77,19 +79,20 @@ def _child(job: LocalJob) -> Ended | None:
     if job.process is not None:
         job.process.returncode = code  # so Popen never waits for it again
     peak = usage.ru_maxrss * 1024
-    return Ended(code, peak=peak if peak > job.baseline_rss else 0)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Ended(code, peak=peak if peak > job.baseline_rss else 0, cpu=cpu)
 
 
 def _forked(job: LocalJob, forker: ForkServer | None) -> Ended | None:
     ended = None if forker is None else forker.exit_status(job.pid)
     if forker is None:
-        ended = (None, 0)
+        ended = (None, 0, None)
     if ended is None:
         return None
-    status, maxrss = ended
+    status, maxrss, cpu = ended
     if status is None:
         return Ended(None, "exit status lost: the fork server died")
-    return Ended(os.waitstatus_to_exitcode(status), peak=maxrss)
+    return Ended(os.waitstatus_to_exitcode(status), peak=maxrss, cpu=cpu)
 
 
 def _adopted(job: LocalJob, records: JobRecords | None) -> Ended | None:

@@ -104,6 +104,7 @@ def finished(handle: JobHandle, result: Mapping[str, Any]) -> JobStatus:
             reason = f"killed by signal {result['signal']}"
     peak = result.get("peak_memory_bytes")
     wall = result.get("wall_seconds")
+    cpu = result.get("cpu_seconds")  # the launcher's wait4 rusage, user + system
     return JobStatus(
         handle,
         state,
@@ -112,4 +113,5 @@ def finished(handle: JobHandle, result: Mapping[str, Any]) -> JobStatus:
         time_limit=time_limit,
         wall_seconds=float(wall) if isinstance(wall, int | float) else None,
         peak_memory_bytes=int(peak) if isinstance(peak, int) else None,
+        cpu_seconds=float(cpu) if isinstance(cpu, int | float) else None,
     )
