@@ -19,23 +19,23 @@ from seqera_core.units import GIB, MIB
 
 RUN_ID = "local-run"  # the run conftest.local_history records
 
-# The report's definitions, restated over the table itself: requested counts an attempt
-# with its amount and run time (and, when it succeeded, its use); a failed attempt's
-# whole request is waste; busy cores are %cpu / 100, never more than reserved.
+# The report's definitions, restated over the table itself: requested counts every
+# attempt with its amount and run time (measured or not: it was reserved); a failed
+# attempt's whole request is waste; busy cores are the CPU time over the run time (else
+# %cpu / 100), never more than reserved.
+_BUSY = "COALESCE(cpu_time, cpu_percent / 100.0 * realtime)"
 _PER_PROCESS = """
 SELECT process, COUNT(*), SUM(succeeded),
-  SUM(CASE WHEN memory IS NOT NULL AND realtime IS NOT NULL
-            AND (NOT succeeded OR peak_memory IS NOT NULL) THEN memory * realtime END),
+  SUM(CASE WHEN memory IS NOT NULL AND realtime IS NOT NULL THEN memory * realtime END),
   SUM(CASE WHEN succeeded AND memory IS NOT NULL AND realtime IS NOT NULL
             AND peak_memory IS NOT NULL THEN peak_memory * realtime END),
   SUM(CASE WHEN memory IS NOT NULL AND realtime IS NOT NULL AND NOT succeeded
            THEN memory * realtime
            WHEN memory IS NOT NULL AND realtime IS NOT NULL AND peak_memory IS NOT NULL
            THEN MAX(memory - peak_memory, 0) * realtime END),
-  SUM(CASE WHEN cpus IS NOT NULL AND realtime IS NOT NULL
-            AND (NOT succeeded OR cpu_percent IS NOT NULL) THEN cpus * realtime END),
+  SUM(CASE WHEN cpus IS NOT NULL AND realtime IS NOT NULL THEN cpus * realtime END),
   SUM(CASE WHEN succeeded AND cpus IS NOT NULL AND realtime IS NOT NULL
-            AND cpu_percent IS NOT NULL THEN MIN(cpu_percent / 100.0, cpus) * realtime END),
+            AND {busy} IS NOT NULL THEN MIN({busy}, cpus * realtime) END),
   SUM(realtime), SUM(CASE WHEN realtime IS NOT NULL THEN time END),
   SUM(NOT succeeded AND out_of_memory), SUM(NOT succeeded AND NOT out_of_memory AND time_limit),
   SUM(NOT succeeded AND NOT out_of_memory AND NOT time_limit)
@@ -46,7 +46,8 @@ FROM task_history WHERE run_id IN ({runs}) GROUP BY process
 def recomputed(path: Path, runs: list[str]) -> dict[str, dict[str, Any]]:
     """Per process, the figures straight from the table."""
     with sqlite3.connect(path) as db:
-        rows = db.execute(_PER_PROCESS.format(runs=",".join("?" * len(runs))), runs).fetchall()
+        query = _PER_PROCESS.format(runs=",".join("?" * len(runs)), busy=_BUSY)
+        rows = db.execute(query, runs).fetchall()
     figures = {}
     for row in rows:
         (process, attempts, succeeded, mem_req, mem_used, mem_waste, cpu_req, cpu_used,
@@ -92,15 +93,19 @@ def test_a_real_local_run_agrees_with_its_rows(local_history: Path) -> None:
     expected = recomputed(local_history, [RUN_ID])
     check(figures, expected)
     # the run failed three ways, each counted under its own cause
-    assert figures["failures"] == {"out_of_memory": 1, "time_limit": 1, "other": 1}
+    assert figures["summary"]["failures"] == {"out_of_memory": 1, "time_limit": 1, "other": 1}
     assert expected["align"]["failures"] == {"out_of_memory": 1}
     # sorted by waste, largest first
     wasted = [p["memory"]["wasted"] for p in figures["processes"]]
     assert wasted == sorted(wasted, reverse=True)
     # the local backend measured every successful task's peak, and its run time
-    assert figures["memory"]["unmeasured"] == 0
+    assert figures["summary"]["memory"]["unmeasured"] == 0
+    # and the CPU time of every attempt, so every process that succeeded kept cores busy
+    assert figures["summary"]["cpus"]["unmeasured"] == 0
+    assert all(p["cpus"]["used"] > 0 for p in figures["processes"] if p["succeeded"])
+    assert figures["summary"]["missing"] == []
     total = sum(p["memory"][2] for p in expected.values())
-    assert figures["memory"]["wasted"] == pytest.approx(total, rel=1e-9)
+    assert figures["summary"]["memory"]["wasted"] == pytest.approx(total, rel=1e-9)
 
 
 def test_distributions_are_the_rows_quartiles(local_history: Path) -> None:
@@ -162,6 +167,8 @@ _RECORDS = st.lists(
         peak_memory=_MAYBE_BYTES,
         cpu_percent=st.none() | st.floats(0, 3200),
         realtime=st.none() | st.floats(0, 86400),
+        cpu_time=st.none() | st.floats(0, 86400 * 32),
+        backend=st.sampled_from(["", "local", "slurm", "ecs", "torque"]),
     ),
     min_size=1,
     max_size=40,
@@ -184,4 +191,4 @@ def test_any_history_agrees_with_its_rows(
     figures = document(build(history, present))
     history.close()
     check(figures, recomputed(path, present))
-    assert set(figures["failures"]) <= set(CAUSES)
+    assert set(figures["summary"]["failures"]) <= set(CAUSES)

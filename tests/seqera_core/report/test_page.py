@@ -33,7 +33,8 @@ def test_the_page_fetches_nothing_and_carries_its_figures(local_history: Path) -
     history.close()
     # every script inline, no stylesheet, image or frame from anywhere
     assert not re.search(r"<(script|link|img|iframe)[^>]*\b(src|href)=", page, re.IGNORECASE)
-    assert "Plotly.newPlot" in page and page.count('class="plot"') == 5  # failures drawn too
+    # waste, failures, timeline, memory, time, cpus
+    assert "Plotly.newPlot" in page and page.count('class="plot"') == 6
     embedded = re.search(r'<script type="application/json" id="figures">(.*?)</script>', page, re.S)
     assert embedded is not None
     figures = json.loads(embedded.group(1))

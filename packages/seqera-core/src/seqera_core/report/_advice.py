@@ -17,6 +17,12 @@ whose peaks were never measured: a floor would not be advice. Advice never goes 
 what the engine's executor would submit anyway (Snakemake's jobs run in at least
 :data:`~seqera_core.dialects.snakemake.RUNNER_MEMORY`): a config asking for less would
 be raised again at submission, and the saving is counted at what would really run.
+
+Advice never asks for more than was declared without a failure to justify it: memory
+above the largest declared only after an out-of-memory failure of the process (in this
+history), a time limit above the declared one only after a time-limit failure, and
+never more cpus than declared. A rule that declares ``runtime=5`` and ran 0.1 s is told
+5 minutes at most, not the resolver's 10-minute floor.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import attrs
 from attrs import frozen
 
 from ..dialects.engines import memory_floor
-from ..history import History, TaskRecord
+from ..history import History, TaskRecord, cause_of
 from ..models import ResourceRequest, ResourceResponse
 from ..resolvers import PredictiveResolver
 from ._figures import GB_HOUR
@@ -74,17 +80,49 @@ def _largest(records: Sequence[TaskRecord]) -> TaskRecord:
     )
 
 
+@frozen
+class _Failed:
+    """Whether a process ever ran out of memory or time: what justifies asking for more."""
+
+    memory: bool
+    time: bool
+
+
+def _within(
+    answer: ResourceResponse, declared: TaskRecord, floor: int, failed: _Failed
+) -> ResourceResponse:
+    """``answer`` no larger than ``declared`` where no failure says it must be."""
+    memory_cap = max(declared.memory or 0, floor)
+    if declared.memory and not failed.memory and answer.memory > memory_cap:
+        answer = attrs.evolve(answer, memory=memory_cap)
+    if declared.time and not failed.time and answer.time > declared.time:
+        answer = attrs.evolve(answer, time=declared.time)
+    if declared.cpus and answer.cpus > declared.cpus:
+        answer = attrs.evolve(answer, cpus=declared.cpus)
+    return answer
+
+
+def _failed(history: History, process: str, records: Sequence[TaskRecord]) -> _Failed:
+    stats = history.stats(process)
+    memory = any(cause_of(r) == "out_of_memory" for r in records)
+    time = any(cause_of(r) == "time_limit" for r in records)
+    if stats is not None:
+        memory, time = memory or stats.out_of_memory > 0, time or stats.time_limit > 0
+    return _Failed(memory, time)
+
+
 def _one(
-    resolver: PredictiveResolver, process: str, records: Sequence[TaskRecord]
+    resolver: PredictiveResolver, process: str, records: Sequence[TaskRecord], failed: _Failed
 ) -> Advice | None:
     done = [r for r in records if r.succeeded]
     if not done:
         return None
-    answer = resolver.resolve(_request(_largest(records), None))
+    largest = _largest(records)
+    answer = resolver.resolve(_request(largest, None))
     if answer is None:
         return None
     floor = max(memory_floor(r.engine) for r in records)
-    answer = _at_least(answer, floor)
+    answer = _within(_at_least(answer, floor), largest, floor, failed)
     measured = any(r.peak_memory for r in done)
     timed = any(r.realtime for r in done)
     saved_memory = saved_cpus = 0.0
@@ -93,7 +131,7 @@ def _one(
         each = resolver.resolve(_request(record, record.input_bytes))
         if each is None or record.realtime is None:
             continue
-        each = _at_least(each, floor)
+        each = _within(_at_least(each, floor), record, floor, failed)
         sized += 1
         saving = _memory_saving(record, each, measured)
         killed = saving is None
@@ -137,5 +175,7 @@ def advise(history: History, records: Sequence[TaskRecord]) -> dict[str, Advice]
     by_process: dict[str, list[TaskRecord]] = defaultdict(list)
     for record in records:
         by_process[record.process].append(record)
-    found = {p: _one(resolver, p, rs) for p, rs in sorted(by_process.items())}
+    found = {
+        p: _one(resolver, p, rs, _failed(history, p, rs)) for p, rs in sorted(by_process.items())
+    }
     return {p: advice for p, advice in found.items() if advice is not None}

@@ -3,17 +3,21 @@
 Every quantity is an area of resource x run time over the attempts that measured it:
 
 - memory, in GB-hours (GB = 10^9 bytes, as ``seqera-sidecar evaluate`` counts it):
-  requested = memory x run time; used = peak resident memory x run time for a successful
-  attempt; wasted = requested - used for a successful attempt, and everything a failed
-  attempt requested (its work is done again, and its peak is not a peak);
-- cpus, in core-hours: reserved = cpus x run time; busy = ``%cpu`` / 100 x run time;
-  wasted = reserved - busy (never below 0) for a successful attempt, all of it for a
-  failed one;
+  requested = memory x run time, for every attempt; used = peak resident memory x run
+  time for a successful attempt; wasted = requested - used for a successful attempt, and
+  everything a failed attempt requested (its work is done again, and its peak is not a
+  peak);
+- cpus, in core-hours: reserved = cpus x run time, for every attempt; busy = the CPU
+  time the attempt used (else ``%cpu`` / 100 x run time), never more than reserved;
+  wasted = reserved - busy for a successful attempt, all of it for a failed one;
 - time: the run hours against the limits' hours (a limit costs nothing by itself on a
-  backfilling scheduler, so its headroom is shown, never counted as waste).
+  backfilling scheduler, so its headroom is shown, never counted as waste), and per
+  process the largest share of its limit a run took.
 
-An attempt without the numbers a quantity needs (no peak, no ``%cpu``, no run time) is
-left out of that quantity only, and counted as unmeasured. Cost comes from a platform's
+An attempt without a run time (a Slurm without accounting) counts in no area: it is
+unmeasured, and its request is still shown (``declared``). A successful attempt without
+its use (no peak, no CPU time) counts in ``requested`` but not in ``used`` or ``wasted``,
+and is unmeasured there: :mod:`._gaps` says what would measure it. Cost comes from a platform's
 rates (per core-hour and per GiB-hour) of its default queue, else of its first queue.
 
 Outliers are the successful attempts outside Tukey's fences (1.5 x the interquartile
@@ -31,10 +35,12 @@ from attrs import field, frozen
 from ..history import TaskRecord
 from ..platforms import CostRates, Platform
 from ..units import GIB
+from ._gaps import missing
 from ._records import CAUSES, cause
 
 __all__ = [
     "Costs",
+    "Declared",
     "Distribution",
     "Outlier",
     "ProcessFigures",
@@ -96,6 +102,15 @@ class Costs:
 
 
 @frozen
+class Declared:
+    """The most any attempt of a process asked for: known from the requests alone."""
+
+    cpus: float | None = None
+    memory: int | None = None  # bytes
+    time: int | None = None  # seconds
+
+
+@frozen
 class ProcessFigures:
     """One process (rule, CWL step): its attempts, usage, spread and outliers."""
 
@@ -110,6 +125,9 @@ class ProcessFigures:
     distributions: dict[str, Distribution] = field(factory=dict)
     outliers: tuple[Outlier, ...] = ()
     cost_wasted: float | None = None
+    declared: Declared = field(factory=Declared)
+    longest: float | None = None  # seconds: the longest run of any attempt
+    limit_share: float | None = None  # the largest run time / time limit of an attempt
 
 
 @frozen
@@ -128,6 +146,8 @@ class Summary:
     limit_hours: float
     costs: Costs | None
     processes: tuple[ProcessFigures, ...]
+    backends: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()  # what is not measured, why, and what would measure it
 
 
 def label(record: TaskRecord, runs: int = 1) -> str:
@@ -137,7 +157,10 @@ def label(record: TaskRecord, runs: int = 1) -> str:
 
 
 def busy(record: TaskRecord) -> float | None:
-    """Cores the attempt kept busy on average (``%cpu`` / 100), if measured."""
+    """Cores the attempt kept busy on average (CPU time / run time, else ``%cpu`` / 100),
+    if measured."""
+    if record.cpu_time is not None and record.realtime:
+        return record.cpu_time / record.realtime
     return None if record.cpu_percent is None else record.cpu_percent / 100
 
 
@@ -150,17 +173,19 @@ def usage(records: Iterable[TaskRecord], resource: str) -> Usage:
         amount = record.memory if resource == "memory" else record.cpus
         use = record.peak_memory if resource == "memory" else busy(record)
         seconds = record.realtime
-        if amount is None or seconds is None or (record.succeeded and use is None):
+        if amount is None or seconds is None:
             unmeasured += 1
             continue
-        measured += 1
-        requested += amount * seconds
-        if record.succeeded:
-            assert use is not None
+        requested += amount * seconds  # every attempt reserved what it asked for
+        if not record.succeeded:
+            measured += 1
+            wasted += amount * seconds
+        elif use is None:
+            unmeasured += 1
+        else:
+            measured += 1
             used += min(use, amount) * seconds if resource == "cpus" else use * seconds
             wasted += max(0.0, amount - use) * seconds
-        else:
-            wasted += amount * seconds
     return Usage(requested / scale, used / scale, wasted / scale, measured, unmeasured)
 
 
@@ -230,6 +255,8 @@ def process_figures(
         if spread is not None:
             distributions[quantity] = spread
     outliers = [o for q in ("peak_memory", "realtime", "busy") for o in _outliers(done, q, runs)]
+    timed = [r for r in records if r.realtime is not None]
+    shares = [r.realtime / r.time for r in timed if r.time and r.realtime is not None]
     return ProcessFigures(
         process=process,
         attempts=len(records),
@@ -242,6 +269,13 @@ def process_figures(
         distributions=distributions,
         outliers=tuple(outliers),
         cost_wasted=None if rates is None else _cost(memory, cpus, rates, "wasted"),
+        declared=Declared(
+            cpus=max((r.cpus for r in records if r.cpus), default=None),
+            memory=max((r.memory for r in records if r.memory), default=None),
+            time=max((r.time for r in records if r.time), default=None),
+        ),
+        longest=max((r.realtime for r in timed if r.realtime is not None), default=None),
+        limit_share=max(shares, default=None),
     )
 
 
@@ -282,4 +316,6 @@ def summary(records: Sequence[TaskRecord], platform: Platform | None = None) -> 
         limit_hours=_hours(records, "time"),
         costs=costs,
         processes=tuple(processes),
+        backends=tuple(sorted({r.backend for r in records if r.backend})),
+        missing=missing(records),
     )

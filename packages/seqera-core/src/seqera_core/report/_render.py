@@ -15,6 +15,11 @@ hand-inlining three scripts Altair does not ship; Bokeh inlines less JavaScript 
 needs no script at all and gives the lightest page, but no hover (a point cannot say
 which task it is) and brings numpy, Pillow, fonttools and kiwisolver.
 
+The page reads at 800 px as at 1400: the per-process table keeps every column (its cells
+wrap, and a table wider than the screen scrolls inside its own box, never the page), and
+plotly.js redraws each chart to the width it is given. The charts themselves are
+:mod:`._charts`.
+
 Everything shown comes from :class:`~seqera_core.report.Report`; names from the history
 are escaped (HTML text through :func:`html.escape`, JSON in a script with ``<``, ``>`` and
 ``&`` as ``\\u`` escapes), and the figures' JSON is embedded as ``application/json``.
@@ -27,14 +32,14 @@ from __future__ import annotations
 import datetime as dt
 import html
 import json
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import UsageError
-from ..history import TaskRecord
-from ..units import GIB, format_bytes, format_seconds
-from ._figures import ProcessFigures, busy, label
-from ._report import Report, amount, document, failures_text
+from ..units import format_bytes, format_seconds
+from ._charts import TIMELINE_ROWS, Figure, figures
+from ._figures import GB_HOUR, ProcessFigures, Usage
+from ._report import Report, document, failures_text, money
+from ._units import BYTE_SECONDS, CORE_SECONDS, SECONDS, Unit, number, pick, text
 
 __all__ = ["EXTRA_MISSING", "plotly_js", "render"]
 
@@ -43,12 +48,6 @@ EXTRA_MISSING = (
     "pip install 'seqera-core[report]' (or ask for --json)"
 )
 _CONFIG = {"displaylogo": False, "responsive": True}
-_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#e45756")
-_FONT = {"family": "system-ui, sans-serif", "size": 12}
-
-# A figure as plotly.js takes it: (data, layout).
-Figure = tuple[list[dict[str, Any]], dict[str, Any]]
-Getter = Callable[[TaskRecord], float | None]
 
 
 def plotly_js() -> str:
@@ -60,98 +59,6 @@ def plotly_js() -> str:
     return str(get_plotlyjs())
 
 
-def _series(records: Sequence[TaskRecord], get: Getter, runs: int) -> dict[str, list[Any]]:
-    xs: list[float] = []
-    ys: list[str] = []
-    names: list[str] = []
-    for record in records:
-        value = get(record)
-        if value is not None:
-            xs.append(float(f"{value:.4g}"))  # what a plot shows: a third of the bytes
-            ys.append(record.process)
-            names.append(label(record, runs))
-    return {"x": xs, "y": ys, "hovertext": names}
-
-
-def _layout(title: str, unit: str, order: list[str], height: int) -> dict[str, Any]:
-    return {
-        "title": {"text": title, "x": 0.01}, "font": _FONT, "height": height,
-        "xaxis": {"title": {"text": unit}, "rangemode": "tozero", "zeroline": False},
-        "yaxis": {"type": "category", "categoryorder": "array", "categoryarray": order[::-1],
-                  "automargin": True},
-        "legend": {"orientation": "h", "y": 1.0, "x": 0, "yanchor": "bottom"},
-        "margin": {"t": 80, "r": 20},
-    }  # fmt: skip
-
-
-def _boxes(
-    title: str,
-    unit: str,
-    order: list[str],
-    records: Sequence[TaskRecord],
-    series: Sequence[tuple[str, Getter]],
-    runs: int,
-) -> Figure:
-    data = [
-        {"type": "box", **_series(records, get, runs), "name": name, "orientation": "h",
-         "boxpoints": "all", "jitter": 0.5, "pointpos": 0, "hoverinfo": "x+text",
-         "marker": {"size": 4, "color": _COLOURS[index]}, "line": {"width": 1}}
-        for index, (name, get) in enumerate(series)
-    ]  # fmt: skip
-    layout = _layout(title, unit, order, 160 + 28 * len(order) * len(series))
-    layout["boxmode"] = "group"
-    return data, layout
-
-
-def _waste(processes: Sequence[ProcessFigures], order: list[str]) -> Figure:
-    data = [
-        {"type": "bar", "orientation": "h", "name": name, "marker": {"color": colour},
-         "x": [getattr(p.memory, name) for p in processes], "y": [p.process for p in processes]}
-        for name, colour in (("used", _COLOURS[2]), ("wasted", _COLOURS[3]))
-    ]  # fmt: skip
-    title = "Memory per process: used and wasted, largest waste first"
-    layout = _layout(title, "GB-hours", order, 160 + 26 * len(order))
-    layout["barmode"] = "stack"
-    return data, layout
-
-
-def _failures(failures: dict[str, int]) -> Figure:
-    data = [{"type": "bar", "x": [c.replace("_", " ") for c in failures],
-             "y": list(failures.values()), "marker": {"color": _COLOURS[3]}}]  # fmt: skip
-    layout = {"title": {"text": "Failed attempts by cause", "x": 0.01}, "font": _FONT,
-              "height": 320, "yaxis": {"title": {"text": "attempts"}}}  # fmt: skip
-    return data, layout
-
-
-def _gib(value: int | None) -> float | None:
-    return None if value is None else value / GIB
-
-
-def _minutes(value: float | None) -> float | None:
-    return None if value is None else value / 60
-
-
-def _figures(report: Report) -> list[Figure]:
-    figures = report.summary
-    order = [p.process for p in figures.processes]
-    done = [r for r in report.records if r.succeeded]
-    runs = len(figures.runs)
-    drawn = [_waste(figures.processes, order)]
-    if figures.failures:
-        drawn.append(_failures(figures.failures))
-    drawn += [
-        _boxes("Memory: requested and peak, per successful task", "GiB", order, done,
-               [("requested", lambda r: _gib(r.memory)),
-                ("peak", lambda r: _gib(r.peak_memory))], runs),
-        _boxes("Time: limit and run time, per successful task", "minutes", order, done,
-               [("limit", lambda r: _minutes(r.time)),
-                ("run time", lambda r: _minutes(r.realtime))], runs),
-        _boxes("Cpus: reserved and kept busy (%cpu / 100), per successful task", "cores",
-               order, done, [("reserved", lambda r: r.cpus), ("busy", busy)], runs),
-    ]  # fmt: skip
-    return drawn
-
-
 def _plot(index: int, figure: Figure) -> str:
     data, layout = figure
     arguments = ", ".join(_json_script(v) for v in (f"plot-{index}", data, layout, _CONFIG))
@@ -159,8 +66,33 @@ def _plot(index: int, figure: Figure) -> str:
     return f'<div class="plot" id="plot-{index}"></div>\n{script}'
 
 
-def _cell(value: float) -> str:
-    return amount(value)
+def _area(usage: Usage, scale: float, units: tuple[Unit, ...], verb: str, spent: str) -> str:
+    """``3.4 GB·h requested, 1.2 GB·h used, 2.2 GB·h wasted`` in one unit, or what is
+    not known of it."""
+    unit = pick([usage.requested * scale], units)
+    shown = [f"{text(usage.requested * scale, units, unit)} {spent}"]
+    if usage.used or usage.wasted or not usage.unmeasured:
+        shown += [f"{text(usage.used * scale, units, unit)} {verb}",
+                  f"{text(usage.wasted * scale, units, unit)} wasted"]  # fmt: skip
+    else:
+        shown.append(f"{verb}: not measured")
+    return ", ".join(shown)
+
+
+def _share(share: float) -> str:
+    return f"{number(100 * share)} %"
+
+
+def _run_time(report: Report) -> str:
+    figures = report.summary
+    if not any(p.longest is not None for p in figures.processes):
+        return "not measured"
+    words = (f"{text(figures.run_hours * 3600, SECONDS)} over every attempt; their time limits "
+             f"{text(figures.limit_hours * 3600, SECONDS)}")  # fmt: skip
+    shares = [p.limit_share for p in figures.processes if p.limit_share is not None]
+    if shares:
+        words += f"; the longest run for its limit took {_share(max(shares))} of it"
+    return words
 
 
 def _summary_rows(report: Report) -> list[tuple[str, str]]:
@@ -169,22 +101,21 @@ def _summary_rows(report: Report) -> list[tuple[str, str]]:
     rows = [
         ("tasks", f"{figures.tasks} ({figures.attempts} attempts, {figures.succeeded} succeeded)"),
         ("failures", failures_text(figures.failures)),
-        ("cpu-hours", f"{_cell(cpus.requested)} reserved, {_cell(cpus.used)} busy, "
-                      f"{_cell(cpus.wasted)} wasted"),
-        ("memory GB-hours", f"{_cell(memory.requested)} requested, {_cell(memory.used)} used, "
-                            f"{_cell(memory.wasted)} wasted"),
-        ("run time", f"{_cell(figures.run_hours)} hours; limits {_cell(figures.limit_hours)} h"),
+        ("backends", ", ".join(figures.backends) or "not recorded"),
+        ("CPU", _area(cpus, 3600, CORE_SECONDS, "busy", "reserved by every attempt")),
+        ("memory", _area(memory, GB_HOUR, BYTE_SECONDS, "used", "requested by every attempt")),
+        ("run time", _run_time(report)),
     ]  # fmt: skip
-    unmeasured = max(memory.unmeasured, cpus.unmeasured)
-    if unmeasured:
+    if memory.unmeasured or cpus.unmeasured:
         rows.append(("not measured", f"{memory.unmeasured} attempts lack a memory figure, "
-                                     f"{cpus.unmeasured} a cpu figure"))  # fmt: skip
+                                     f"{cpus.unmeasured} a CPU figure (see below)"))  # fmt: skip
     if figures.costs is not None:
-        rows.append(("cost", f"{_cell(figures.costs.total)} in all, "
-                             f"{_cell(figures.costs.wasted)} wasted"))  # fmt: skip
-    saving = f"{_cell(report.saved_memory)} GB-hours of memory, {_cell(report.saved_cpus)} core-h"
+        rows.append(("cost", f"{money(figures.costs.total)} in all, "
+                             f"{money(figures.costs.wasted)} wasted"))  # fmt: skip
+    saving = (f"{text(report.saved_memory * GB_HOUR, BYTE_SECONDS)} of memory, "
+              f"{text(report.saved_cpus * 3600, CORE_SECONDS)} of CPU")  # fmt: skip
     if report.saved_cost is not None:
-        saving += f", {_cell(report.saved_cost)} at the platform's rates"
+        saving += f", {money(report.saved_cost)} at the platform's rates"
     rows.append(("the right-sizer would have saved", saving))
     return rows
 
@@ -192,7 +123,8 @@ def _summary_rows(report: Report) -> list[tuple[str, str]]:
 def _outliers(process: ProcessFigures, shown: int = 3) -> str:
     # the tasks above the fence first, the furthest first: those are the ones to size for
     ranked = sorted(process.outliers, key=lambda o: (o.value < o.low, -abs(o.value - o.high)))
-    names = [f"{o.task} ({o.quantity} {_show(o.quantity, o.value)})" for o in ranked[:shown]]
+    names = [f"{o.task} ({o.quantity.replace('_', ' ')} {_show(o.quantity, o.value)})"
+             for o in ranked[:shown]]  # fmt: skip
     more = f" and {len(ranked) - shown} more" if len(ranked) > shown else ""
     return html.escape(", ".join(names) + more)
 
@@ -201,47 +133,92 @@ def _show(quantity: str, value: float) -> str:
     if quantity in ("memory", "peak_memory"):
         return format_bytes(int(value))
     if quantity in ("time", "realtime"):
-        return format_seconds(round(value))
-    return f"{value:.2f} cores"
+        return text(value, SECONDS)
+    return f"{number(value)} cores"
 
 
-def _process_rows(report: Report) -> str:
+def _declared(process: ProcessFigures) -> str:
+    declared = process.declared
+    parts = []
+    if declared.cpus:
+        parts.append(f"{declared.cpus:g} cpus")
+    if declared.memory:
+        parts.append(format_bytes(declared.memory))
+    if declared.time:
+        parts.append(format_seconds(declared.time))
+    return ", ".join(parts) or "nothing"
+
+
+def _limit(process: ProcessFigures) -> str:
+    if process.longest is None:
+        return "not measured"
+    longest = text(process.longest, SECONDS)
+    if process.limit_share is None or not process.declared.time:
+        return longest
+    return f"{longest} ({_share(process.limit_share)} of its limit)"
+
+
+def _cells(usage: Usage, scale: float, unit: Unit, parts: tuple[str, ...]) -> list[str]:
+    if not usage.measured and not usage.requested:
+        return ["not measured"] * len(parts)
+    measured = usage.measured or not usage.unmeasured
+    return [number(unit.of(getattr(usage, part) * scale))
+            if part == "requested" or measured else "not measured" for part in parts]  # fmt: skip
+
+
+def _advice_cells(report: Report, process: ProcessFigures) -> tuple[str, str]:
+    advice = report.advice.get(process.process)
+    if advice is None:
+        why = "no successful attempt" if not process.succeeded else "nothing to learn from"
+        return f"no advice: {why}", "none"
+    ask = ", ".join(
+        [f"{advice.cpus:g} cpus"]
+        + ([format_bytes(advice.memory)] if advice.memory is not None else [])
+        + ([format_seconds(advice.time)] if advice.time is not None else [])
+    )
+    saved = (f"{text(advice.saved_memory * GB_HOUR, BYTE_SECONDS)}, "
+             f"{text(advice.saved_cpus * 3600, CORE_SECONDS)}")  # fmt: skip
+    if advice.too_small:
+        saved += f" ({advice.too_small} of {advice.sized} tasks would not fit)"
+    return ask, saved
+
+
+def _process_table(report: Report) -> str:
+    processes = report.summary.processes
+    memory = pick([p.memory.requested * GB_HOUR for p in processes], BYTE_SECONDS)
+    cpu = pick([p.cpus.requested * 3600 for p in processes], CORE_SECONDS)
+    head = ["process", "attempts", "failed", f"memory {memory.name} requested", "used",
+            "wasted", f"CPU {cpu.name} reserved", "busy", "declared (most asked)",
+            "longest run", "right-sizer next time", "saving on this run", "outliers"]  # fmt: skip
     rows = []
-    for process in report.summary.processes:
-        advice = report.advice.get(process.process)
-        if advice is None:
-            ask = saved = "no opinion"
-        else:
-            ask = ", ".join(
-                [f"{advice.cpus:g} cpus"]
-                + ([format_bytes(advice.memory)] if advice.memory is not None else [])
-                + ([format_seconds(advice.time)] if advice.time is not None else [])
-            )
-            saved = f"{_cell(advice.saved_memory)} GB-h, {_cell(advice.saved_cpus)} core-h"
-            if advice.too_small:
-                saved += f" ({advice.too_small} of {advice.sized} tasks would not fit)"
-        failed = sum(process.failures.values())
+    for process in processes:
+        ask, saved = _advice_cells(report, process)
         cells = [
-            html.escape(process.process), str(process.attempts), str(failed),
-            _cell(process.memory.requested), _cell(process.memory.used),
-            _cell(process.memory.wasted), _cell(process.cpus.requested),
-            _cell(process.cpus.used), _cell(process.run_hours), _cell(process.limit_hours),
+            html.escape(process.process), str(process.attempts),
+            str(sum(process.failures.values())),
+            *_cells(process.memory, GB_HOUR, memory, ("requested", "used", "wasted")),
+            *_cells(process.cpus, 3600, cpu, ("requested", "used")),
+            html.escape(_declared(process)), html.escape(_limit(process)),
             html.escape(ask), html.escape(saved), _outliers(process),
         ]  # fmt: skip
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    return "\n".join(rows)
+    header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    return f'<table id="processes"><tr>{header}</tr>\n' + "\n".join(rows) + "\n</table>"
 
 
-_HEAD = ("process", "attempts", "failed", "memory GB-h requested", "used", "wasted",
-         "core-h reserved", "busy", "run h", "limit h", "right-sizer next time",
-         "saving on this run", "outliers")  # fmt: skip
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; color: #222;
+       padding: 0 1em; }
 table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
-td, th { border-bottom: 1px solid #ddd; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
+td, th { border-bottom: 1px solid #ddd; padding: 0.3em 0.5em; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; }
+.wide { overflow-x: auto; max-width: 100%; }
+#processes td:nth-child(n+2):nth-child(-n+8) { text-align: right; white-space: nowrap; }
+#processes th { min-width: 4em; }
+.missing { background: #fff6e5; border-left: 4px solid #f58518; padding: 0.5em 1em; }
 pre { background: #f7f7f7; padding: 1em; overflow-x: auto; }
-.plot { margin: 1.5em 0; }
+.plot { margin: 1.5em 0; width: 100%; }
+@media (max-width: 900px) { body { margin: 0.5em auto; } table { font-size: 0.8em; } }
 """  # noqa: E501
 
 
@@ -250,38 +227,52 @@ def _json_script(data: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _missing(report: Report) -> str:
+    sentences = list(report.summary.missing)
+    placed = len(report.timeline)
+    if placed > TIMELINE_ROWS:
+        sentences.append(f"The timeline shows the first {TIMELINE_ROWS} of {placed} attempts.")
+    if not sentences:
+        return ""
+    items = "".join(f"<li>{html.escape(s)}</li>" for s in sentences)
+    return f'<div class="missing" id="missing"><h2>Not measured</h2><ul>{items}</ul></div>'
+
+
 def render(report: Report) -> str:
     """The whole page: every script inlined, nothing fetched."""
     script = plotly_js()
-    plots = "\n".join(_plot(i, figure) for i, figure in enumerate(_figures(report)))
-    figures = report.summary
+    figures_ = report.summary
+    drawn = figures(figures_.processes, figures_.failures, report.records, report.timeline,
+                    len(figures_.runs))  # fmt: skip
+    plots = "\n".join(_plot(i, figure) for i, figure in enumerate(drawn))
     when = dt.datetime.fromtimestamp(report.generated).strftime("%Y-%m-%d %H:%M")
-    runs = ", ".join(figures.runs[:10]) + (f" and {len(figures.runs) - 10} more"
-                                           if len(figures.runs) > 10 else "")  # fmt: skip
+    runs = ", ".join(figures_.runs[:10]) + (f" and {len(figures_.runs) - 10} more"
+                                            if len(figures_.runs) > 10 else "")  # fmt: skip
     summary = "\n".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
         for k, v in _summary_rows(report)
     )
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in _HEAD)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>seqera report: {html.escape(runs)}</title>
 <style>{_STYLE}</style>
 <script>{script}</script>
 </head><body>
 <h1>seqera report</h1>
-<p>Runs {html.escape(runs)} ({html.escape(", ".join(figures.engines) or "unknown engine")}),
+<p>Runs {html.escape(runs)} ({html.escape(", ".join(figures_.engines) or "unknown engine")}),
 from {html.escape(report.source)}; written {when}.</p>
 <h2>Summary</h2>
-<table id="summary">{summary}</table>
+<div class="wide"><table id="summary">{summary}</table></div>
+{_missing(report)}
 <h2>Per process</h2>
-<p>Sorted by waste, largest first. Memory in GB-hours (10<sup>9</sup> bytes &times; hours);
-a failed attempt's whole request is waste. The right-sizer's next ask is for a task of the
-largest declared size without an input size; its saving sizes each task of this run from
-its input.</p>
-<table id="processes"><tr>{head}</tr>
-{_process_rows(report)}
-</table>
+<p>Sorted by waste, largest first. Memory areas are memory &times; run time (MB&middot;s to
+TB&middot;h, 1 GB = 10<sup>9</sup> bytes), CPU areas cores &times; run time; a failed
+attempt's whole request is waste. The
+right-sizer's next ask is for a task of the largest declared size without an input size,
+never above what was declared unless a failure asked for more; its saving sizes each task
+of this run from its input.</p>
+<div class="wide">{_process_table(report)}</div>
 {plots}
 <h2>Apply it</h2>
 <h3>Nextflow</h3>

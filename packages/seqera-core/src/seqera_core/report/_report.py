@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -17,11 +17,22 @@ from ..history import History, TaskRecord
 from ..platforms import Platform
 from ..units import GIB, format_bytes, format_seconds
 from ._advice import Advice, advise
-from ._figures import Summary, summary
+from ._figures import GB_HOUR, Summary, Usage, summary
 from ._records import select
 from ._snippets import nextflow_config, nextflow_directives, snakemake_profile
+from ._timeline import Span, spans
+from ._units import BYTE_SECONDS, CORE_SECONDS, number, text
 
-__all__ = ["Report", "amount", "build", "document", "failures_text", "headline"]
+__all__ = [
+    "Report",
+    "build",
+    "cpu_text",
+    "document",
+    "failures_text",
+    "headline",
+    "memory_text",
+    "money",
+]
 
 _CAUSE_WORDS = {
     "out_of_memory": "out of memory",
@@ -37,9 +48,17 @@ _UNITS = {
     "memory": "GB-hours (10^9 bytes x hours)",
     "cpus": "core-hours",
     "time": "hours",
+    "declared.memory": "bytes",
+    "declared.time": "seconds",
+    "longest": "seconds",
+    "limit_share": "run time / time limit",
     "advice.memory": "bytes",
     "advice.time": "seconds",
+    "timeline": "epoch seconds",
 }
+# The totals of the selection, under "summary" (``seqera report --json | jq .summary``).
+_TOTALS = ("runs", "engines", "backends", "tasks", "attempts", "succeeded", "failures",
+           "memory", "cpus", "run_hours", "limit_hours", "costs", "missing")  # fmt: skip
 
 
 @frozen
@@ -53,6 +72,7 @@ class Report:
     snakemake: str
     records: tuple[TaskRecord, ...]
     generated: float
+    timeline: tuple[Span, ...] = ()
 
     @property
     def saved_memory(self) -> float:
@@ -90,14 +110,16 @@ def build(
     """
     records = select(history, run_ids, since, where=source)
     advice = advise(history, records)
+    figures = summary(records, platform)
     return Report(
         source=source,
-        summary=summary(records, platform),
+        summary=figures,
         advice=advice,
         nextflow=nextflow_config(advice.values()),
         snakemake=snakemake_profile(advice.values()),
         records=tuple(records),
         generated=time.time(),
+        timeline=spans(records, len(figures.runs)),
     )
 
 
@@ -112,18 +134,25 @@ def _plain(value: Any) -> Any:
 
 
 def document(report: Report) -> dict[str, Any]:
-    """The report's figures as one JSON-ready document (what ``--json`` prints)."""
+    """The report's figures as one JSON-ready document (what ``--json`` prints): ``summary``
+    (the selection's totals and what is not measured), ``processes`` (one entry each, with
+    the right-sizer's ``advice``), ``timeline`` (every attempt placed in time), ``saving``,
+    ``snippets``; ``units`` names the unit of each figure."""
     figures = _plain(report.summary)
-    for process in figures["processes"]:
+    processes = figures.pop("processes")
+    for process in processes:
         advice = report.advice.get(process["process"])
         process["advice"] = None if advice is None else {
             **_plain(advice), "nextflow": nextflow_directives(advice)
         }  # fmt: skip
+    assert set(figures) == set(_TOTALS), "every total is documented"
     return {
         "source": report.source,
         "generated": report.generated,
         "units": _UNITS,
-        **figures,
+        "summary": figures,
+        "processes": processes,
+        "timeline": _plain(report.timeline),
         "saving": {
             "memory": report.saved_memory,
             "cpus": report.saved_cpus,
@@ -133,13 +162,14 @@ def document(report: Report) -> dict[str, Any]:
     }
 
 
-def amount(value: float) -> str:
-    """A figure for people: whole above 100, two decimals above 1, two digits below."""
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    if abs(value) >= 1 or value == 0:
-        return f"{value:.2f}"
-    return f"{value:.2g}"
+def memory_text(gb_hours: float) -> str:
+    """A memory area (GB-hours) in the unit it reads best in, e.g. ``12.3 MB·s``."""
+    return text(gb_hours * GB_HOUR, BYTE_SECONDS)
+
+
+def cpu_text(core_hours: float) -> str:
+    """A CPU area (core-hours) in the unit it reads best in, e.g. ``3.40 core·s``."""
+    return text(core_hours * 3600, CORE_SECONDS)
 
 
 def failures_text(failures: dict[str, int]) -> str:
@@ -156,31 +186,45 @@ def headline(report: Report, limit: int = 3) -> list[str]:
     figures = report.summary
     memory, cpus = figures.memory, figures.cpus
     lines = [
-        f"{figures.tasks} tasks, {failures_text(figures.failures)}; memory {amount(memory.used)} "
-        f"of {amount(memory.requested)} GB-h used, {amount(memory.wasted)} wasted; cpus "
-        f"{amount(cpus.used)} of {amount(cpus.requested)} core-h busy"
+        f"{figures.tasks} tasks, {failures_text(figures.failures)}; "
+        f"memory {_area(memory, memory_text, 'used')}; CPU {_area(cpus, cpu_text, 'busy')}"
     ]
     if figures.costs is not None:
-        lines[0] += f"; cost {amount(figures.costs.total)}, {amount(figures.costs.wasted)} wasted"
+        lines[0] += f"; cost {money(figures.costs.total)}, {money(figures.costs.wasted)} wasted"
     for process in figures.processes[:limit]:
         if process.memory.wasted <= 0 and process.cpus.wasted <= 0:
             break
-        text = f"  {process.process}: {amount(process.memory.wasted)} GB-h memory and " \
-               f"{amount(process.cpus.wasted)} core-h wasted"  # fmt: skip
+        line = f"  {process.process}: {memory_text(process.memory.wasted)} of memory and " \
+               f"{cpu_text(process.cpus.wasted)} wasted"  # fmt: skip
         peak = process.distributions.get("peak_memory")
         asked = process.distributions.get("memory")
         if peak is not None and asked is not None:
-            text += f" (asks {format_bytes(int(asked.maximum))}, peaks at " \
+            line += f" (asks {format_bytes(int(asked.maximum))}, peaks at " \
                     f"{format_bytes(int(peak.maximum))})"  # fmt: skip
         advice = report.advice.get(process.process)
         if advice is not None and advice.memory is not None:
-            text += f"; next time {format_bytes(advice.memory)}"
+            line += f"; next time {format_bytes(advice.memory)}"
             if advice.time is not None:
-                text += f", {format_seconds(advice.time)}"
-        lines.append(text)
+                line += f", {format_seconds(advice.time)}"
+        lines.append(line)
+    lines += [f"not measured: {sentence}" for sentence in figures.missing]
     if report.advice:
         lines.append(
-            f"the right-sizer would have saved {amount(report.saved_memory)} GB-h of memory and "
-            f"{amount(report.saved_cpus)} core-h on this run"
+            f"the right-sizer would have saved {memory_text(report.saved_memory)} of memory and "
+            f"{cpu_text(report.saved_cpus)} on this run"
         )
     return lines
+
+
+def _area(usage: Usage, show: Callable[[float], str], verb: str) -> str:
+    """``1.2 GB·h used of 3.4 GB·h, 2.2 GB·h wasted``, or what is not known of it."""
+    if not usage.measured and not usage.requested:
+        return "not measured"
+    if usage.used or usage.wasted or not usage.unmeasured:
+        return f"{show(usage.used)} {verb} of {show(usage.requested)}, {show(usage.wasted)} wasted"
+    return f"{show(usage.requested)} reserved, {verb} not measured"
+
+
+def money(value: float) -> str:
+    """An amount at the platform's rates: cents shown, never ``1e-05``."""
+    return number(value) if abs(value) >= 0.01 or value == 0 else "< 0.01"
