@@ -11,6 +11,7 @@ says why (:mod:`._gaps`).
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -61,6 +62,24 @@ def _series(
     return {"x": xs, "y": ys, "hovertext": names}
 
 
+def _log_ticks(values: Sequence[float]) -> dict[str, Any]:
+    """Ticks at 1, 2, 5 times the powers of ten the values span, labelled in plain
+    decimals (plotly's own log ticks write 2..9 between decades as bare digits)."""
+    shown = [v for v in values if v > 0]
+    if not shown:
+        return {}
+    low, high = math.floor(math.log10(min(shown))), math.ceil(math.log10(max(shown)))
+    ticks = [m * 10.0**e for e in range(low, high + 1) for m in (1, 2, 5)]
+    ticks = [t for t in ticks if min(shown) / 2 <= t <= max(shown) * 2]
+    return {"tickvals": ticks, "ticktext": [_tick(t) for t in ticks]}
+
+
+def _tick(value: float) -> str:
+    """``0.002``, ``0.5``, ``20``, ``1,000``: as many decimals as the value needs."""
+    decimals = max(0, -math.floor(math.log10(value)))
+    return f"{value:,.{decimals}f}"
+
+
 def boxes(
     title: str,
     units: tuple[Unit, ...] | None,
@@ -92,7 +111,8 @@ def boxes(
                      160 + 28 * len(order) * len(series))  # fmt: skip
     layout["boxmode"] = "group"
     if log:
-        layout["xaxis"].update(type="log", rangemode="normal")
+        layout["xaxis"].update(type="log", rangemode="normal", **_log_ticks(
+            [unit.of(v) for v in values if v is not None]))  # fmt: skip
     return data, layout
 
 
@@ -125,18 +145,22 @@ def _clock(epoch: float) -> str:
     return dt.datetime.fromtimestamp(epoch).strftime("%H:%M:%S")
 
 
+def _row(span: Span) -> str:
+    return f"{span.process} {span.task}"
+
+
 def timeline(placed: Sequence[Span]) -> Figure:
     """Every attempt from its start to its end, one row each, coloured by outcome."""
     shown = placed[:TIMELINE_ROWS]
     origin = min(s.start for s in shown)
     unit = pick([max(s.end for s in shown) - origin], SECONDS)
-    rows = [s.task for s in shown]
+    rows = [_row(s) for s in shown]
     data = []
     for outcome in dict.fromkeys(s.outcome for s in shown):
         these = [s for s in shown if s.outcome == outcome]
         data.append({
             "type": "bar", "orientation": "h", "name": outcome.replace("_", " "),
-            "y": [s.task for s in these],
+            "y": [_row(s) for s in these],
             "base": [float(f"{unit.of(s.start - origin):.5g}") for s in these],
             "x": [max(float(f"{unit.of(s.end - s.start):.4g}"), 0.0) for s in these],
             "marker": {"color": _OUTCOME_COLOURS.get(outcome, COLOURS[5])},

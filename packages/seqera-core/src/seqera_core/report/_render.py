@@ -69,6 +69,8 @@ def _plot(index: int, figure: Figure) -> str:
 def _area(usage: Usage, scale: float, units: tuple[Unit, ...], verb: str, spent: str) -> str:
     """``3.4 GB·h requested, 1.2 GB·h used, 2.2 GB·h wasted`` in one unit, or what is
     not known of it."""
+    if not usage.measured and not usage.requested:
+        return "not measured (no run time): see below"
     unit = pick([usage.requested * scale], units)
     shown = [f"{text(usage.requested * scale, units, unit)} {spent}"]
     if usage.used or usage.wasted or not usage.unmeasured:
@@ -116,6 +118,8 @@ def _summary_rows(report: Report) -> list[tuple[str, str]]:
               f"{text(report.saved_cpus * 3600, CORE_SECONDS)} of CPU")  # fmt: skip
     if report.saved_cost is not None:
         saving += f", {money(report.saved_cost)} at the platform's rates"
+    if not report.advice:
+        saving = "no advice: no process has a measured successful attempt"
     rows.append(("the right-sizer would have saved", saving))
     return rows
 
@@ -166,7 +170,9 @@ def _cells(usage: Usage, scale: float, unit: Unit, parts: tuple[str, ...]) -> li
             if part == "requested" or measured else "not measured" for part in parts]  # fmt: skip
 
 
-def _advice_cells(report: Report, process: ProcessFigures) -> tuple[str, str]:
+def _advice_cells(
+    report: Report, process: ProcessFigures, memory: Unit, cpu: Unit
+) -> tuple[str, str]:
     advice = report.advice.get(process.process)
     if advice is None:
         why = "no successful attempt" if not process.succeeded else "nothing to learn from"
@@ -176,34 +182,54 @@ def _advice_cells(report: Report, process: ProcessFigures) -> tuple[str, str]:
         + ([format_bytes(advice.memory)] if advice.memory is not None else [])
         + ([format_seconds(advice.time)] if advice.time is not None else [])
     )
-    saved = (f"{text(advice.saved_memory * GB_HOUR, BYTE_SECONDS)}, "
-             f"{text(advice.saved_cpus * 3600, CORE_SECONDS)}")  # fmt: skip
+    saved = (f"{text(advice.saved_memory * GB_HOUR, BYTE_SECONDS, memory)}, "
+             f"{text(advice.saved_cpus * 3600, CORE_SECONDS, cpu)}")  # fmt: skip
     if advice.too_small:
         saved += f" ({advice.too_small} of {advice.sized} tasks would not fit)"
     return ask, saved
 
 
-def _process_table(report: Report) -> str:
-    processes = report.summary.processes
-    memory = pick([p.memory.requested * GB_HOUR for p in processes], BYTE_SECONDS)
-    cpu = pick([p.cpus.requested * 3600 for p in processes], CORE_SECONDS)
-    head = ["process", "attempts", "failed", f"memory {memory.name} requested", "used",
-            "wasted", f"CPU {cpu.name} reserved", "busy", "declared (most asked)",
-            "longest run", "right-sizer next time", "saving on this run", "outliers"]  # fmt: skip
-    rows = []
-    for process in processes:
-        ask, saved = _advice_cells(report, process)
-        cells = [
-            html.escape(process.process), str(process.attempts),
-            str(sum(process.failures.values())),
-            *_cells(process.memory, GB_HOUR, memory, ("requested", "used", "wasted")),
-            *_cells(process.cpus, 3600, cpu, ("requested", "used")),
-            html.escape(_declared(process)), html.escape(_limit(process)),
-            html.escape(ask), html.escape(saved), _outliers(process),
-        ]  # fmt: skip
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+def _table(identifier: str, head: list[str], rows: list[list[str]]) -> str:
     header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    return f'<table id="processes"><tr>{header}</tr>\n' + "\n".join(rows) + "\n</table>"
+    body = "\n".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<div class="wide"><table id="{identifier}"><tr>{header}</tr>\n{body}\n</table></div>'
+
+
+def _process_tables(report: Report) -> str:
+    """Two tables of a few columns each, so both read whole at 800 px: what each process
+    used, and what it asked for with what the right-sizer would ask instead."""
+    processes = report.summary.processes
+    advised = list(report.advice.values())
+    memory = pick([p.memory.requested * GB_HOUR for p in processes]
+                  + [a.saved_memory * GB_HOUR for a in advised], BYTE_SECONDS)  # fmt: skip
+    cpu = pick([p.cpus.requested * 3600 for p in processes]
+               + [a.saved_cpus * 3600 for a in advised], CORE_SECONDS)  # fmt: skip
+    used = [
+        [html.escape(process.process), str(process.attempts),
+         str(sum(process.failures.values())),
+         *_cells(process.memory, GB_HOUR, memory, ("requested", "used", "wasted")),
+         *_cells(process.cpus, 3600, cpu, ("requested", "used", "wasted"))]
+        for process in processes
+    ]  # fmt: skip
+    asked = [
+        [html.escape(process.process), html.escape(_declared(process)),
+         html.escape(_limit(process)),
+         *(html.escape(c) for c in _advice_cells(report, process, memory, cpu)),
+         _outliers(process)]
+        for process in processes
+    ]  # fmt: skip
+    if not any(p.memory.measured or p.cpus.measured for p in processes):
+        used_table = ('<p id="processes">Nothing was measured: no memory or CPU figure for '
+                      "any process (see above). What each asked for is below.</p>")  # fmt: skip
+    else:
+        head = ["process", "attempts", "failed", f"memory {memory.name} requested", "used",
+                "wasted", f"CPU {cpu.name} reserved", "busy", "wasted"]  # fmt: skip
+        used_table = _table("processes", head, used)
+    return "\n".join((
+        used_table,
+        _table("advice", ["process", "declared (the most asked)", "longest run",
+                          "right-sizer next time", "saving on this run", "outliers"], asked),
+    ))  # fmt: skip
 
 
 _STYLE = """
@@ -213,7 +239,7 @@ table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
 td, th { border-bottom: 1px solid #ddd; padding: 0.3em 0.5em; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; }
 .wide { overflow-x: auto; max-width: 100%; }
-#processes td:nth-child(n+2):nth-child(-n+8) { text-align: right; white-space: nowrap; }
+#processes td:nth-child(n+2) { text-align: right; white-space: nowrap; }
 #processes th { min-width: 4em; }
 .missing { background: #fff6e5; border-left: 4px solid #f58518; padding: 0.5em 1em; }
 pre { background: #f7f7f7; padding: 1em; overflow-x: auto; }
@@ -272,7 +298,7 @@ attempt's whole request is waste. The
 right-sizer's next ask is for a task of the largest declared size without an input size,
 never above what was declared unless a failure asked for more; its saving sizes each task
 of this run from its input.</p>
-<div class="wide">{_process_table(report)}</div>
+{_process_tables(report)}
 {plots}
 <h2>Apply it</h2>
 <h3>Nextflow</h3>
