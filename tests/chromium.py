@@ -90,7 +90,7 @@ def look(page_path: Path, widths: tuple[int, ...], name: str) -> dict[int, dict[
 
                 context.route("**/*", route)
                 page = context.new_page()
-                page.on("console", lambda m, e=errors: e.append(m.text) if m.type == "error" else None)
+                page.on("console", lambda m, e=errors: m.type == "error" and e.append(m.text))
                 page.on("pageerror", lambda exc, e=errors: e.append(str(exc)))
                 page.goto(url, wait_until="load", timeout=PATIENCE_MS)
                 try:
