@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +17,8 @@ from seqera_core.cli import main
 from seqera_core.history import TaskRecord, open_history
 from seqera_core.units import GIB
 
-PLATFORM = Path(__file__).parents[3] / "shared" / "platforms" / "slurm-cluster.yaml"
+REPO = Path(__file__).parents[3]
+PLATFORM = REPO / "shared" / "platforms" / "slurm-cluster.yaml"
 NOON = 1_795_521_600.0  # 2026-11-24T12:00Z
 
 
@@ -55,12 +60,13 @@ def test_the_page_and_its_path(
 def test_json_is_the_same_figures(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", "--history", str(history), "--run", "late", "--json"]) == 0
     figures = json.loads(capsys.readouterr().out)
-    assert figures["runs"] == ["late"] and figures["tasks"] == 24
-    assert figures["failures"] == {"out_of_memory": 4}
+    totals = figures["summary"]  # the README's `jq '.summary'`
+    assert totals["runs"] == ["late"] and totals["tasks"] == 24
+    assert totals["failures"] == {"out_of_memory": 4}
     # 20 successful half-hours at 4 GB asked, 1 GB used; 4 killed half-hours at 4 GB
-    assert figures["memory"]["requested"] == pytest.approx(24 * 4 * GIB * 0.5 / 1e9)
-    assert figures["memory"]["wasted"] == pytest.approx((20 * 3 + 4 * 4) * GIB * 0.5 / 1e9)
-    assert figures["costs"] is None
+    assert totals["memory"]["requested"] == pytest.approx(24 * 4 * GIB * 0.5 / 1e9)
+    assert totals["memory"]["wasted"] == pytest.approx((20 * 3 + 4 * 4) * GIB * 0.5 / 1e9)
+    assert totals["costs"] is None
     assert {p["process"] for p in figures["processes"]} == {"bwa", "sort"}
     assert all(p["advice"]["memory"] < 4 * GIB for p in figures["processes"])
     assert "withName: 'bwa'" in figures["snippets"]["nextflow"]
@@ -69,14 +75,14 @@ def test_json_is_the_same_figures(history: Path, capsys: pytest.CaptureFixture[s
 def test_since_and_several_runs(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", "--history", f"sqlite:///{history}", "--since",
                  "2026-11-24T12:30Z", "--json"]) == 0  # fmt: skip
-    assert json.loads(capsys.readouterr().out)["runs"] == ["late"]
+    assert json.loads(capsys.readouterr().out)["summary"]["runs"] == ["late"]
     assert main(["report", "--history", str(history), "--run", "early", "late", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["runs"] == ["early", "late"]
+    assert json.loads(capsys.readouterr().out)["summary"]["runs"] == ["early", "late"]
 
 
 def test_cost_at_the_platforms_rates(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", "--history", str(history), "--platform", str(PLATFORM), "--json"]) == 0
-    costs = json.loads(capsys.readouterr().out)["costs"]
+    costs = json.loads(capsys.readouterr().out)["summary"]["costs"]
     # the default queue (normal) takes the platform's rates: 0.02 a core-hour, 0.004 a GiB-hour
     assert costs["total"] == pytest.approx(48 * 0.5 * (2 * 0.02 + 4 * 0.004))
     assert costs["rates"]["core_hour"] == 0.02
@@ -118,4 +124,66 @@ def test_the_console_script(history: Path) -> None:
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["tasks"] == 48
+    assert json.loads(done.stdout)["summary"]["tasks"] == 48
+
+
+def _readme_jq_lines() -> list[tuple[list[str], str]]:
+    """The README's ``seqera report ... --json | jq FILTER`` lines: the report's arguments
+    and the filter, from the ``seqera report`` section's code blocks."""
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## `seqera report`", 1)[1].split("\n## ", 1)[0]
+    found = []
+    for block in re.findall(r"```sh\n(.*?)```", section, re.S):
+        for line in block.splitlines():
+            command, bar, rest = line.partition("|")
+            if bar and rest.split()[:1] == ["jq"]:
+                words = shlex.split(command, comments=True)
+                assert words[:3] == ["uv", "run", "seqera"], line
+                found.append((words[3:], shlex.split(rest, comments=True)[1]))
+    return found
+
+
+def _jq(document: str, expression: str) -> str:
+    """``jq EXPRESSION`` over ``document``: the real jq (CI installs it, .ci/run); on a
+    machine without it, Python for a plain path (``.a.b[0]``, ``.a[]``), else a skip."""
+    jq = shutil.which("jq")
+    if jq is not None:
+        done = subprocess.run([jq, expression], input=document, capture_output=True,
+                              text=True, timeout=60, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+    if not re.fullmatch(r"(\.\w+|\[\d*\])+", expression):
+        message = f"jq is not installed and {expression!r} is more than a path"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(message)
+        pytest.skip(message)
+    values = [json.loads(document)]
+    for step in re.findall(r"\.\w+|\[\d*\]", expression):
+        if step == "[]":
+            values = [item for value in values for item in value]
+        elif step.startswith("["):
+            values = [value[int(step[1:-1])] for value in values]
+        else:
+            values = [value.get(step[1:]) for value in values]
+    return "".join(json.dumps(value) + "\n" for value in values)
+
+
+def test_the_readmes_jq_lines_print_what_they_promise(
+    history: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = _readme_jq_lines()
+    assert len(lines) >= 2, "the README shows its JSON through jq"
+    # and one attempt as a Slurm without slurmdbd records it: no run time, no peak, no CPU
+    store = open_history(history)
+    store.record([TaskRecord("late", "unmeasured", "bwa", True, cpus=2, memory=4 * GIB,
+                             time=3600, backend="slurm", finished=NOON)])  # fmt: skip
+    store.close()
+    monkeypatch.setenv("SEQERA_HISTORY", str(history))  # what the README's default finds
+    for arguments, expression in lines:
+        done = subprocess.run([sys.executable, "-m", "seqera_core.cli", *arguments],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                              check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        shown = _jq(done.stdout, expression).split("\n")
+        # every key the README names exists: jq prints null for one that does not
+        assert shown[0] and "null" not in shown, (expression, shown[:5])
