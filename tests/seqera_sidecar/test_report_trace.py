@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -52,15 +53,16 @@ def test_the_figures_match_evaluate_on_the_same_tasks(
     # task of this trace peaked above its memory), which is what the report measures
     memory, time = evaluate(records, SEED, "preset"), evaluate_time(records, SEED, "preset")
     assert memory.retries == 0 and time.kills == 0
-    assert figures["tasks"] == memory.tasks == time.tasks == 1101
-    assert figures["memory"]["used"] == pytest.approx(memory.used_gbh, rel=1e-9)  # type: ignore[index]
-    assert figures["memory"]["wasted"] == pytest.approx(memory.wasted_gbh, rel=1e-9)  # type: ignore[index]
+    totals: dict[str, Any] = figures["summary"]  # type: ignore[assignment]
+    assert totals["tasks"] == memory.tasks == time.tasks == 1101
+    assert totals["memory"]["used"] == pytest.approx(memory.used_gbh, rel=1e-9)
+    assert totals["memory"]["wasted"] == pytest.approx(memory.wasted_gbh, rel=1e-9)
     processes = {p["process"]: p for p in figures["processes"]}  # type: ignore[attr-defined]
     assert set(processes) == set(memory.by_process)
     for name, wasted in memory.by_process.items():
         assert processes[name]["memory"]["wasted"] == pytest.approx(wasted, rel=1e-9), name
-    assert figures["run_hours"] == pytest.approx(time.run_hours, rel=1e-9)
-    assert figures["limit_hours"] == pytest.approx(time.declared_hours, rel=1e-9)
+    assert totals["run_hours"] == pytest.approx(time.run_hours, rel=1e-9)
+    assert totals["limit_hours"] == pytest.approx(time.declared_hours, rel=1e-9)
 
 
 def test_the_command_line_rows_agree(
@@ -74,8 +76,9 @@ def test_the_command_line_rows_agree(
     )  # fmt: skip
     row = next(line for line in done.stdout.splitlines() if line.startswith("| preset | 1101"))
     used, wasted = (float(cell) for cell in row.split("|")[3:5])
-    assert used == pytest.approx(figures["memory"]["used"], abs=0.006)  # type: ignore[index]
-    assert wasted == pytest.approx(figures["memory"]["wasted"], abs=0.006)  # type: ignore[index]
+    totals: dict[str, Any] = figures["summary"]  # type: ignore[assignment]
+    assert used == pytest.approx(totals["memory"]["used"], abs=0.006)
+    assert wasted == pytest.approx(totals["memory"]["wasted"], abs=0.006)
 
 
 def test_the_page_of_the_whole_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -104,7 +107,8 @@ def test_the_sidecar_serves_the_report_of_a_recorded_run(tmp_path: Path) -> None
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert "Plotly.newPlot" in page.text and "withName:" in page.text
     figures = client.get(f"/report?run={run}&format=json", headers=AUTH).json()
-    assert figures["runs"] == [run] and figures["tasks"] == history.count() == 2938
+    totals = figures["summary"]
+    assert totals["runs"] == [run] and totals["tasks"] == history.count() == 2938
     unknown = client.get("/report?run=nope", headers=AUTH)
     assert unknown.status_code == 404 and "nope" in unknown.json()["problems"][0]
     assert client.get("/report?since=soon", headers=AUTH).status_code == 400
