@@ -75,3 +75,33 @@ def test_snakemake_advice_never_goes_below_the_memory_its_executor_submits() -> 
     history = open_history(":memory:")
     history.record(other)
     assert 31 * MIB < (build(history).advice["tiny"].memory or 0) < RUNNER_MEMORY
+
+
+def test_advice_never_asks_more_than_declared_without_a_failure() -> None:
+    # a rule declaring runtime=5 (minutes) and 200 MB that ran 0.1 s in 150 MB: the
+    # resolver's floors (10 minutes, a margin) must not come back as "ask for more"
+    rows = [TaskRecord("run", f"t{i}", "quick", True, cpus=1, memory=200 * 10**6, time=300,
+                       peak_memory=150 * 10**6 + i, realtime=0.1, cpu_time=0.05)
+            for i in range(3)]  # fmt: skip
+    history = open_history(":memory:")
+    history.record(rows)
+    advice = build(history).advice["quick"]
+    assert advice.time == 300 and advice.memory is not None and advice.memory <= 200 * 10**6
+    assert advice.cpus <= 1 and advice.saved_memory >= 0
+
+
+def test_a_time_limit_failure_justifies_a_longer_limit_than_declared() -> None:
+    def advised(killed: bool) -> int | None:
+        rows = [
+            TaskRecord("run", "t", "slow", not killed, cpus=1, memory=GIB, time=60,
+                       realtime=60.0, time_limit=killed, peak_memory=MIB),
+            TaskRecord("run", "t", "slow", True, attempt=2, cpus=1, memory=GIB, time=60,
+                       peak_memory=MIB, realtime=59.0),
+        ]  # fmt: skip
+        history = open_history(":memory:")
+        history.record(rows)
+        return build(history).advice["slow"].time
+
+    # the resolver's floor of 10 minutes: asked for only after the limit killed a run
+    assert advised(killed=False) == 60
+    assert advised(killed=True) == 600

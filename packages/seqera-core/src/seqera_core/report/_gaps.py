@@ -37,7 +37,7 @@ _ECS = (
     "the ECS usage line was not found for {n}: keep report_usage on (the default) and the "
     "awslogs driver, to see their {what}"
 )
-_OLDER = "{n} were recorded without {what} (by an older seqera, or an engine that did not say)"
+_OLDER = "no {what} was recorded for {n} (by an older seqera, or an engine that did not say)"
 _OTHER = "the {backend} backend did not report {what} for {n}"
 
 
