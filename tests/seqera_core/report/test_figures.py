@@ -104,6 +104,10 @@ def test_a_real_local_run_agrees_with_its_rows(local_history: Path) -> None:
     assert figures["summary"]["cpus"]["unmeasured"] == 0
     assert all(p["cpus"]["used"] > 0 for p in figures["processes"] if p["succeeded"])
     assert figures["summary"]["missing"] == []
+    # every attempt on the timeline where it ran, though all were recorded at the end
+    placed = figures["timeline"]
+    assert len(placed) == 12 and len({round(s["end"], 1) for s in placed}) > 3
+    assert all(s["backend"] == "local" and s["end"] > s["start"] for s in placed)
     total = sum(p["memory"][2] for p in expected.values())
     assert figures["summary"]["memory"]["wasted"] == pytest.approx(total, rel=1e-9)
 

@@ -58,11 +58,19 @@ def finished_record(
         realtime=status.wall_seconds,
         input_bytes=request.input_bytes,
         container=request.container,
-        finished=time.time(),
+        finished=_ended(status),
         cause=cause(status),
         cpu_time=status.cpu_seconds,
         backend=status.handle.backend,
     )
+
+
+def _ended(status: JobStatus) -> float:
+    """When the attempt ended: its start plus its run time where the backend knows both
+    (so a row recorded late still sits where it ran on the report's timeline), else now."""
+    if status.started_at is not None and status.wall_seconds is not None:
+        return status.started_at + status.wall_seconds
+    return time.time()
 
 
 def _cpu_percent(status: JobStatus) -> float | None:

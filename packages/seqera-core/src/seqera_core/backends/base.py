@@ -146,6 +146,9 @@ class JobStatus:
     # measure it: wait4's rusage (local, the squash launcher), sacct's TotalCPU (Slurm with
     # accounting), the container's cgroup (ECS). Busy cores = cpu_seconds / wall_seconds.
     cpu_seconds: float | None = None
+    # When the job started (epoch seconds), where the backend knows it (local, the squash
+    # launcher): with wall_seconds, when it ended, for the report's timeline.
+    started_at: float | None = None
 
 
 class Backend(abc.ABC):

@@ -19,8 +19,9 @@ class TaskRecord:
     did); rows written before the column existed get it from the flags (:func:`cause_of`).
     ``cpu_time`` is the CPU seconds its processes used (busy cores = ``cpu_time`` /
     ``realtime``); ``cpu_percent`` is the same as Nextflow's ``%cpu`` where only that is known.
-    ``finished`` is when the attempt was recorded as ended, so it ran from about
-    ``finished - realtime`` to ``finished``.
+    ``finished`` is when the attempt ended (its start plus its run time where the backend
+    knows its start, else when the engine saw it end), so it ran from ``finished -
+    realtime`` to ``finished``.
     """
 
     run_id: str

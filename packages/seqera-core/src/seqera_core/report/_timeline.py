@@ -2,10 +2,10 @@
 
 As Nextflow's ``-with-timeline`` draws each task from submission to completion, the report
 draws each attempt from its start to its end, coloured by outcome. The history keeps when
-an attempt was recorded as ended (``finished``) and its run time, so an attempt ran from
-``finished - realtime`` to ``finished``: the end is when the engine saw it, at most one
-poll late. An attempt without a run time (a Slurm without accounting) cannot be placed,
-and is counted apart.
+an attempt ended (``finished``) and its run time, so an attempt ran from ``finished -
+realtime`` to ``finished``; where the backend does not say when a job started (Slurm,
+ECS), ``finished`` is when the engine saw it end, at most one poll late. An attempt
+without a run time (a Slurm without accounting) cannot be placed, and is counted apart.
 """
 
 from __future__ import annotations

@@ -71,6 +71,7 @@ class LocalJob:
             wall_seconds=wall,
             peak_memory_bytes=self.peak or None,
             cpu_seconds=None if self.cpu is None else round(self.cpu, 3),
+            started_at=self.started_wall,
         )
 
 

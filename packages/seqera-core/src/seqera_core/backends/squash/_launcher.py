@@ -330,6 +330,7 @@ class Launcher:
                 "wall_seconds": round(wall, 3),
                 "peak_memory_bytes": usage.ru_maxrss * 1024,  # kilobytes on Linux
                 "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
+                "started": round(job.started, 3),
                 "time_limit": job.time_limit,
                 "cancelled": job.cancelled,
                 "allocation": self.name,

@@ -105,6 +105,7 @@ def finished(handle: JobHandle, result: Mapping[str, Any]) -> JobStatus:
     peak = result.get("peak_memory_bytes")
     wall = result.get("wall_seconds")
     cpu = result.get("cpu_seconds")  # the launcher's wait4 rusage, user + system
+    started = result.get("started")
     return JobStatus(
         handle,
         state,
@@ -114,4 +115,5 @@ def finished(handle: JobHandle, result: Mapping[str, Any]) -> JobStatus:
         wall_seconds=float(wall) if isinstance(wall, int | float) else None,
         peak_memory_bytes=int(peak) if isinstance(peak, int) else None,
         cpu_seconds=float(cpu) if isinstance(cpu, int | float) else None,
+        started_at=float(started) if isinstance(started, int | float) else None,
     )
