@@ -98,7 +98,8 @@ def test_a_real_run_reported_and_its_profile_applied(tmp_path: Path, env: dict[s
     done = _run([*seqera, "--json"], workdir, env)
     assert done.returncode == 0, done.stderr
     figures = json.loads(done.stdout)
-    assert figures["engines"] == ["snakemake"] and figures["tasks"] == 5
+    totals = figures["summary"]
+    assert totals["engines"] == ["snakemake"] and totals["tasks"] == 5
     processes = {p["process"]: p for p in figures["processes"]}
     assert set(processes) == {"make", "sort", "summary"}
     make = processes["make"]
