@@ -254,3 +254,40 @@ def test_a_bulk_load_sizes_exactly_as_learning_one_run_at_a_time() -> None:
     for i in range(300):
         request = ResourceRequest(memory=GIB, process=f"P{i % 3}", input_bytes=i * 3331 % 10**9)
         assert loaded.resolve(request) == stepwise.resolve(request)
+
+
+def _tracker(runs: list[tuple[int, int]], start: int = 0) -> list[TaskRecord]:
+    """First attempts of about the same input given ``(allocation, peak)``."""
+    return [
+        TaskRecord("r", str(start + i), "SORT", True, memory=given, peak_memory=peak,
+                   input_bytes=GIB + i, realtime=100.0)
+        for i, (given, peak) in enumerate(runs)
+    ]  # fmt: skip
+
+
+def test_a_process_flagged_from_history_keeps_what_it_tracked_at_until_taken_back() -> None:
+    # Sized down to 4 GiB by an earlier run, it used 3.8; given 8 (twice), it used 7.6:
+    # it keeps 4 GiB, not the 16 it declares, and a retry doubles what failed.
+    history = open_history(":memory:")
+    history.record(_tracker([(4 * GIB, int(3.8 * GIB))] * 20 + [(8 * GIB, int(7.6 * GIB))] * 2))
+    resolver = PredictiveResolver(history)
+    request = ResourceRequest(memory=16 * GIB, process="SORT", input_bytes=GIB)
+    first = resolver.resolve(request)
+    assert first is not None and first.memory == 4 * GIB and resolver.flagged == {"SORT"}
+    history.record([TaskRecord("r", "k", "SORT", False, attempt=1, memory=4 * GIB,
+                               out_of_memory=True, input_bytes=GIB)])  # fmt: skip
+    retry = resolver.resolve(attrs.evolve(request, attempt=2))
+    assert retry is not None and retry.memory == 8 * GIB
+    # Later runs given 8 GiB used what the others did: the flag is taken back.
+    history.record(_tracker([(8 * GIB, int(3.8 * GIB))] * 3, start=100))
+    later = resolver.resolve(request)
+    assert later is not None and later.memory < 4.2 * GIB
+    assert not resolver._pick(request).memory.tracks_allocation  # type: ignore[union-attr]
+
+
+def test_a_single_outlier_never_flags_a_process() -> None:
+    history = open_history(":memory:")
+    history.record(_tracker([(4 * GIB, int(3.8 * GIB))] * 20 + [(8 * GIB, int(7.6 * GIB))]))
+    resolver = PredictiveResolver(history)
+    answer = resolver.resolve(ResourceRequest(memory=16 * GIB, process="SORT", input_bytes=GIB))
+    assert answer is not None and answer.memory < 8 * GIB and not resolver.flagged

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
 
-from seqera_core.sizing._guard import read_source, references_memory, tracks_allocation
+from seqera_core.sizing._guard import (
+    Observed,
+    read_source,
+    references_memory,
+    tracked_at,
+    tracks_allocation,
+)
 
 GB = 10**9
 
@@ -58,36 +65,75 @@ def test_nested_descriptions_and_functions_that_take_resources() -> None:
     assert not references_memory([lambda wildcards: 1, {"a": [b"bytes", 3]}])
 
 
-def test_peaks_that_follow_a_doubled_allocation_are_found() -> None:
-    # nf-core/eager's MarkDuplicates (a JVM given -Xmx from task.memory): retried at 2x
-    # and 3x its 17.2 GB, it used 32 and 45 GB where first attempts of the same input
-    # size used 15.
-    usual = [(int((5 + i / 10) * GB), (14 + i / 20) * GB, 17.2 * GB) for i in range(30)]
+def _eager() -> list[tuple[int, float, float]]:
+    # nf-core/eager's MarkDuplicates (a JVM given -Xmx from task.memory): first attempts
+    # at its declared 17.2 GB used 14-16 GB
+    return [(int((5 + i / 10) * GB), (14 + i / 20) * GB, 17.2 * GB) for i in range(30)]
+
+
+def test_peaks_that_follow_doubled_allocations_more_than_once_are_found() -> None:
+    # retried at 2x and 3x its 17.2 GB, it used 32 and 45 GB where runs of the same
+    # input size used 15: at 17.2 GB, what it ran at, it keeps
     retried = [(6 * GB, 32.1 * GB, 34.4 * GB), (6.4 * GB, 32.8 * GB, 34.4 * GB),
                (7.2 * GB, 45.4 * GB, 51.5 * GB)]  # fmt: skip
-    assert tracks_allocation(usual + retried)
-    assert tracks_allocation(usual + retried[:1])  # one is enough by default
-    assert not tracks_allocation(usual + retried[:2], evidence=3)
-    assert not tracks_allocation(usual)
+    assert tracked_at(_eager() + retried) == 17.2 * GB
+    assert tracked_at(_eager() + retried[:2]) == 17.2 * GB
+    assert not tracks_allocation(_eager() + retried[:1])  # a single run is never enough
+    assert not tracks_allocation(_eager())
+
+
+def test_the_largest_allocation_it_tracked_at_not_its_declared_size() -> None:
+    # Sized down by a right-sizer to 8 GB, a JVM used 7.6; runs given 12.5 (of the same
+    # inputs) used 11.9: it keeps 8 GB, not the 17.2 it declares.
+    small = [(int((5 + i / 10) * GB), 7.6 * GB, 8.0 * GB) for i in range(20)]
+    large = [(int((5 + i / 10) * GB), 11.9 * GB, 12.5 * GB) for i in range(3)]
+    assert tracked_at(small + large) == 8.0 * GB
+
+
+def test_a_tightly_sized_outlier_is_not_a_self_sizing_tool() -> None:
+    # Issue 31's pipeline C: ~330 tasks sized tightly near 0.2 GB, then one of an
+    # ordinary input peaked 1.5 x its neighbours, using 94 % of 1.5 x the allocation.
+    rng = random.Random(3)
+    runs = [(int(rng.uniform(1, 1.2) * GB), p, p * 1.05)
+            for p in (rng.uniform(0.19, 0.2) * GB for _ in range(330))]  # fmt: skip
+    outlier = (int(1.1 * GB), 0.31 * GB, 0.33 * GB)
+    assert not tracks_allocation([*runs, outlier])
+    # a second such outlier is, at the largest allocation the others ran at, until the
+    # runs given as much since use what the others did: then the flag is taken back
+    second = (int(1.05 * GB), 0.312 * GB, 0.33 * GB)
+    assert tracked_at([*runs, outlier, second]) == max(g for _, _, g in runs)
+    later = [(int(rng.uniform(1, 1.2) * GB), rng.uniform(0.19, 0.2) * GB, 0.33 * GB)
+             for _ in range(3)]  # fmt: skip
+    assert not tracks_allocation([*runs, outlier, second, *later])
+
+
+def test_retries_are_evidence_only_where_asked() -> None:
+    retried = [Observed(int(6 * GB), 32.1 * GB, 34.4 * GB, False),
+               Observed(int(6.4 * GB), 32.8 * GB, 34.4 * GB, False)]  # fmt: skip
+    runs = [Observed(*run) for run in _eager()] + retried
+    assert tracks_allocation(runs)
+    assert not tracks_allocation(runs, retries=False)
+
+
+def test_peaks_out_of_proportion_with_the_allocations_are_not() -> None:
+    # given twice as much, used three and a half times as much: not the allocation
+    half = [(int(5 * GB), 5.0 * GB, 10.0 * GB)] * 10
+    assert not tracks_allocation(half + [(int(5.5 * GB), 17.5 * GB, 20.0 * GB)] * 3)
+    most = [(int(5 * GB), 9.0 * GB, 10.0 * GB)] * 10
+    assert tracked_at(most + [(int(5.5 * GB), 18.0 * GB, 20.0 * GB)] * 2) == 10.0 * GB
 
 
 def test_a_retried_run_with_few_neighbours_is_compared_with_its_nearest() -> None:
-    # A dozen runs of history (eager's MarkDuplicates, seed 5 of the 12/28 sample): the
-    # retried run has one other within 25 % of its input; its two nearest are enough.
-    runs = [(int(x * GB), p * GB, 17.2 * GB) for x, p in
-            [(0.67, 9.8), (2.07, 12.4), (3.26, 14.6), (3.77, 14.3), (4.05, 14.8), (4.31, 16.3),
-             (7.29, 14.6), (9.0, 14.5), (10.8, 11.4), (15.6, 15.5), (26.2, 15.5)]]  # fmt: skip
-    assert not tracks_allocation(runs)
-    assert tracks_allocation([*runs, (int(6.71 * GB), 33.4 * GB, 34.4 * GB)])
-    # a retry that used little of its doubled allocation is an ordinary one
-    assert not tracks_allocation([*runs, (int(6.71 * GB), 18.0 * GB, 34.4 * GB)])
-    # two retried runs next to each other (seed 4): each is compared with the nearest
-    # runs given half as much, whatever else is near
+    # A dozen runs of history (eager's MarkDuplicates, seed 4 of the 12/28 sample): two
+    # retried runs next to each other, each compared with the nearest runs given half
+    # as much, whatever else is near
     runs = [(int(x * GB), p * GB, 17.2 * GB) for x, p in
             [(2.39, 13.4), (2.41, 12.4), (2.70, 13.3), (3.16, 13.7), (4.70, 15.7), (7.02, 14.8),
              (10.1, 11.5), (10.7, 11.3), (10.8, 11.4), (18.3, 15.5)]]  # fmt: skip
     retried = [(int(6.39 * GB), 32.1 * GB, 34.4 * GB), (int(6.71 * GB), 33.4 * GB, 34.4 * GB)]
-    assert tracks_allocation(runs + retried)
+    assert tracked_at(runs + retried) == 17.2 * GB
+    # a retry that used little of its doubled allocation is an ordinary one
+    assert not tracks_allocation([*runs, retried[0], (int(6.71 * GB), 18.0 * GB, 34.4 * GB)])
 
 
 def test_use_that_grows_with_a_sparse_input_is_not_taken_for_tracking() -> None:
@@ -105,11 +151,11 @@ def test_use_that_grows_with_a_sparse_input_is_not_taken_for_tracking() -> None:
 def test_ordinary_retries_and_right_sized_runs_are_not() -> None:
     # A tool that needed a bit more than its first allocation: retried at 2x, used little
     # of it; and runs sized to their input use most of what they get, as they should.
-    usual = [(int((5 + i / 10) * GB), (14 + i / 20) * GB, 17.2 * GB) for i in range(30)]
+    usual = _eager()
     retried = [(int(6 * GB), 18.5 * GB, 34.4 * GB)] * 4
     assert not tracks_allocation(usual + retried)
     # nor one that needed half as much again as its neighbours: 24 GB of the 34.4 its
     # retry got (a JVM grows into nearly all of it: eager's MarkDuplicates 93-97 %)
-    assert not tracks_allocation([*usual, (int(6 * GB), 24.0 * GB, 34.4 * GB)])
+    assert not tracks_allocation([*usual, *[(int(6 * GB), 24.0 * GB, 34.4 * GB)] * 2])
     sized = [(int(x * GB), 0.9 * x * GB, x * GB) for x in range(1, 40)]
     assert not tracks_allocation(sized)

@@ -5,7 +5,11 @@ tasks is history and the other 70 % arrive online, all processes interleaved in 
 random order. A task given less than its peak (``rss``) fails, is charged its whole
 allocation x run time, is recorded as an out-of-memory attempt and is retried with what
 the predictor then answers; a task given enough is charged (allocation - peak) x run time
-and is learned. GB = 10^9 bytes, hours from ``realtime``; MAQ = used / (used + wasted).
+and is learned. Every online attempt is recorded with the predictor's own allocation as
+its memory, as a real run records what it was given, so the self-sizing guard reads the
+allocations it chose against peaks that cannot follow them: each process it flags
+(:attr:`Score.flagged`) is a false alarm. GB = 10^9 bytes, hours from ``realtime``;
+MAQ = used / (used + wasted).
 
 Time limits are replayed the same way, apart (`evaluate_time`): a task whose limit is
 below its ``realtime`` is killed, loses the limit's hours, is recorded as a time-limit
@@ -72,6 +76,9 @@ class Score:
     wasted_gbh: float
     retries: int
     by_process: dict[str, float] = attrs.field(factory=dict, eq=False)
+    # processes the right-sizer's guard took, from their history, for tools that size
+    # themselves from their allocation (at any point of the replay)
+    flagged: tuple[str, ...] = ()
 
     @property
     def maq(self) -> float:
@@ -189,7 +196,9 @@ def evaluate(
             retries += 1
     history.close()
     name = _name(predictor)
-    return Score(name, len(online), used / _GBH, wasted / _GBH, retries, dict(by_process))
+    flagged = tuple(sorted(getattr(resolver, "flagged", ())))
+    return Score(name, len(online), used / _GBH, wasted / _GBH, retries, dict(by_process),
+                 flagged)  # fmt: skip
 
 
 def evaluate_time(

@@ -60,13 +60,15 @@ def command(args: argparse.Namespace) -> int:
     for trace, records in traces.items():
         for seed in seeds:
             print(f"{trace} (seed {seed})")
-            print("| predictor | online tasks | used GB-h | wasted GB-h | MAQ | retries |")
-            print("|---|---|---|---|---|---|")
+            print(
+                "| predictor | online tasks | used GB-h | wasted GB-h | MAQ | retries | flagged |"
+            )
+            print("|---|---|---|---|---|---|---|")
             for name in names:
                 score = evaluate(records, seed, name, args.sample)
                 print(f"| {name} | {score.tasks} | {score.used_gbh:.2f} | "
                       f"{score.wasted_gbh:.2f} | {score.maq:.3f} | "
-                      f"{_retries(score)} |")  # fmt: skip
+                      f"{_retries(score)} | {len(score.flagged)} |")  # fmt: skip
             print("\nTime limits\n" + _TIME_HEAD)
             for name in names:
                 print(_time_row(name, evaluate_time(records, seed, name, args.sample)))
@@ -91,14 +93,15 @@ def _time_row(name: str, time: TimeScore) -> str:
 def _print_held(held: Sequence[Held]) -> None:
     print("Leave one pipeline out: each trace scored with the settings chosen on the others.")
     print("| trace | seed | settings (chosen on the others) | online tasks | max: wasted GB-h, "
-          "MAQ, retries | right-sizer: wasted GB-h, MAQ, retries | less waste |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
+          "MAQ, retries | right-sizer: wasted GB-h, MAQ, retries | less waste | "
+          "flagged |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     for h in held:
         most, ours = h.maximum, h.score
         less = "yes" if ours.wasted_gbh < most.wasted_gbh else "NO"
         print(f"| {h.trace} | {h.seed} | {h.chosen} | {ours.tasks} | {most.wasted_gbh:.2f}, "
               f"{most.maq:.3f}, {_retries(most)} | {ours.wasted_gbh:.2f}, {ours.maq:.3f}, "
-              f"{_retries(ours)} | {less} |")  # fmt: skip
+              f"{_retries(ours)} | {less} | {', '.join(ours.flagged) or 0} |")  # fmt: skip
     print("\nTime limits (same settings)\n" + _TIME_HEAD.replace("predictor", "trace, seed"))
     for h in held:
         print(_time_row(f"{h.trace}, {h.seed}", h.time))

@@ -16,11 +16,16 @@ from how wrong the model has been (:meth:`UsageModel.retry`); after a time-limit
 gets at least what was declared, so no task is killed twice for time when its
 declaration suffices.
 
-Tools that size themselves from their allocation (the request's ``self_sizing``, set by
-the engine adapters from :func:`seqera_core.sizing._guard.references_memory`, or a history
-whose peaks follow the allocations) get their declared memory on a first attempt, never
-less, unless ``shrink_self_sizing``. Cpus are left as declared unless ``apply_cpus``: then
-the most cores ever kept busy.
+Where the model has wasted clearly more than the plain per-process maximum over a
+process's recent tasks (scored on what it answered, :mod:`seqera_core.sizing._net`), the
+process gets the maximum until the model does better again. Tools that size themselves
+from their allocation get, unless ``shrink_self_sizing``: their declared memory on a first
+attempt, never less, when the request says so (``self_sizing``, set by the engine adapters
+from :func:`seqera_core.sizing.references_memory`); the largest allocation their history
+was seen tracking at, and a retry at ``escalation`` x what failed, when their peaks
+followed the allocations more than once (:func:`seqera_core.sizing.tracked_at`;
+:attr:`PredictiveResolver.flagged` names them). Cpus are left as declared unless
+``apply_cpus``: then the most cores ever kept busy.
 """
 
 from __future__ import annotations
@@ -53,11 +58,13 @@ class _Process:
         pools: tuple[Pool, Pool],
         options: dict[str, float],
         lends: bool,
+        floor: float,
     ) -> None:
-        self.memory = UsageModel(budget=budgets[0], pool=pools[0], lends=lends,
+        self.memory = UsageModel(budget=budgets[0], pool=pools[0], lends=lends, floor=floor,
                                  **options)  # type: ignore[arg-type]  # fmt: skip
         timing = {**options, "retry_cost": options["retry_cost"] * _TIME_MISS}
-        self.time = UsageModel(budget=budgets[1], pool=pools[1], lends=lends,
+        # the net compares memory waste; a time limit longer than needed holds nothing
+        self.time = UsageModel(budget=budgets[1], pool=pools[1], lends=lends, net=False,
                                **timing)  # type: ignore[arg-type]  # fmt: skip
         self.cpu_percent = 0.0
 
@@ -115,6 +122,8 @@ class PredictiveResolver(Resolver):
         # Hashes of the (run, task, attempt) keys learned: a replayed attempt (a weblog
         # stream sent twice, a record rewritten) comes back as a new row, once too many.
         self._learned: set[int] = set()
+        # Processes whose history showed peaks that follow allocations, at any resolve.
+        self.flagged: set[str] = set()
         self._lock = threading.Lock()
         # Read the history now, and fit each process's models: a first resolve that had
         # to read 100,000 rows would outlast the chain's timeout.
@@ -131,7 +140,8 @@ class PredictiveResolver(Resolver):
         if model is None:
             # a (cpus, container) stratum borrows, but its runs are its process's: lent once
             lends = isinstance(key, str)
-            model = self._models[key] = _Process(self._budgets, self._pools, self._options, lends)
+            model = self._models[key] = _Process(self._budgets, self._pools, self._options, lends,
+                                                 self.floor_memory)  # fmt: skip
         return model
 
     def _learn(self, record: TaskRecord) -> None:
@@ -146,9 +156,11 @@ class PredictiveResolver(Resolver):
             if record.succeeded:
                 if record.peak_memory:
                     model.memory.learn(x, record.peak_memory, weight=record.realtime or 1.0,
-                                       allocation=record.memory)  # fmt: skip
+                                       allocation=record.memory,
+                                       attempt=record.attempt)  # fmt: skip
                 if record.realtime:
-                    model.time.learn(x, record.realtime, allocation=record.time)
+                    model.time.learn(x, record.realtime, allocation=record.time,
+                                     attempt=record.attempt)  # fmt: skip
                 if record.cpu_percent:
                     model.cpu_percent = max(model.cpu_percent, record.cpu_percent)
                 continue
@@ -189,26 +201,45 @@ class PredictiveResolver(Resolver):
         return whole
 
     @staticmethod
-    def _first(model: UsageModel, input_bytes: int | None, declared: int | None) -> float | None:
-        size = model.upper(input_bytes)
+    def _capped(model: UsageModel, size: float | None, declared: int | None) -> float | None:
         if size is not None and declared and model.largest <= declared:
             # No more than declared unless this process has been seen to use more.
             size = min(size, declared)
         return size
 
+    def _first(self, model: UsageModel, input_bytes: int | None,
+               declared: int | None) -> float | None:  # fmt: skip
+        size = self._capped(model, model.upper(input_bytes), declared)
+        if model.net is not None:
+            # what the model would have given, scored against the maximum when it ends
+            own = size if not model.net.behind else self._capped(
+                model, model.own(input_bytes), declared)  # fmt: skip
+            if own is not None:
+                model.answered(input_bytes, max(own, self.floor_memory))
+        return size
+
     def _memory(self, model: UsageModel, request: ResourceRequest) -> float | None:
         declared, x = request.memory, request.input_bytes
         failed = model.failed_at(x) if request.attempt > 1 else 0.0
-        guarded = (
-            not self.shrink_self_sizing
-            and declared is not None
-            and (request.self_sizing or model.tracks_allocation)
-        )
+        # What it sizes itself from, never less: its declared size when its command says
+        # so; the largest allocation its history was seen following when that says so.
+        floor = 0.0
+        if not self.shrink_self_sizing:
+            if request.self_sizing and declared is not None:
+                floor = declared
+            elif (tracked := model.tracked_at) is not None:
+                assert request.process
+                self.flagged.add(request.process)
+                floor = tracked
         if failed:
-            size = model.retry(x, failed)
-            return max(size, declared) if guarded and declared else size
-        if guarded:
-            return declared  # what it sizes itself from: never less
+            if floor and not request.self_sizing:
+                # the peaks its history holds followed what it was given: retried as an
+                # engine retries (escalation x what failed), not from those peaks
+                return max(failed * model.escalation, floor)
+            return max(model.retry(x, failed), floor)
+        if floor:
+            # its peaks followed what it was given: they say nothing of what it needs
+            return floor
         return self._first(model, x, declared)
 
     def _time(self, model: UsageModel, request: ResourceRequest) -> float | None:

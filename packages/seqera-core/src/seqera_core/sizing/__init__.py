@@ -2,11 +2,12 @@
 
 ``UsageModel`` fits each process's use against its input (``_model``, ``_fit``), prices a
 margin from the pipeline's records (``_margin``), borrows strength from the pipeline's
-other processes while a process has few runs (``_prior``), and keeps tools that size
-themselves from their allocation at their declared size (``_guard``).
+other processes while a process has few runs (``_prior``), falls back to the plain
+per-process maximum where the model has wasted more (``_net``), and keeps tools that size
+themselves from their allocation at what they were seen to need (``_guard``).
 """
 
-from ._guard import read_source, references_memory, tracks_allocation
+from ._guard import read_source, references_memory, tracked_at, tracks_allocation
 from ._model import Budget, UsageModel
 from ._prior import Pool
 
@@ -16,5 +17,6 @@ __all__ = [
     "UsageModel",
     "read_source",
     "references_memory",
+    "tracked_at",
     "tracks_allocation",
 ]

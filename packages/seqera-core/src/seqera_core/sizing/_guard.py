@@ -16,12 +16,18 @@ and shrinking it makes it fail or crawl. Two ways to tell:
   scheduler's own variable (Slurm's ``SLURM_MEM_PER_NODE``/``SLURM_MEM_PER_CPU``,
   sbatch(1) OUTPUT ENVIRONMENT VARIABLES) or a JVM sized as a share of its container's
   limit (``-XX:MaxRAMPercentage``, JDK-8186248).
-- :func:`tracks_allocation`: in the history, a run given a much larger allocation than
-  runs of about the same input used nearly all of it (85 %: a JVM's heap plus its own
-  overhead), and far more than those runs did; an ordinary retry uses what it needs.
+- :func:`tracked_at`: in the history, runs of about the same input given clearly
+  different allocations used clearly different amounts, in proportion, more than once
+  and more often than not (a JVM's heap plus its own overhead uses 85 % or
+  more of what it is given). Such a process keeps the largest allocation it was seen
+  following, not necessarily what it declared; runs given that since which use what
+  the others did take the flag back.
 
-Detection is deliberately one-sided: a false alarm costs the margin the user declared,
-a miss costs failed tasks.
+The command-text rule stays one-sided (a false alarm costs the margin the user
+declared); the history rule needs evidence, because its false alarm is not cheap: a
+tightly sized process whose one outlier was retried looks exactly like a tool sized
+from its allocation, and was given its declared size for good (issue 31: 330 GB-h
+where the per-process maximum wasted 17).
 """
 
 from __future__ import annotations
@@ -29,10 +35,12 @@ from __future__ import annotations
 import inspect
 import math
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
-__all__ = ["read_source", "references_memory", "tracks_allocation"]
+__all__ = ["Observed", "read_source", "references_memory", "tracked_at", "tracks_allocation"]
 
 _NEAR = math.log(1.25)  # inputs within 25 % are "about the same"
 _FAR = math.log(2)  # past twice or half the input, a run says nothing of another
@@ -93,52 +101,112 @@ def references_memory(*sources: object) -> bool:
     return False
 
 
-def tracks_allocation(
-    runs: Sequence[tuple[int | None, float, float | None]],
+class Observed(NamedTuple):
+    """One successful attempt as the guard reads it."""
+
+    input_bytes: int | None
+    peak: float
+    allocation: float | None
+    # a first attempt (a retry's allocation was raised because the task needed more)
+    first: bool = True
+
+
+def tracked_at(
+    runs: Sequence[Observed | tuple[int | None, float, float | None]],
     *,
     step: float = 1.5,
     share: float = 0.85,
-    evidence: int = 1,
-) -> bool:
-    """Whether peaks follow allocations in ``runs`` of successful attempts, each
-    ``(input_bytes, peak, allocation)``.
+    proportion: float = 0.75,
+    evidence: int = 2,
+    retries: bool = True,
+) -> float | None:
+    """The allocation a process whose peaks follow its allocations keeps: the largest it
+    was seen tracking at (the allocation of the runs the followers were compared with: it
+    ran there, and used more only when given more), or ``None`` when ``runs``
+    (successful attempts, oldest first) do not show that.
 
-    They do when ``evidence`` runs used ``share`` of their allocation or more and peaked
-    ``step`` x higher than every run of about the same input (within 25 %; any input
-    where a size is unknown) given ``step`` x less, two such runs at least (where fewer
-    are that near, the nearest on either side within a factor of two). One is enough by
-    default: a run that used most of twice its neighbours' allocation and twice their
-    peak is what a tool sized from its allocation shows after one retry (nf-core/eager's
-    MarkDuplicates, 17.2 GB then 32 of 34.4), and the guard is one-sided (see the
-    module): a false alarm costs the margin the user declared, a miss a shrunk JVM.
+    A run *follows* when, against the runs of about the same input (within
+    25 %; any input where a size is unknown; where fewer than two are that near, the
+    nearest on either side within a factor of two) given ``step`` x less, it used
+    ``share`` of its allocation or more, ``step`` x their largest peak or more, and in
+    proportion (the ratio of peaks within ``proportion`` of the ratio of allocations,
+    either way). One given ``step`` x more that used less than sqrt(``step``) x their
+    peak does *not* follow. Peaks follow allocations when ``evidence`` runs follow (a
+    single one is never enough: a tightly sized outlier looks just like it) and more
+    runs follow than do not, so a flag is taken back once the runs given the larger
+    allocation since use what the others did.
+
+    Retries count (``retries``): nf-core/eager's MarkDuplicates, a JVM given -Xmx from
+    task.memory, shows itself only there (32 GB of 34.4 after a kill at 17.2, twice and
+    more). ``retries=False`` reads first attempts alone, whose allocations the task's own
+    need did not raise. A replay, whose peaks cannot follow the allocations it chose, is
+    flagged only by chance twice over and against every run given more that did not
+    follow (``seqera-sidecar evaluate`` counts it: none on the three traces but where a
+    trace's own retries show it).
     """
     sized = sorted(
-        (math.log(max(x, 1)) if x is not None else math.inf, peak, given)
-        for x, peak, given in runs
-        if given
+        (_log(run[0]), run[1], run[2], index)
+        for index, run in enumerate(runs)
+        if run[2] and (retries or len(run) < 4 or run[3])
     )
     if len(sized) < evidence + 2:
-        return False
-    least = min(given for _, _, given in sized)
-    found = 0
-    for key, peak, given in sized:
-        if given < least * step or peak < share * given:
+        return None
+    least = min(given for _, _, given, _ in sized)
+    keys = [key for key, _, _, _ in sized]
+    unknown = [(p, g) for k, p, g, _ in sized if k == math.inf]
+    follows: list[float] = []
+    against = 0
+    for key, peak, given, _ in sized:
+        if given < least * step:
             continue
-        # the runs given ``step`` x less: those of about the same input, or where fewer
-        # than two are that near (a dozen runs are sparse), the nearest on either side
-        # within a factor of two: a larger input that used far less is what use that
-        # grows with the input (however fast) cannot show
-        smaller = [(k, p) for k, p, g in sized if g * step <= given]
-        if key == math.inf:
-            near = [p for _, p in smaller]
-        else:
-            near = [p for k, p in smaller if abs(k - key) <= _NEAR or k == math.inf]
-            if len(near) < 2:
-                below = [(key - k, p) for k, p in smaller if 0 < key - k <= _FAR]
-                above = [(k - key, p) for k, p in smaller if 0 <= k - key <= _FAR]
-                near = [min(below)[1], min(above)[1]] if below and above else []
-        if len(near) >= 2 and peak >= step * max(near):
-            found += 1
-            if found >= evidence:
-                return True
-    return False
+        near = _near(sized, keys, unknown, key, given / step)
+        if len(near) < 2:
+            continue
+        top = max(p for p, _ in near)
+        ratio, given_ratio = peak / top, given / max(g for _, g in near)
+        if (peak >= share * given and ratio >= step
+                and proportion <= ratio / given_ratio <= 1 / proportion):  # fmt: skip
+            follows.append(max(g for _, g in near))
+        elif ratio < math.sqrt(step):
+            against += 1
+    if len(follows) >= evidence and len(follows) > against:
+        return max(follows)
+    return None
+
+
+def tracks_allocation(
+    runs: Sequence[Observed | tuple[int | None, float, float | None]], **options: float
+) -> bool:
+    """Whether peaks follow allocations in ``runs`` (see :func:`tracked_at`)."""
+    return tracked_at(runs, **options) is not None  # type: ignore[arg-type]
+
+
+def _log(input_bytes: int | None) -> float:
+    return math.log(max(input_bytes, 1)) if input_bytes is not None else math.inf
+
+
+def _near(
+    sized: list[tuple[float, float, float, int]],
+    keys: list[float],
+    unknown: list[tuple[float, float]],
+    key: float,
+    most: float,
+) -> list[tuple[float, float]]:
+    """(peak, allocation) of the runs given ``most`` or less of about input ``key``: those
+    within 25 % (and those of unknown input), or where fewer than two are that near (a
+    dozen runs are sparse), the nearest on either side within a factor of two: a larger
+    input that used far less is what use that grows with the input (however fast) cannot
+    show."""
+    if key == math.inf:
+        return [(p, g) for _, p, g, _ in sized if g <= most]
+    low, high = bisect_left(keys, key - _FAR), bisect_right(keys, key + _FAR)
+    window = [(k, p, g) for k, p, g, _ in sized[low:high] if g <= most]
+    near = [(p, g) for k, p, g in window if abs(k - key) <= _NEAR]
+    near += [(p, g) for p, g in unknown if g <= most]
+    if len(near) >= 2:
+        return near
+    below = [(key - k, p, g) for k, p, g in window if key - k > 0]
+    above = [(k - key, p, g) for k, p, g in window if k - key >= 0]
+    if not (below and above):
+        return []
+    return [min(below)[1:], min(above)[1:]]

@@ -33,8 +33,9 @@ from collections import deque
 from typing import NamedTuple
 
 from ._fit import LEVELS, Candidate, Settings, fit_candidates
-from ._guard import tracks_allocation
+from ._guard import Observed, tracked_at
 from ._margin import MOST, RESOLUTION, t_quantile
+from ._net import Net, cost
 from ._prior import Moments, Pool
 
 __all__ = ["Budget", "UsageModel"]
@@ -45,6 +46,8 @@ _RETRY_STEP = 1.05
 _MIN_GROWTH = 1.1
 # An input this far outside the sizes seen is not trusted to the candidate alone.
 _OUTSIDE = math.log(1.05)
+# Answers kept for the net until their tasks finish.
+_ANSWERS = 4096
 
 
 class Budget:
@@ -74,6 +77,7 @@ class _Run(NamedTuple):
     value: float  # log of the use
     weight: float
     allocation: float | None
+    first: bool  # a first attempt (the guard reads no retry as evidence)
 
 
 def _key(input_bytes: int) -> float:
@@ -144,10 +148,15 @@ class UsageModel:
         resolution: float = RESOLUTION,
         pool: Pool | None = None,
         lends: bool = True,
+        net: bool = True,
+        floor: float = 0.0,
     ) -> None:
         """``resolution``: the least log margin over a prediction (two runs that used
         "the same" differ by about this much); ``pool``: the pipeline's processes, whose
-        dispersion this one borrows while it has few runs, and (``lends``) adds its own to."""
+        dispersion this one borrows while it has few runs, and (``lends``) adds its own to;
+        ``net``: fall back to the per-process maximum where the model has done worse
+        (:mod:`seqera_core.sizing._net`), both answers raised to ``floor`` (what the
+        caller gives a task at least) when they are compared."""
         if (not 0 < alpha < 0.5 or retry_cost < 0 or min_runs < 3 or fallback_margin < 1
                 or escalation <= 1 or not 0 <= resolution <= 1):  # fmt: skip
             raise ValueError(
@@ -170,7 +179,11 @@ class UsageModel:
         self._failed: deque[tuple[int | None, float]] = deque(maxlen=64)
         self._fit: _Fit | None = None
         self._stale = 0  # runs learned since the fit
-        self._tracks: bool | None = None
+        self._tracks: tuple[float | None] | None = None  # (floor,), cached until a run
+        self.net = Net() if net else None
+        # what the model answered for the tasks (by input size) not finished yet
+        self._answers: dict[int | None, float] = {}
+        self.floor = floor
         self.pool = pool
         # the all-time moments of log use: what this process lends its pipeline
         self._moments = pool.member() if pool is not None and lends else Moments()
@@ -182,17 +195,20 @@ class UsageModel:
         *,
         weight: float = 1.0,
         allocation: float | None = None,
+        attempt: int = 1,
     ) -> None:
         """Learn one successful run; ``weight`` scales what over-allocating it wastes."""
         if usage <= 0:
             return
+        if self.net is not None and self.largest > 0:
+            self._score(input_bytes, usage, weight)
         self.runs += 1
         self.largest = max(self.largest, usage)
         if self._own_budget:
             self.budget.add(usage, weight)
         value = math.log(usage)
         self._moments.add(value)
-        self._window.append(_Run(input_bytes, usage, value, weight, allocation))
+        self._window.append(_Run(input_bytes, usage, value, weight, allocation, attempt <= 1))
         self._stale += 1
         self._tracks = None
 
@@ -224,23 +240,61 @@ class UsageModel:
             self._fit = _Fit(self._window, settings)
         return self._fit
 
-    @property
-    def tracks_allocation(self) -> bool:
-        """Whether this quantity follows the allocation (see :mod:`.sizing_guard`)."""
-        if self._tracks is None:
-            self._tracks = tracks_allocation(
-                [(r.input_bytes, r.usage, r.allocation) for r in self._window]
-            )
-        return self._tracks
+    def answered(self, input_bytes: int | None, size: float) -> None:
+        """Note what the model (not the net) answered, as the caller gave it (capped,
+        floored), for a first attempt of a task of this input size: the net scores that."""
+        if self.net is None:
+            return
+        self._answers.pop(input_bytes, None)
+        self._answers[input_bytes] = size
+        if len(self._answers) > _ANSWERS:  # tasks that never finished: forget the oldest
+            del self._answers[next(iter(self._answers))]
 
-    def upper(self, input_bytes: int | None) -> float | None:
-        """The allocation for a first attempt, or ``None`` before any run."""
+    def _score(self, input_bytes: int | None, usage: float, weight: float) -> None:
+        """Score the model and the plain maximum on a finished run, before learning it."""
+        assert self.net is not None
+        own = self._answers.pop(input_bytes, None)
+        if own is None:  # a task it was not asked about (read from the history, say)
+            return
+        largest, floor = max(self.largest, self.floor), self.floor
+        self.net.score(
+            cost(max(own, floor), usage, weight,
+                 lambda failed: max(self.retry(input_bytes, failed), floor)),
+            cost(largest, usage, weight, lambda failed: max(largest, 2 * failed)),
+        )  # fmt: skip
+
+    def own(self, input_bytes: int | None) -> float | None:
+        """What the model (not the net) answers for a first attempt, or ``None`` before
+        any run."""
         if not self._window:
             return None
         fit = self._fitted()
         if fit is None:
             return self._few()
         return math.exp(fit.upper(input_bytes))
+
+    @property
+    def tracked_at(self) -> float | None:
+        """The least allocation this quantity keeps because it follows the allocation it
+        is given, or ``None`` when it does not (see :mod:`seqera_core.sizing._guard`)."""
+        if self._tracks is None:
+            self._tracks = (tracked_at([Observed(r.input_bytes, r.usage, r.allocation, r.first)
+                                        for r in self._window]),)  # fmt: skip
+        return self._tracks[0]
+
+    @property
+    def tracks_allocation(self) -> bool:
+        """Whether this quantity follows the allocation (see :attr:`tracked_at`)."""
+        return self.tracked_at is not None
+
+    def upper(self, input_bytes: int | None) -> float | None:
+        """The allocation for a first attempt, or ``None`` before any run: the plain
+        per-process maximum while the model has done worse (the net), else the model's."""
+        if not self._window:
+            return None
+        if self.net is not None and self.net.behind:
+            return self.largest
+        return self.own(input_bytes)
 
     def _few(self) -> float:
         """Fewer runs than ``min_runs``: the t bound of the log-mean, the variance its

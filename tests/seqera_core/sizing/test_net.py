@@ -1,0 +1,67 @@
+"""The safety net: the plain per-process maximum where the model has wasted more."""
+
+from __future__ import annotations
+
+import pytest
+
+from seqera_core.sizing import UsageModel
+from seqera_core.sizing._net import Net, cost
+
+
+def test_cost_counts_waste_and_retries_as_an_evaluation_does() -> None:
+    assert cost(10.0, 8.0, 2.0, lambda failed: 2 * failed) == (4.0, 0)
+    # 4 fails (4 x 2 wasted), 8 fails (8 x 2), 16 holds 10: 6 x 2 left over
+    assert cost(4.0, 10.0, 2.0, lambda failed: 2 * failed) == (8.0 + 16.0 + 12.0, 2)
+    # a retry rule that never grows still ends: at least 5 % more each time
+    waste, retries = cost(1.0, 1.2, 1.0, lambda failed: failed)
+    assert retries == 4 and waste == pytest.approx(1 + 1.05 + 1.05**2 + 1.05**3 + 1.05**4 - 1.2)
+
+
+def test_behind_once_clearly_worse_back_once_no_worse() -> None:
+    net = Net(span=40, least=20)
+    for _ in range(19):
+        net.score((2.0, 0), (1.0, 0))
+    assert not net.behind  # too few to judge
+    net.score((2.0, 0), (1.0, 0))
+    assert net.behind
+    for _ in range(20):  # the model does better since: 20 x 2 + 20 x 0 against 40 x 1
+        net.score((0.0, 0), (1.0, 0))
+    assert not net.behind
+    # within 25 % of the maximum is no verdict
+    net = Net(span=40, least=20)
+    for _ in range(20):
+        net.score((1.2, 0), (1.0, 0))
+    assert not net.behind
+
+
+def test_never_buys_waste_with_retries() -> None:
+    # the maximum wastes less but retries 2 tasks in 20 the model held: not behind
+    net = Net(span=40, least=20)
+    for i in range(20):
+        net.score((2.0, 0), (1.0, int(i < 2)))
+    assert not net.behind
+
+
+def _steady(model: UsageModel, runs: int) -> None:
+    for i in range(runs):
+        size = model.upper(1000 + i)  # asked, as a resolver asks before each task
+        assert size is not None
+        model.answered(1000 + i, size)
+        model.learn(1000 + i, 1e9, weight=10.0)
+
+
+def test_a_steady_process_falls_back_to_its_maximum_and_is_scored_meanwhile() -> None:
+    # A process whose peak never moves: the maximum wastes nothing, the model its margin.
+    model = UsageModel(alpha=0.02, retry_cost=3.0)
+    model.learn(999, 1e9, weight=10.0)
+    _steady(model, 19)
+    assert model.net is not None and not model.net.behind
+    assert model.upper(1000) > 1e9  # type: ignore[operator]
+    _steady(model, 5)
+    assert model.net.behind and model.upper(1000) == 1e9
+    assert model.own(1000) > 1e9  # type: ignore[operator]
+    # a task it was never asked about is not scored
+    tasks = len(model.net._tasks)
+    model.learn(5000, 1e9)
+    assert len(model.net._tasks) == tasks
+    assert UsageModel(net=False).net is None
