@@ -365,6 +365,10 @@ def _power(
     centres = []
     for key, value in zip(keys, values, strict=True):
         leverage = 1 / n + (key - mean_key) ** 2 / sxx
+        if leverage > 1 - 1e-9:
+            # One run alone carries the slope (every other input the same size): without
+            # it there is no slope, so the fit cannot be checked on it. Nothing to learn.
+            return None
         residual = value - intercept - slope * key
         # the residual the fit without this run would have had (the hat-matrix identity)
         centres.append(value - residual / (1 - leverage))
