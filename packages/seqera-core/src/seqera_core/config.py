@@ -26,6 +26,10 @@ ecs: {cluster: genomics, execution_role: "arn:aws:iam::123456789012:role/ecsTask
 and bytes or a size such as ``8GiB``) are what the local backend shares between jobs
 (default: the whole machine).
 
+``sge.memory``, ``sge.pe`` and ``sge.gpu`` (``SEQERA_SGE_<KEY>``) name a Grid Engine site's
+memory resource (``h_vmem`` by default; ``h_rss``, ``mem_free``, ``m_mem_free``), parallel
+environment (``smp``) and GPU resource (``gpu``); a platform's ``settings`` may hold them too.
+
 ``sizing.shrink_self_sizing`` (``SEQERA_SIZING_SHRINK_SELF_SIZING``, boolean, default
 false) lets the right-sizer size a tool that sizes itself from its allocation below what
 it declares (:mod:`seqera_core.sizing._guard`): the user's opt-out of that guard.
@@ -71,6 +75,9 @@ KEYS: dict[str, str] = {
     "history": "SEQERA_HISTORY",
     "local.cpus": "SEQERA_LOCAL_CPUS",
     "local.memory": "SEQERA_LOCAL_MEMORY",
+    "sge.memory": "SEQERA_SGE_MEMORY",
+    "sge.pe": "SEQERA_SGE_PE",
+    "sge.gpu": "SEQERA_SGE_GPU",
     "ecs.cluster": "SEQERA_ECS_CLUSTER",
     "ecs.execution_role": "SEQERA_ECS_EXECUTION_ROLE",
     "ecs.task_role": "SEQERA_ECS_TASK_ROLE",

@@ -38,6 +38,7 @@ __all__ = [
     "pbs_args",
     "pbs_variables",
     "run_labels",
+    "sge_context",
     "slurm_comment_args",
     "string_labels",
     "task_delta",
@@ -180,6 +181,16 @@ def pbs_args(labels: Mapping[str, str]) -> list[str]:
     """
     variables = pbs_variables(labels)
     return ["-v", ",".join(f"{k}={v}" for k, v in variables.items())] if variables else []
+
+
+def sge_context(labels: Mapping[str, str]) -> list[str]:
+    """Grid Engine job context variables (``qsub -ac``), one ``name=value`` per label.
+
+    One variable per label, unlike PBS: a context variable's name may be any text without
+    ``,`` or ``=`` (``qstat -j`` shows them as given), and the encoding holds neither.
+    """
+    text = encode_labels(labels)
+    return text.split(";") if text else []
 
 
 def env_name(label: str) -> str:

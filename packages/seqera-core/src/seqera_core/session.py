@@ -179,15 +179,21 @@ class Session:
         return None if chosen is None else Path(chosen)
 
     @property
+    def backend_settings(self) -> dict[str, Any]:
+        """The backend's settings: the platform's ``settings``, then its config section."""
+        if not self.entry.section:
+            return {}
+        own = self.platform.settings if self.platform is not None else {}
+        return {**own, **self.config.section(self.entry.section)}
+
+    @property
     def backend(self) -> Backend:
         """The run's backend, opened on first use (``explain`` never opens one)."""
         with self._lock:
             if self._closed:
                 raise UsageError("the session is closed")
             if self._backend is None:
-                options = dict(self._backend_options)
-                if self.entry.section:
-                    options = {**self.config.section(self.entry.section), **options}
+                options = {**self.backend_settings, **self._backend_options}
                 server, self._fork_server = self._fork_server, None
                 try:
                     self._backend = open_backend(

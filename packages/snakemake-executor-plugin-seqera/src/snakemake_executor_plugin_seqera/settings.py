@@ -13,12 +13,14 @@ from typing import List, Optional
 from snakemake_interface_executor_plugins.settings import CommonSettings, ExecutorSettingsBase
 
 from seqera_core.backends.local import ForkServer
+from seqera_core.backends.registry import BACKENDS
 
 from ._preload import early_fork_server
 
 __all__ = ["ExecutorSettings", "common_settings"]
 
-BACKEND_CHOICES = ("local", "slurm", "pbs", "torque", "ecs")
+# read from the registry: every installed backend (a third-party one too) is a choice
+BACKEND_CHOICES = tuple(BACKENDS)
 
 
 def _setting(help: str, *, env_var: bool = True, **extra: object) -> dict[str, object]:
@@ -32,7 +34,7 @@ class ExecutorSettings(ExecutorSettingsBase):
     backend: Optional[str] = field(
         default=None,
         metadata=_setting(
-            "Where jobs run: local (default), slurm, pbs, torque or ecs.",
+            f"Where jobs run: {', '.join(BACKEND_CHOICES)} (default: local).",
             choices=BACKEND_CHOICES,
         ),
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .registry import BackendEntry
 
-__all__ = ["ECS", "LOCAL", "PBS", "SLURM", "TORQUE"]
+__all__ = ["ECS", "LOCAL", "PBS", "SGE", "SLURM", "TORQUE"]
 
 _D = "seqera_core.dialects."
 _B = "seqera_core.backends."
@@ -27,5 +27,8 @@ PBS = BackendEntry("pbs", f"{_B}batch.pbs", "PbsBackend", batch=True,
 TORQUE = BackendEntry("torque", f"{_B}batch.pbs", "PbsBackend", batch=True,
                       fixed={"dialect": "torque"},
                       dialect=f"{_D}pbs:torque_submission")  # fmt: skip
+# section: the sge.* config keys (memory, pe, gpu) are the backend's keywords
+SGE = BackendEntry("sge", f"{_B}batch.sge", "SgeBackend", batch=True, section="sge",
+                   dialect=f"{_D}sge:submission")  # fmt: skip
 ECS = BackendEntry("ecs", f"{_B}ecs._backend", "EcsBackend", shared_fs=False, section="ecs",
                    settings="EcsSettings", dialect=f"{_D}ecs:submission")  # fmt: skip

@@ -60,19 +60,20 @@ class BackendEntry:
     #: Starts ``python -m`` jobs of the ``preload`` packages as forks of a preloaded process.
     forks: bool = False
 
-    def submission(self, request: ResourceRequest) -> Submission:
-        """What this backend would receive for ``request`` (flags, directives, payload)."""
+    def submission(
+        self, request: ResourceRequest, settings: Mapping[str, Any] | None = None
+    ) -> Submission:
+        """What this backend would receive for ``request`` (flags, directives, payload);
+        ``settings`` are the site's (Grid Engine's memory resource), for writers that take them."""
         module, _, function = self.dialect.partition(":")
-        writer: Callable[[ResourceRequest], Submission] = getattr(
-            importlib.import_module(module), function
-        )
-        return writer(request)
+        writer: Callable[..., Submission] = getattr(importlib.import_module(module), function)
+        return writer(request, **settings) if settings else writer(request)
 
 
 #: The entry-point group every backend registers under (this package's own among them).
 GROUP = "seqera.backends"
 # The help lists this package's own backends in this order, then others by name.
-_OWN = ("local", "slurm", "pbs", "torque", "ecs")
+_OWN = ("local", "slurm", "pbs", "torque", "sge", "ecs")
 
 
 @functools.cache

@@ -10,7 +10,7 @@ from typing import Any
 from .. import wire
 from ..backends.registry import BACKENDS, entry
 from ..dialects.engines import ENGINES, GENERIC_KEYS, as_submitted, submission, translate
-from ..labels import ecs_tags, label_environment, pbs_args, slurm_comment_args
+from ..labels import ecs_tags, label_environment, pbs_args, sge_context, slurm_comment_args
 from ..models import ResourceRequest, Submission, Translation
 from ..planning import Job, required_type
 from ..planning import catalogue as catalogues
@@ -179,6 +179,8 @@ def _label_form(backend: str, labels: dict[str, str]) -> object:
         return " ".join(pbs_args(labels))
     if backend == "ecs":
         return ecs_tags(labels)
+    if backend == "sge":
+        return "-ac " + ",".join(sge_context(labels))
     return label_environment(labels)
 
 
@@ -197,8 +199,9 @@ def run(args: argparse.Namespace) -> int:
     with Session(config, args.engine) as session:
         prepared = session.prepare(submitted)
         platform, backend, policy = session.platform, session.backend_name, session.squash
+        site = session.backend_settings
     request, report = prepared.request, prepared.report
-    result = submission(backend, request)
+    result = submission(backend, request, site)
     labels = _label_form(backend, dict(prepared.labels))
     instance = ecs_instance(request, platform) if backend == "ecs" else None
     resolver = prepared.resolution.resolver if prepared.resolution else None

@@ -86,10 +86,13 @@ def memory_floor(engine: str) -> int:
     return snakemake.RUNNER_MEMORY if engine == "snakemake" else 0
 
 
-def submission(backend: str, request: ResourceRequest) -> Submission:
-    """What ``backend`` would receive for ``request`` (the registry names the writer)."""
+def submission(
+    backend: str, request: ResourceRequest, settings: Mapping[str, Any] | None = None
+) -> Submission:
+    """What ``backend`` would receive for ``request`` (the registry names the writer), with
+    the site's ``settings`` where the backend has some (Grid Engine's memory resource)."""
     try:
         found = entry(backend)
     except SeqeraError:
         raise ResourceError("backend", backend, f"one of {', '.join(BACKENDS)}") from None
-    return found.submission(request)
+    return found.submission(request, settings)

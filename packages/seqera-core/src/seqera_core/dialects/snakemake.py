@@ -4,7 +4,10 @@ Rules from snakemake ``resources.py`` (``parse_human_friendly``, ``standardize_s
 and ``common/__init__.py`` (``mb_to_mib``): ``mem_mb`` counts 10^6 bytes, ``mem_mib``
 2^20 bytes, ``mem``/``disk`` strings go through humanfriendly's ``parse_size``
 (``4GB`` decimal, ``4GiB`` binary), ``runtime`` is minutes or a timespan string.
-GPU and scheduler keys are read as snakemake-executor-plugin-slurm reads them.
+GPU and scheduler keys are read as snakemake-executor-plugin-slurm reads them, and the
+Grid Engine ones as snakemake-executor-plugin-sge does (``submit_string.py``): ``sge_queue``
+and ``sge_project`` are the queue and project (where no ``slurm_partition`` or
+``slurm_account`` names one), ``sge_pe`` the parallel environment, ``sge_extra`` qsub options.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ READ_KEYS = frozenset(
         "mem", "mem_mb", "mem_mib", "disk", "disk_mb", "disk_mib", "runtime", "walltime",
         "threads", "_cores", "_nodes", "gpu", "gpus", "gpu_model", "nvidia_gpu",
         "slurm_partition", "slurm_account", "slurm_extra", "constraint", "qos",
-        "tmpdir", "machine_type", "squash_key",
+        "sge_queue", "sge_project", "sge_pe", "sge_extra", "tmpdir", "machine_type", "squash_key",
     }
 )  # fmt: skip
 
@@ -165,7 +168,8 @@ def request_from_resources(
         )
     extra = {}
     for key, name in (("slurm_extra", "slurm.extra"), ("constraint", "slurm.constraint"),
-                      ("qos", "slurm.qos")):  # fmt: skip
+                      ("qos", "slurm.qos"), ("sge_pe", "sge.pe"),
+                      ("sge_extra", "sge.extra")):  # fmt: skip
         if get(key):
             extra[name] = str(get(key))
     request = ResourceRequest(
@@ -175,8 +179,8 @@ def request_from_resources(
         time=time or None,
         accelerator=accelerator,
         machine_type=get("machine_type"),
-        queue=get("slurm_partition"),
-        account=get("slurm_account"),
+        queue=get("slurm_partition") or get("sge_queue"),
+        account=get("slurm_account") or get("sge_project"),
         process=rule,
         attempt=attempt,
         extra=extra,

@@ -8,7 +8,7 @@ against a platform is :func:`validate` (from :mod:`seqera_core.platforms._valida
 
 ```yaml
 name: example-hpc
-scheduler: slurm                 # slurm | pbs | torque | ecs | local
+scheduler: slurm                 # slurm | pbs | torque | sge | ecs | local
 default_queue: normal
 multipliers: {memory: +10%}      # or 1.1; never below 1
 cost: {core_hour: 0.02, gib_hour: 0.004}   # defaults for every queue
@@ -17,7 +17,12 @@ queues:
   hugemem: {max_memory: 1.5 TiB, auto: false, cost: {gib_hour: 0.008}}
 instances:                       # optional: replaces the planner's instance catalogue
   m7i.large: {vcpus: 2, memory: 8 GiB, price: 0.1008}
+settings: {memory: m_mem_free, pe: mpi}   # optional: the backend's site settings (sge)
 ```
+
+``settings`` are keywords of the scheduler's backend that describe the site rather than a
+run (Grid Engine's memory resource and parallel environment); the config's section of
+the same backend (``sge.*``) overrides them.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ __all__ = [
     "read_document",
 ]
 
-SCHEDULERS = ("local", "slurm", "pbs", "torque", "ecs")
+SCHEDULERS = ("local", "slurm", "pbs", "torque", "sge", "ecs")
 _MULTIPLIER_FORMS = "a factor >= 1 such as 1.1, or a percentage such as +10%"
 _PERCENT = re.compile(r"\+(\d+(?:\.\d+)?) ?%", re.ASCII)  # "10%" alone could mean either way
 
@@ -115,6 +120,8 @@ class Platform:
     # the planner's instance catalogue when the platform names one (empty: use the default)
     instances: tuple[InstanceType, ...] = ()
     squash: SquashPolicy = field(factory=SquashPolicy)
+    # the backend's site settings (Grid Engine: memory, pe, gpu): text values by name
+    settings: Mapping[str, str] = field(factory=dict)
 
     def queue(self, name: str) -> Queue | None:
         """The queue called ``name``, if any."""
@@ -238,7 +245,18 @@ def _platform(data: Mapping[str, Any], source: str) -> Platform:
         source=source,
         instances=(parse_instances("instances", data["instances"]) if "instances" in data else ()),
         squash=SquashPolicy.parse(data.get("squash")),
+        settings=_settings(data.get("settings")),
     )
+
+
+def _settings(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ResourceError("settings", value, "a mapping of setting names to text values")
+    return dict(value)
 
 
 def parse(document: Any, source: str = "<memory>") -> Platform:
@@ -252,6 +270,7 @@ def parse(document: Any, source: str = "<memory>") -> Platform:
         "queues",
         "instances",
         "squash",
+        "settings",
     }
     try:
         return _platform(_mapping("platform", document, keys), source)

@@ -48,17 +48,21 @@ def array_shape(members: Sequence[tuple[JobSpec, JobFiles]]) -> tuple[JobSpec, b
     return first, members[0][1].stdout != members[0][1].stderr
 
 
-def write_array(work_dir: Path, members: Sequence[JobFiles], index_variable: str) -> JobFiles:
-    """A directory and script for one array whose element N runs ``members[N]``'s script.
+def write_array(
+    work_dir: Path, members: Sequence[JobFiles], index_variable: str, first: int = 0
+) -> JobFiles:
+    """A directory and script for one array whose element ``first + N`` runs
+    ``members[N]``'s script.
 
     The directory holds links named after each element's index (``N.dir``, ``N.out`` and,
     when stdout and stderr are apart, ``N.err``) so the scheduler's per-index output
-    pattern lands in each job's own files.
+    pattern lands in each job's own files. ``first`` is the scheduler's first index
+    (Grid Engine's ``-t`` starts at 1).
     """
     directory = work_dir / f"array.{uuid.uuid4().hex[:12]}"
     directory.mkdir(parents=True)
     apart = members[0].stdout != members[0].stderr
-    for index, files in enumerate(members):
+    for index, files in enumerate(members, start=first):
         (directory / f"{index}.dir").symlink_to(files.directory)
         (directory / f"{index}.out").symlink_to(files.stdout)
         if apart:

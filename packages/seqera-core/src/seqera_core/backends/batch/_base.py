@@ -184,7 +184,9 @@ class BatchBackend(BatchVerbs):
             argv = self._submit_argv(spec, files, key)
             return _Send(tuple(batch), tuple(argv), key, files.directory, array=False)
         members = [prepared[n] for n in batch]
-        array = write_array(self.work_dir, [files for _, files in members], self._ARRAY_INDEX)
+        array = write_array(
+            self.work_dir, [files for _, files in members], self._ARRAY_INDEX, self._ARRAY_FIRST
+        )
         first, apart = array_shape(members)
         key = submission_key(array.directory)
         argv = self._array_argv(first, array, len(members), apart, key)

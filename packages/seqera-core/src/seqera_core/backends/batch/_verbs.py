@@ -46,6 +46,8 @@ class BatchVerbs(Backend):
     # holds an element's index inside one.
     _ARRAYS = False
     _ARRAY_INDEX = ""
+    # The index of an array's first element (Grid Engine's -t starts at 1).
+    _ARRAY_FIRST = 0
 
     def __init__(
         self,
