@@ -207,7 +207,12 @@ class Launcher:
         # A job's end wakes the loop at once (sigtimedwait below), so the next job starts
         # without waiting for a tick and the wall time is measured when the job ended.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
-        job_id = os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID")
+        # Slurm, PBS, Grid Engine
+        job_id = (
+            os.environ.get("SLURM_JOB_ID")
+            or os.environ.get("PBS_JOBID")
+            or os.environ.get("JOB_ID")
+        )
         started = {"time": self.start, "host": os.uname().nodename, "pid": os.getpid()}
         started["job_id"] = job_id
         write_private(self.allocation / STARTED, started)
