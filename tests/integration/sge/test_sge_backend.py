@@ -93,7 +93,9 @@ def test_find_returns_the_job_a_key_went_out_with(sge: SgeCell, tmp_path: Path) 
     assert status.state is JobState.CANCELLED
 
 
-def test_the_job_runs_where_it_is_told_with_its_outputs(backend: SgeBackend, tmp_path: Path) -> None:
+def test_the_job_runs_where_it_is_told_with_its_outputs(
+    backend: SgeBackend, tmp_path: Path
+) -> None:
     spec = JobSpec("where", ["sh", "-c", "pwd; echo to-err >&2"], ResourceRequest(),
                    workdir=str(tmp_path))  # fmt: skip
     (status,) = wait(backend, handles := backend.submit([spec]))

@@ -1,9 +1,9 @@
-"""Batch schedulers on one base: Slurm, PBS Pro and Torque (and any scheduler to come).
+"""Batch schedulers on one base: Slurm, PBS Pro, Torque and Grid Engine (and any to come).
 
 ``BatchBackend`` (``_base``) owns the life cycle every scheduler shares: job scripts and
 their directory (``_jobdir``), arrays (``_arrays``), commands with retries
 (``_commands``), exit codes (``_exits``), exactly-once recovery (``_recovery``). Each
-scheduler module (``slurm``, ``pbs``) only supplies argv builders, output parsers and a
+scheduler module (``slurm``, ``pbs``, ``sge``) only supplies argv builders, output parsers and a
 state map citing its documentation (``_verbs`` is the contract).
 """
 
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ._jobdir import JobFiles, job_environment, job_labels, prepare_job
     from ._verbs import BatchVerbs
     from .pbs import PbsBackend
+    from .sge import SgeBackend
     from .slurm import SlurmBackend
 
 # each public name and the module that defines it
@@ -36,6 +37,7 @@ _HOMES = {
     "prepare_job": "_jobdir",
     "BatchVerbs": "_verbs",
     "PbsBackend": "pbs",
+    "SgeBackend": "sge",
     "SlurmBackend": "slurm",
 }
 
@@ -47,6 +49,7 @@ __all__ = [
     "PbsBackend",
     "RetryPolicy",
     "SchedulerError",
+    "SgeBackend",
     "SlurmBackend",
     "SubmitError",
     "job_environment",
