@@ -67,10 +67,11 @@ rule all:
 
 rule hungry:
     output: "done.txt"
-    resources: mem_mb=lambda wildcards, attempt: 300 * attempt ** 2
+    resources: mem_mb=300, runtime=5
     shell:
-        "python3 -c 'b = bytearray(150 << 20); import time; time.sleep(8)' & "
-        "python3 -c 'b = bytearray(150 << 20); import time; time.sleep(8)' & wait; "
+        "echo $JOB_ID >> attempts.txt; "
+        "python3 -c 'b = bytearray(150 << 20); import time; time.sleep(5)' & "
+        "python3 -c 'b = bytearray(150 << 20); import time; time.sleep(5)' & wait; "
         "touch {output}"
 """
 
@@ -80,10 +81,12 @@ def test_a_job_killed_for_memory_is_retried_with_more(sge: SgeCell, tmp_path: Pa
     done = _snakemake(sge, tmp_path, "--retries", "1")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "out of memory" in done.stderr, done.stderr[-3000:]
-    first, second = _accounted(sge, "smk-hungry-1")[-2:]
-    # 300 MB then 1200 MB: 287M and 1145M of h_vmem (2^20 each, rounded up)
-    assert re.search(r"failed\s+37\b", first) and "h_vmem=287M" in first, first
-    assert re.search(r"failed\s+0\b", second) and "h_vmem=1145M" in second, second
+    # two processes of 150 MiB each: over 300 MB (287 MiB, sge_execd adds them up and
+    # kills the job), under the retry's twice that (574 MiB); each attempt ran once
+    first, second = (tmp_path / "attempts.txt").read_text().split()
+    killed, fitted = (sge.run("qacct", "-j", job).stdout for job in (first, second))
+    assert re.search(r"failed\s+37\b", killed) and "h_vmem=287M" in killed, killed
+    assert re.search(r"failed\s+0\b", fitted) and "h_vmem=574M" in fitted, fitted
 
 
 def test_a_cwl_scatter_runs_through_grid_engine(sge: SgeCell, tmp_path: Path) -> None:

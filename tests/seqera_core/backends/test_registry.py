@@ -59,11 +59,14 @@ def test_a_missing_client_library_names_the_extra(
 
 
 def test_every_entry_names_its_kind_and_dialect() -> None:
-    assert registry.BATCH == ("slurm", "pbs", "torque")
-    assert [registry.entry(n).shared_fs for n in BACKENDS] == [True, True, True, True, False]
+    assert registry.BATCH == ("slurm", "pbs", "torque", "sge")
+    assert [registry.entry(n).shared_fs for n in BACKENDS] == [True] * 5 + [False]
     request = ResourceRequest(cpus=2, memory=2**30, time=60)
     assert registry.entry("local").submission(request) == local_submission(request)
     assert registry.entry("slurm").submission(request).backend == "slurm"
+    # Grid Engine's writer takes the site's settings (its memory resource)
+    site = registry.entry("sge").submission(request, {"memory": "h_rss"})
+    assert site.args == ("-pe", "smp", "2", "-l", "h_rt=0:01:00,h_rss=512M")
 
 
 def test_a_setting_the_backend_does_not_take_is_a_usage_error() -> None:

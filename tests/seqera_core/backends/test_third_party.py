@@ -146,4 +146,4 @@ def test_the_installed_backend_is_listed_beside_the_own_ones(
     done = _seqera(installed, tmp_path / "ledger.txt", "run", "--help")
     assert done.returncode == 0, done.stderr
     listed = textwrap.dedent(done.stdout).replace("\n", " ")
-    assert "local,slurm,pbs,torque,ecs,inline" in listed.replace(" ", "")
+    assert "local,slurm,pbs,torque,sge,ecs,inline" in listed.replace(" ", "")

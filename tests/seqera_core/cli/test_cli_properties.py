@@ -110,7 +110,7 @@ def test_any_set_key_and_value_is_used_or_refused(
     engine=st.sampled_from(ENGINES),
     label=arg_text | st.tuples(arg_text, arg_text).map("=".join),  # KEY=VALUE, both hostile
     process=arg_text,
-    backend=st.sampled_from(["local", "slurm", "pbs", "torque", "ecs"]),
+    backend=st.sampled_from(["local", "slurm", "pbs", "torque", "sge", "ecs"]),
     squash=st.sampled_from(["off", "array", "squash"]),
 )
 # argv bytes that are not UTF-8 in a label, on each backend that encodes labels

@@ -23,7 +23,7 @@ SLURM = load(PLATFORMS / "slurm-cluster.yaml")
 @pytest.mark.parametrize("name", ["slurm-cluster", "pbs-cluster", "ecs-account"])
 def test_examples_load(name: str) -> None:
     platform = load(PLATFORMS / f"{name}.yaml")
-    assert platform.queues and platform.scheduler in ("slurm", "pbs", "ecs")
+    assert platform.queues and platform.scheduler in ("slurm", "pbs", "sge", "ecs")
 
 
 def test_units_in_the_example() -> None:
