@@ -22,8 +22,11 @@ told apart by comparing the job's ``ru_wallclock`` with its ``h_rt`` and its ``m
 with its memory limit times its slots (both read from ``category``, the job's own
 request); 100 "assumedly after job" with exit 137 after ``qdel``; 1 "assumedly before
 job" and 8/10/11 (shepherd start-up failures) are the node's fault, sent again once.
-Peak memory is ``maxvmem``, the virtual size Grid Engine itself measures against
-``h_vmem`` (never below the resident peak, so a task is never sized below what it used).
+A single process that alone goes over ``h_vmem`` is not killed: the setrlimit makes its
+allocation fail and it exits with its own code (Python's MemoryError: 1), which is not
+flagged as out of memory. Peak memory is ``maxvmem``, the virtual size Grid Engine itself
+measures against ``h_vmem`` (never below the resident peak: a task is never sized below
+what it used).
 
 Exactly once: each submission carries its key in the job's context (``-ac
 SEQERA_SUBMISSION=<key>``, the labels beside it, one context variable each, encoded by
