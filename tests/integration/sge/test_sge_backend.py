@@ -48,6 +48,7 @@ def test_memory_and_time_kills_are_told_apart(backend: SgeBackend) -> None:
     assert ok.state is JobState.SUCCEEDED, ok
     assert ok.peak_memory_bytes and ok.peak_memory_bytes > 140 * MIB
     assert ok.wall_seconds is not None and ok.wall_seconds >= 1
+    assert ok.cpu_seconds is not None and ok.cpu_seconds > 0  # qacct's cpu
 
 
 def test_a_job_in_error_is_reported_failed_and_deleted(

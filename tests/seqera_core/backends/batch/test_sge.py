@@ -163,28 +163,28 @@ def test_context_keys_from_recorded_qstat_j() -> None:
 
 
 def test_exit_codes_and_usage_from_recorded_qacct() -> None:
-    ((seen, wall, peak),) = parse_qacct(recorded("qacct-exit3-pe2.txt")).values()
-    assert (seen.state, seen.exit_code, wall) == (JobState.FAILED, 3, 3.0)
+    ((seen, (wall, peak, cpu)),) = parse_qacct(recorded("qacct-exit3-pe2.txt")).values()
+    assert (seen.state, seen.exit_code, wall, cpu) == (JobState.FAILED, 3, 3.0, 0.089)
     assert peak == round(55.391 * MIB) and not seen.out_of_memory and not seen.time_limit
     tasks = parse_qacct(recorded("qacct-array.txt"))
     assert sorted(tasks) == [f"9.{n}" for n in range(1, 7)]
-    assert all(s.state is JobState.SUCCEEDED for s, _, _ in tasks.values())
+    assert all(s.state is JobState.SUCCEEDED for s, _ in tasks.values())
 
 
 def test_an_h_vmem_kill_and_an_h_rt_kill_are_told_apart() -> None:
     # both read "failed 37 : qmaster enforced h_rt, h_cpu, or h_vmem limit", exit 137
-    ((memory, _, peak),) = parse_qacct(recorded("qacct-h_vmem-kill.txt")).values()
+    ((memory, (_, peak, _)),) = parse_qacct(recorded("qacct-h_vmem-kill.txt")).values()
     assert memory.out_of_memory and not memory.time_limit and memory.exit_code == 137
     assert memory.reason == "out of memory" and peak and peak > 100 * MIB
-    ((timed, wall, _),) = parse_qacct(recorded("qacct-h_rt-kill.txt")).values()
+    ((timed, (wall, _, _)),) = parse_qacct(recorded("qacct-h_rt-kill.txt")).values()
     assert timed.time_limit and not timed.out_of_memory and wall == 2.0
     assert timed.reason == "time limit reached"
 
 
 def test_a_deleted_job_and_one_that_never_started() -> None:
-    ((deleted, _, _),) = parse_qacct(recorded("qacct-qdel.txt")).values()
+    ((deleted, _),) = parse_qacct(recorded("qacct-qdel.txt")).values()
     assert deleted.state is JobState.FAILED and deleted.exit_code == 137
-    ((never, _, peak),) = parse_qacct(recorded("qacct-eqw-deleted.txt")).values()
+    ((never, (_, peak, _)),) = parse_qacct(recorded("qacct-eqw-deleted.txt")).values()
     assert never.state is JobState.FAILED and never.exit_code is None and peak is None
     assert never.reason == "changing into working directory"
 

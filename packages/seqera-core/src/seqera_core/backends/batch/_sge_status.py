@@ -20,6 +20,7 @@ from ._exits import Observed
 
 __all__ = [
     "SUBMISSION_CONTEXT",
+    "Usage",
     "error_reasons",
     "parse_qacct",
     "parse_qhost",
@@ -158,7 +159,11 @@ def _category(text: str) -> tuple[dict[str, str], int]:
     return limits, count
 
 
-def _ended(record: Mapping[str, str], memory: str) -> tuple[Observed, float | None, int | None]:
+Usage = tuple[float | None, int | None, float | None]
+"""Wall seconds, peak memory bytes and CPU seconds (``ru_wallclock``, ``maxvmem``, ``cpu``)."""
+
+
+def _ended(record: Mapping[str, str], memory: str) -> tuple[Observed, Usage]:
     failed_text = record.get("failed", "0")
     failed = int(failed_text.split()[0]) if failed_text.split()[0].isdigit() else 0
     status_text = record.get("exit_status", "").split()
@@ -187,16 +192,14 @@ def _ended(record: Mapping[str, str], memory: str) -> tuple[Observed, float | No
     cause = NODE_FAILURE if failed in _NODE_FAILED else None
     seen = Observed(state, code, why, out_of_memory=oom, time_limit=timeout, cause=cause,
                     node=node)  # fmt: skip
-    return seen, wall, peak
+    return seen, (wall, peak, _seconds(record.get("cpu", "")))
 
 
-def parse_qacct(
-    text: str, memory: str = "h_vmem"
-) -> dict[str, tuple[Observed, float | None, int | None]]:
-    """Each record of ``qacct -j``: how it ended, wall seconds, peak memory bytes, by id
+def parse_qacct(text: str, memory: str = "h_vmem") -> dict[str, tuple[Observed, Usage]]:
+    """Each record of ``qacct -j``: how it ended and what it used (:data:`Usage`), by id
     (``12``, or ``12.3`` for an array's task); ``memory`` is the site's memory resource.
     A job run twice (rescheduled) has a record per run: the last one wins."""
-    found: dict[str, tuple[Observed, float | None, int | None]] = {}
+    found: dict[str, tuple[Observed, Usage]] = {}
     for block in text.split("=" * 62):
         record: dict[str, str] = {}
         for line in block.splitlines():

@@ -58,6 +58,7 @@ from ..base import JobHandle, JobSpec, JobState
 from ._base import BatchBackend, CommandResult, JobFiles, Observed, SchedulerError, job_labels
 from ._sge_status import (
     SUBMISSION_CONTEXT,
+    Usage,
     error_reasons,
     parse_qacct,
     parse_qhost,
@@ -119,7 +120,7 @@ class SgeBackend(BatchBackend):
         super().__init__(**options)
         self.settings = SgeSettings(memory=memory, pe=pe, gpu=gpu)
         self._user = getpass.getuser()
-        self._accounted: dict[str, tuple[Observed, float | None, int | None]] = {}
+        self._accounted: dict[str, tuple[Observed, Usage]] = {}
 
     def _common(self, name: str, key: str, spec: JobSpec) -> list[str]:
         context = ",".join([f"{SUBMISSION_CONTEXT}={key}", *sge_context(job_labels(spec))])
@@ -218,9 +219,9 @@ class SgeBackend(BatchBackend):
         except OSError:
             return time.time() - 86400
 
-    def _usage(self, ids: Sequence[str]) -> dict[str, tuple[float | None, int | None]]:
+    def _usage(self, ids: Sequence[str]) -> dict[str, Usage]:
         # read by _finished_lookup in this same poll (a job ends by leaving qstat)
-        return {i: self._accounted[i][1:] for i in ids if i in self._accounted}
+        return {i: self._accounted[i][1] for i in ids if i in self._accounted}
 
     def _settle(self, handle: JobHandle, seen: Observed) -> Observed:
         # qdel reads as "failed 100: assumedly after job", exit 137, like a kill from outside
