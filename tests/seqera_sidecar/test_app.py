@@ -40,11 +40,33 @@ def test_a_recorded_nf_core_run_feeds_history_resolution_and_config(tmp_path: Pa
     assert answer.json()["memory_bytes"] == math.ceil(peaks[process] * 1.2)
     unknown = client.post("/v1/resources/resolve", json={"process": "NEW"}, headers=AUTH)
     assert unknown.status_code == 204
-    config = process_config(history, MaximumResolver(history))
+    config = process_config(history, [MaximumResolver(history)], cpus=True)
     assert config.count("withName:") == len(peaks)
     mib = math.ceil(math.ceil(peaks[process] * 1.2) / 2**20)
-    line = next(line for line in config.splitlines() if f"'{process}'" in line)
-    assert f"memory = '{mib} MB'" in line or f"memory = '{mib // 1024} GB'" in line
+    lines = config.splitlines()
+    at = next(i for i, line in enumerate(lines) if f"'{process}'" in line)
+    assert f"memory = '{mib} MB'" in lines[at] or f"memory = '{mib // 1024} GB'" in lines[at]
+    # what the block rests on: the runs seen and the margin over the largest peak
+    runs = history.stats(process).runs  # type: ignore[union-attr]
+    assert lines[at - 1].startswith(f"    // {process}: {runs} run")
+    assert "memory 1.20 x the largest peak" in lines[at - 1]
+
+
+def test_static_config_and_resolve_answer_from_one_right_sizer(tmp_path: Path) -> None:
+    """config (static) and POST /v1/resources/resolve give one answer for one question."""
+    history = open_history(tmp_path / "h.db")
+    client = TestClient(create_app(history, token="t0ken"))
+    assert client.post("/v1/weblog", json=recorded_events(), headers=AUTH).status_code == 202
+    config = process_config(history, [PredictiveResolver(history)]).splitlines()
+    for process in sorted(expected_peaks())[:5]:
+        answer = client.post("/v1/resources/resolve", json={"process": process}, headers=AUTH)
+        block = next(line for line in config if f"'{process}'" in line)
+        if answer.status_code == 204:
+            assert block is None
+            continue
+        mib = math.ceil(answer.json()["memory_bytes"] / 2**20)
+        assert f"memory = '{mib} MB'" in block or f"memory = '{mib // 1024} GB'" in block
+        assert "cpus" not in block  # no declared cpus to keep: left to the process
 
 
 def test_the_default_resolver_sizes_from_input_bytes(tmp_path: Path) -> None:

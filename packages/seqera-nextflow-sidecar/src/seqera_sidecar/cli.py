@@ -161,14 +161,41 @@ def _resolve(args: argparse.Namespace) -> int:
 
 
 def _config(args: argparse.Namespace) -> int:
+    """The static config, or with ``--per-task`` the closures that ask the sidecar; both
+    from the resolvers ``resolve`` and ``serve`` use."""
     with _session(args) as session:
         assert session.history is not None
-        text = process_config(session.history, MaximumResolver(session.history, margin=args.margin))
+        if args.per_task:
+            from .pertask import declared_values, per_task_config
+
+            settings = _per_task_settings(args, session.config)
+            declared = declared_values(session.history)
+            known = set(session.history.processes())
+            text = per_task_config({p: d for p, d in declared.items() if p in known}, settings)
+        else:
+            text = process_config(session.history, session.resolvers,
+                                  cpus=args.resolver == "max" or args.apply_cpus)  # fmt: skip
     if args.output in (None, "-"):
         sys.stdout.write(text)
     else:
         Path(args.output).write_text(text)
     return 0
+
+
+def _per_task_settings(args: argparse.Namespace, config: Config) -> Any:
+    from .pertask import Settings
+
+    url = args.url.rstrip("/")
+    if not url.startswith(("http://", "https://")) or any(c in url for c in "'\"\n\r\t "):
+        raise UsageError(f"--url: {args.url[:80]!r} is not an http:// or https:// URL")
+    auto = config.get("auto_labels", "all")
+    from seqera_core.labels import METADATA, string_labels
+
+    chosen = METADATA if auto == "all" else () if auto == "none" else tuple(auto)
+    return Settings(url=url, timeout_ms=args.timeout_ms, cache_ms=args.cache_ms,
+                    backoff_ms=args.backoff_ms, cluster_options=args.cluster_options,
+                    labels=string_labels(config.get("labels")),
+                    auto_labels=chosen)  # fmt: skip
 
 
 def _cpus(args: argparse.Namespace) -> int:
@@ -237,16 +264,16 @@ def _parser() -> argparse.ArgumentParser:
                            ("resolve", "effective resources of one process"),
                            ("config", "a Nextflow config from the history")):  # fmt: skip
         sub = commands.add_parser(name, help=helptext)
-        if name != "config":  # a static config has no input sizes: always the maximum
-            sub.add_argument("--resolver", choices=("predictive", "max"), default="predictive",
-                             help="predictive (learns from input sizes, default) or max "
-                             "(largest use seen x --margin)")  # fmt: skip
-            sub.add_argument("--apply-cpus", action="store_true",
-                             help="predictive: cpus = most cores ever busy")  # fmt: skip
-            sub.add_argument("--shrink-self-sizing", action="store_true",
-                             help="predictive: size tasks that read task.memory below "
-                             "what they declare (default: never; "
-                             "$SEQERA_SIZING_SHRINK_SELF_SIZING)")  # fmt: skip
+        # one right-sizer for serve, resolve and config (static and per task)
+        sub.add_argument("--resolver", choices=("predictive", "max"), default="predictive",
+                         help="predictive (learns from input sizes, default) or max "
+                         "(largest use seen x --margin)")  # fmt: skip
+        sub.add_argument("--apply-cpus", action="store_true",
+                         help="predictive: cpus = most cores ever busy")  # fmt: skip
+        sub.add_argument("--shrink-self-sizing", action="store_true",
+                         help="predictive: size tasks that read task.memory below "
+                         "what they declare (default: never; "
+                         "$SEQERA_SIZING_SHRINK_SELF_SIZING)")  # fmt: skip
         sub.add_argument("--history", help=f"SQLite path, sqlite:/// or postgresql:// URL (default "
                          f"$SEQERA_HISTORY or {DEFAULT_HISTORY})")  # fmt: skip
         sub.add_argument("--margin", type=_margin, default=1.2,
@@ -281,6 +308,25 @@ def _parser() -> argparse.ArgumentParser:
             sub.add_argument("--attempt", type=int, default=1)
         else:
             sub.add_argument("--output", "-o", help="file to write (default: stdout)")
+            sub.add_argument("--per-task", action="store_true",
+                             help="closures that ask the sidecar per task (and put "
+                             "resourceLabels into clusterOptions on grid executors)")  # fmt: skip
+            sub.add_argument("--url", default="http://127.0.0.1:8080",
+                             help="--per-task: the sidecar the closures ask (at run time "
+                             "$SEQERA_SIDECAR_URL wins)")  # fmt: skip
+            sub.add_argument("--timeout-ms", type=_whole(1, 600_000), default=2000,
+                             help="--per-task: give up on the sidecar after this long and "
+                             "use the declared values (default 2000)")  # fmt: skip
+            sub.add_argument("--cache-ms", type=_whole(0, 86_400_000), default=60_000,
+                             help="--per-task: reuse an answer for the same question this "
+                             "long (default 60000)")  # fmt: skip
+            sub.add_argument("--backoff-ms", type=_whole(0, 86_400_000), default=30_000,
+                             help="--per-task: after a failure, ask nothing for this long "
+                             "(default 30000)")  # fmt: skip
+            sub.add_argument("--cluster-options", metavar="TEXT",
+                             help="--per-task: your own clusterOptions; the config replaces "
+                             "the process's, so they are written first and the labels "
+                             "appended")  # fmt: skip
     return parser
 
 
