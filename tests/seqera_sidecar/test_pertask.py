@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from seqera_core.history import TaskRecord, open_history
@@ -49,7 +48,8 @@ def _records() -> list[TaskRecord]:
         size = (i + 1) * GB
         records.append(TaskRecord(run_id="r1", task_id=f"a{i}", process="NF:ALIGN", succeeded=True,
                                   cpus=4, memory=16 * GB, time=7200, peak_memory=size // 2 + GB,
-                                  realtime=600 + 60 * i, input_bytes=size, cpu_percent=380))  # fmt: skip
+                                  realtime=600 + 60 * i, input_bytes=size,
+                                  cpu_percent=380))  # fmt: skip
         records.append(TaskRecord(run_id="r1", task_id=f"q{i}", process="NF:QC", succeeded=True,
                                   cpus=1, memory=4 * GB, time=3600, peak_memory=GB + i * 10**7,
                                   realtime=120 + i))  # fmt: skip
@@ -155,9 +155,15 @@ def test_closures_answer_from_the_sidecar(history: Path, sidecar: Served, tmp_pa
     slurm = results[0]["clusterOptions"]
     assert slurm.startswith("--qos=high --comment=")
     labels = decode_labels(slurm.split("--comment=", 1)[1])
-    assert labels == {"nextflow/engine": "nextflow", "nextflow/run-name": "tiny_curie",
-                      "nextflow/run-id": "5e55-10n", "nextflow/project": "nf-core/x",
-                      "nextflow/user": "ana", "nextflow/resume": "false", "team": "gen omics"}
+    assert labels == {
+        "nextflow/engine": "nextflow",
+        "nextflow/run-name": "tiny_curie",
+        "nextflow/run-id": "5e55-10n",
+        "nextflow/project": "nf-core/x",
+        "nextflow/user": "ana",
+        "nextflow/resume": "false",
+        "team": "gen omics",
+    }
     assert slurm.split("--comment=", 1)[1] == encode_labels(labels)  # the core's own encoding
     assert results[1]["clusterOptions"].startswith("--qos=high -v SEQERA_LABELS=")
     assert decode_labels(results[1]["clusterOptions"].split("=", 2)[2])["team"] == "a;b"
@@ -206,8 +212,8 @@ def test_closures_fall_back_when_the_sidecar_is_down_or_slow(history: Path, tmp_
                        f"http://127.0.0.1:{silent.port}", "--timeout-ms", "300")  # fmt: skip
         cases = [{"process": "NF:ALIGN", "attempt": 1, "executor": "slurm"},
                  {"process": "NF:QC", "attempt": 1, "executor": "local"}]  # fmt: skip
-        results = _run({"configs": [{"path": str(down), "cases": cases},
-                                    {"path": str(slow), "cases": cases}]}, tmp_path, {})  # fmt: skip
+        configs = [{"path": str(down), "cases": cases}, {"path": str(slow), "cases": cases}]
+        results = _run({"configs": configs}, tmp_path, {})
     finally:
         silent.close()
     for result in results:
