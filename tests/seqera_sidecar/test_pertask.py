@@ -151,6 +151,10 @@ def test_closures_answer_from_the_sidecar(history: Path, sidecar: Served, tmp_pa
         assert result["time"] == expected["time_seconds"] * 1000  # Nextflow: a number is ms
     # input sizes reach the model: the larger input gets more memory
     assert results[1]["memory"] > results[0]["memory"]
+    # the retry after exit 137 told the sidecar what attempt 1 was given (the history
+    # holds no QC failure: without it the retry would get attempt 1's memory again)
+    assert results[4]["memory"] > results[2]["memory"]
+    assert results[1]["memory"] > results[0]["memory"]
     # labels: the user's clusterOptions first, then the scheduler's form of the labels
     slurm = results[0]["clusterOptions"]
     assert slurm.startswith("--qos=high --comment=")
@@ -238,6 +242,30 @@ def test_config_slurper_reads_the_file(history: Path, tmp_path: Path) -> None:
     ]}]}, tmp_path, {"SEQERA_SIDECAR_URL": "http://127.0.0.1:9"})  # fmt: skip
     assert results[0]["selector"] is not None and results[0]["memory"] == GB
     assert results[1]["selector"] is None  # the '.' is not a wildcard
+
+
+def test_a_retry_is_sized_from_the_kill_it_reports(tmp_path: Path) -> None:
+    """The retry's extra: a kill the history has not seen yet is learned, bad values are 400."""
+    from starlette.testclient import TestClient
+
+    from seqera_sidecar import create_app
+
+    store = open_history(str(tmp_path / "h.db"))
+    store.record(_records())
+    client = TestClient(create_app(store))
+    ask = {"process": "NF:QC", "cpus": 1, "memory_bytes": 4 * GB, "time_seconds": 3600}
+    first = client.post("/v1/resources/resolve", json={**ask, "attempt": 1}).json()
+    plain = client.post("/v1/resources/resolve", json={**ask, "attempt": 2}).json()
+    assert plain == first  # no kill known: a retry is a first attempt again
+    extra = {"nextflow.exit_status": "137",
+             "nextflow.previous_memory_bytes": str(first["memory_bytes"])}  # fmt: skip
+    retry = client.post("/v1/resources/resolve", json={**ask, "attempt": 2, "extra": extra})
+    assert retry.json()["memory_bytes"] > first["memory_bytes"]
+    assert store.count() == len(_records())  # learned, not stored: the weblog's row is
+    for bad in ({"nextflow.exit_status": "x"}, {**extra, "nextflow.previous_memory_bytes": "0"}):
+        refused = client.post("/v1/resources/resolve", json={**ask, "attempt": 2, "extra": bad})
+        assert refused.status_code == 400
+        assert "$.extra.nextflow." in refused.json()["problems"][0]
 
 
 def test_groovy_string_escapes() -> None:

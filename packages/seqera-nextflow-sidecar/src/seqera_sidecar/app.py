@@ -45,6 +45,7 @@ from .edge import DEFAULT_BODY_LIMIT, Refused, allowed_host, authorized, read_js
 from .openapi import bundled_spec
 from .poller import redact
 from .report import report_endpoint
+from .retries import note_retry
 from .runs import NotFound, RunStore, SubmitFailed
 from .weblog import parse_event
 
@@ -128,6 +129,7 @@ def create_app(
         return await read_json(request, body_limit)
 
     def answer(request: ResourceRequest) -> dict[str, Any] | None:
+        note_retry(request, chain)  # a retry asked before its failure reached the weblog
         resolution = resolve(request, chain, defaults=DEFAULTS)
         metrics.resolved.labels(resolution.resolver).inc()
         if resolution.resolver == "declared":

@@ -26,9 +26,23 @@
         if (declared.memory) { request.memory_bytes = declared.memory }
         if (declared.time) { request.time_seconds = declared.time }
         if (inputBytes != null) { request.input_bytes = inputBytes }
+        def store = System.getProperties().computeIfAbsent('seqera.sidecar.answers', { name -> new java.util.concurrent.ConcurrentHashMap() })
+        def question = new groovy.json.JsonBuilder(request).toString()
+        // A retry says how the attempt before ended and what it was given: Nextflow submits
+        // it before the weblog reports that attempt (see seqera_sidecar.retries).
+        if (attempt > 1 && task.exitStatus != null) {
+            def gave = store.get('given|' + new groovy.json.JsonBuilder(request + [attempt: attempt - 1]).toString())
+            def trace = null
+            try { trace = task.previousTrace } catch (Exception none) { trace = null }
+            def memoryBefore = trace != null ? trace.get('memory') : gave?.memory
+            def millisBefore = trace != null ? trace.get('time') : gave?.time
+            def extra = ['nextflow.exit_status': task.exitStatus.toString()]
+            if (memoryBefore != null) { extra.put('nextflow.previous_memory_bytes', memoryBefore.toString()) }
+            if (millisBefore != null) { extra.put('nextflow.previous_time_seconds', ((millisBefore as Long).intdiv(1000L)).toString()) }
+            request.extra = extra
+        }
         def body = new groovy.json.JsonBuilder(request).toString()
         def key = body + '|' + task.exitStatus
-        def store = System.getProperties().computeIfAbsent('seqera.sidecar.answers', { name -> new java.util.concurrent.ConcurrentHashMap() })
         def now = System.currentTimeMillis()
         def kept = store.get(key)
         def answer = kept != null && kept.until > now ? kept.answer : null
@@ -65,6 +79,7 @@
             }
             store.put(key, [answer: answer, until: now + (answer.from == 'sidecar' ? ttl : 0L)])
         }
+        store.put('given|' + question, answer)
         // Labels for grid executors, per task and never cached: the run's baseline, then
         // the task's own resourceLabels on top, encoded as seqera_core.labels.encode_labels
         // does (k=v;k=v, sorted, every character outside A-Za-z0-9_.:/@+~- as %XX of UTF-8).

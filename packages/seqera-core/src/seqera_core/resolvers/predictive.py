@@ -181,6 +181,20 @@ class PredictiveResolver(Resolver):
                     if self._first_time(record):
                         self._learn(record)
 
+    def note_failure(self, record: TaskRecord) -> None:
+        """Learn a killed attempt the history does not hold yet, without storing it.
+
+        An engine may ask for a retry before the attempt that failed reaches the history
+        (Nextflow submits the retry in ``TaskProcessor.finalizeTask`` and only then tells
+        its observers, the weblog among them); without this the retry would be sized as
+        the attempt that was just killed. When the attempt arrives it is learned again,
+        which changes nothing: a kill is a lower bound, and the same bound twice is one.
+        """
+        if record.succeeded:
+            raise ValueError("note_failure takes a failed attempt")
+        with self._lock:
+            self._learn(record)
+
     def _first_time(self, record: TaskRecord) -> bool:
         key = hash((record.run_id, record.task_id, record.attempt))
         if key in self._learned:
