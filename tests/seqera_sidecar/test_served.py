@@ -74,7 +74,14 @@ def test_resolve_and_config_from_the_command_line(tmp_path: Path) -> None:
     config = tmp_path / "resources.config"
     assert _cli("config", "--history", str(history), "-o", str(config)).returncode == 0
     text = config.read_text()
-    assert text.startswith("//") and f"withName: '{name}' {{ cpus = " in text
+    # the predictive right-sizer leaves cpus to the process (no --apply-cpus); each block
+    # says what it rests on
+    assert text.startswith("//") and f"withName: '{name}' {{ memory = " in text
+    assert f"    // {name}: " in text and " x the largest peak (" in text
+    maximum = tmp_path / "max.config"
+    assert _cli("config", "--history", str(history), "--resolver", "max", "-o",
+                str(maximum)).returncode == 0  # fmt: skip
+    assert f"withName: '{name}' {{ cpus = " in maximum.read_text()
     bad = _cli("resolve", "--history", str(history), "--process", name, "--memory", "4 gigs")
     assert bad.returncode == 2 and "memory" in bad.stderr
 
