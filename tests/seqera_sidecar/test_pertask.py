@@ -271,3 +271,25 @@ def test_a_retry_is_sized_from_the_kill_it_reports(tmp_path: Path) -> None:
 def test_groovy_string_escapes() -> None:
     assert groovy_string("a'b\\c\n$x") == "'a\\'b\\\\c\\n$x'"
     assert groovy_string("é😀") == "'\\u00e9\\ud83d\\ude00'"
+
+
+def test_declared_values_are_the_first_attempt_first_seen(tmp_path: Path) -> None:
+    from seqera_sidecar.pertask import Declared, declared_values
+
+    store = open_history(str(tmp_path / "h.db"))
+    store.record([
+        TaskRecord(run_id="r", task_id="1", process="P", succeeded=False, attempt=1, cpus=2,
+                   memory=GB, time=60),
+        TaskRecord(run_id="r", task_id="1", process="P", succeeded=True, attempt=2, cpus=2,
+                   memory=2 * GB, time=60, peak_memory=GB, realtime=5),
+        TaskRecord(run_id="s", task_id="1", process="P", succeeded=True, attempt=1, cpus=1,
+                   memory=GB // 2, time=30, peak_memory=GB // 4, realtime=5),
+    ])  # fmt: skip
+    assert declared_values(store) == {"P": Declared(2, GB, 60)}
+
+
+def test_config_refuses_a_url_that_is_not_http(tmp_path: Path, capsys: Any) -> None:
+    for url in ("ftp://x", "http://a'b", "http://a b"):
+        code = main(["config", "--per-task", "--history", str(tmp_path / "h.db"), "--url", url])
+        assert code == 2
+        assert "--url" in capsys.readouterr().err
