@@ -132,7 +132,8 @@ def _over_http(
     try:
         with httpx.Client(base_url=served.url, timeout=60) as client:
             for start in range(0, len(past), 500):
-                events = [_event(t, t.attempt, t.memory or 0, True) for t in past[start:start + 500]]
+                batch = past[start : start + 500]
+                events = [_event(t, t.attempt, t.memory or 0, True) for t in batch]
                 assert client.post("/v1/weblog", json=events).status_code == 202
                 requests += 1
         if restart:  # the next run's sidecar starts on that history, as evaluate's resolver
