@@ -107,7 +107,7 @@ spec.configs.each { entry ->
                 result[name] = value
             }
             result.millis = (System.nanoTime() - started) / 1e6
-            result.from = ext.get('seqeraSidecar').from
+            result.source = ext.get('seqeraSidecar').source
         }
         results << result
     }

@@ -48,7 +48,7 @@
         def answer = kept != null && kept.until > now ? kept.answer : null
         def down = store.get('down')
         if (answer == null) {
-            answer = [cpus: declared.cpus, memory: declared.memory, time: declared.time == null ? null : declared.time * 1000L, from: 'declared']
+            answer = [cpus: declared.cpus, memory: declared.memory, time: declared.time == null ? null : declared.time * 1000L, source: 'declared']
             if (down == null || down.until <= now) {
                 try {
                     def connection = new URI(url + '/v1/resources/resolve').toURL().openConnection()
@@ -63,10 +63,10 @@
                     def status = connection.getResponseCode()
                     if (status == 200) {
                         def got = new groovy.json.JsonSlurper().parseText(connection.getInputStream().getText('UTF-8'))
-                        answer = [cpus: got.cpus, memory: got.memory_bytes, time: got.time_seconds * 1000L, from: 'sidecar']
+                        answer = [cpus: got.cpus, memory: got.memory_bytes, time: got.time_seconds * 1000L, source: 'sidecar']
                     }
                     else if (status == 204) {
-                        answer.from = 'sidecar'
+                        answer.source = 'sidecar'
                     }
                     else {
                         throw new IOException('HTTP ' + status + ' from ' + url)
@@ -77,7 +77,7 @@
                     System.err.println('seqera-sidecar: ' + task.process + ': declared resources used (' + failure + ')')
                 }
             }
-            store.put(key, [answer: answer, until: now + (answer.from == 'sidecar' ? ttl : 0L)])
+            store.put(key, [answer: answer, until: now + (answer.source == 'sidecar' ? ttl : 0L)])
         }
         store.put('given|' + question, answer)
         // Labels for grid executors, per task and never cached: the run's baseline, then
