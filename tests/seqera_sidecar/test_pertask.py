@@ -126,7 +126,8 @@ def test_closures_answer_from_the_sidecar(history: Path, sidecar: Served, tmp_pa
         inputs.append(str(path))
     cases = [
         {"process": "NF:ALIGN", "attempt": 1, "executor": "slurm", "inputs": [inputs[0]],
-         "resourceLabels": {"team": "gen omics"}, "workflow": WORKFLOW},
+         "resourceLabels": {"team": "gen omics"}, "workflow": WORKFLOW,
+         "hash": "ab12cd34ef56ab78cd90ef12ab34cd56"},
         {"process": "NF:ALIGN", "attempt": 1, "executor": "pbspro", "inputs": [inputs[1]],
          "resourceLabels": {"team": "a;b"}, "workflow": WORKFLOW},
         {"process": "NF:QC", "attempt": 1, "executor": "sge", "workflow": WORKFLOW},
@@ -176,6 +177,29 @@ def test_closures_answer_from_the_sidecar(history: Path, sidecar: Served, tmp_pa
     assert results[3]["clusterOptions"].startswith("--qos=high -Jd SEQERA_LABELS=")
     assert results[4]["clusterOptions"] == "--qos=high"  # local: nothing to label
     assert results[5]["selector"] is None  # never seen: its own declaration stands
+    # the weblog records the task that named its hash with the input size it was asked
+    # with (not rchar), and with what its trace says it was given
+    trace = {"task_id": "900", "process": "NF:ALIGN", "status": "COMPLETED", "exit": 0,
+             "attempt": 1, "memory": results[0]["memory"], "cpus": results[0]["cpus"],
+             "peak_rss": 2 * GB, "realtime": 700_000, "rchar": 5 * GB}  # fmt: skip
+    events = [
+        {
+            "runName": "r",
+            "runId": "loop",
+            "event": "process_completed",
+            "utcTime": "2026-11-27T00:00:00Z",
+            "trace": {**trace, **extra},
+        }
+        for extra in ({"hash": "ab/12cd34"}, {"task_id": "901", "hash": "ff/000000"})
+    ]
+    with sidecar.client() as client:
+        assert client.post("/v1/weblog", json=events).status_code == 202
+    assert sidecar.history is not None
+    store = open_history(str(sidecar.history))
+    recorded = {r.task_id: r for r in store.records(["loop"])}
+    store.close()
+    assert recorded["900"].input_bytes == 3 * GB and recorded["901"].input_bytes == 5 * GB
+    assert recorded["900"].memory == results[0]["memory"]
     # one call per question: ALIGN x2 (two input sizes), QC attempt 1 (shared by sge and
     # lsf), QC attempt 2; not one per directive (4 directives x 5 tasks)
     assert _resolve_calls(sidecar) - before == 4 + 5  # + the five asked directly above

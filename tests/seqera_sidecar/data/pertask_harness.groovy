@@ -53,7 +53,7 @@ class Ext extends LinkedHashMap {
 // TaskConfig's fields a config closure may read; its own resources would recurse in
 // Nextflow (TaskConfig.get evaluates the same closure), so reading them is an error here.
 class Task {
-    String process; Integer attempt; Integer exitStatus; String executor
+    String process; Integer attempt; Integer exitStatus; String executor; String hash
     Map resourceLabels; Ext ext
     Object getCpus() { throw new IllegalStateException('task.cpus read inside a resource closure') }
     Object getMemory() { throw new IllegalStateException('task.memory read inside a resource closure') }
@@ -97,7 +97,8 @@ spec.configs.each { entry ->
         def result = [process: c.process, selector: key]
         if (key != null) {
             def task = new Task(process: c.process, attempt: c.attempt, exitStatus: c.exitStatus,
-                                executor: c.executor, resourceLabels: c.resourceLabels, ext: ext)
+                                executor: c.executor, resourceLabels: c.resourceLabels, ext: ext,
+                                hash: c.hash)
             context.put('task', task)
             (c.inputs ?: []).eachWithIndex { path, i -> context.put('input' + i, Paths.get(path)) }
             if (c.workflow) { context.put('workflow', c.workflow) }

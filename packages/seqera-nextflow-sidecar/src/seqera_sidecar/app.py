@@ -42,6 +42,7 @@ from seqera_core.resolvers import BATCH_LIMIT, PredictiveResolver, Resolver, res
 
 from ._version import __version__
 from .edge import DEFAULT_BODY_LIMIT, Refused, allowed_host, authorized, read_json, token_bytes
+from .ledger import Asked
 from .openapi import bundled_spec
 from .poller import redact
 from .report import report_endpoint
@@ -128,8 +129,11 @@ def create_app(
     async def _json(request: Request) -> Any:
         return await read_json(request, body_limit)
 
+    asked = Asked()  # per-task sizes asked with, for the weblog's records (ledger.py)
+
     def answer(request: ResourceRequest) -> dict[str, Any] | None:
         note_retry(request, chain)  # a retry asked before its failure reached the weblog
+        asked.note(request)
         resolution = resolve(request, chain, defaults=DEFAULTS)
         metrics.resolved.labels(resolution.resolver).inc()
         if resolution.resolver == "declared":
@@ -179,8 +183,9 @@ def create_app(
                 continue
             accepted += 1
             metrics.events.labels(event.event).inc()
-            if event.record is not None:
-                records.append(event.record)
+            record = asked.applied(item, event.record)
+            if record is not None:
+                records.append(record)
         if records:
             try:
                 await run_in_threadpool(history.record, records)
