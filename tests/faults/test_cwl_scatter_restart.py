@@ -18,6 +18,7 @@ Reproduce: ``uvx nox -s faults -- -k cwl_scatter``
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -32,6 +33,7 @@ import pytest
 
 from .conftest import FaultRow, FaultTable, Outage, SlurmCluster
 from .test_controller_restart import accepted_by_slurm
+from .test_snakemake_restart import left_in_squeue
 
 pytestmark = pytest.mark.integration
 
@@ -128,3 +130,104 @@ def test_cwl_scatter_survives_a_controller_restart(
     assert len(rows) == len(lines), rows
     assert Counter(task for task, _ in rows) == Counter(names), rows
     assert all(ok for _, ok in rows), rows
+
+
+# -- cwltool-seqera itself killed (kill -9) mid-run and started again ---------------------
+
+SCATTER = DATA / "scatter.cwl"  # every job waits at a gate the test opens
+KILLED_JOBS = 8
+
+
+def _scatter_run(tmp_path: Path, slurm: SlurmCluster, extra: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [COMMAND, "--executor", "slurm", "--no-container", *extra,
+         "--outdir", str(tmp_path / "out"), str(SCATTER), str(tmp_path / "job.json")],
+        cwd=tmp_path, env={**os.environ, **slurm.env}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _locked(status: Path) -> bool:
+    """Whether someone holds cwltool's lock on a cache entry's status file."""
+    with status.open("a+") as file:
+        try:
+            fcntl.flock(file.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        return False
+
+
+def _taken_over(tmp_path: Path, runs: Path, cache: bool) -> bool:
+    """The second run has adopted every job (holds each cache entry's lock) or, without
+    a cache, sent its own copy of each."""
+    if not cache:
+        return sum(_lines(runs, "job.")) >= 2 * KILLED_JOBS
+    held = [_locked(p) for p in (tmp_path / "cache").glob("*.status")]
+    return len(held) == KILLED_JOBS and all(held)
+
+
+def _lines(runs: Path, prefix: str) -> list[int]:
+    return [len((runs / f"{prefix}{i}").read_text().split()) if (runs / f"{prefix}{i}").exists()
+            else 0 for i in range(KILLED_JOBS)]  # fmt: skip
+
+
+@pytest.mark.parametrize("cache", [True, False], ids=["cachedir", "no-cachedir"])
+def test_cwl_killed_and_started_again(
+    cache: bool,
+    slurm: SlurmCluster,
+    tmp_path: Path,
+    fault_table: FaultTable,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With ``--cachedir`` the second run adopts the first run's jobs: each runs once.
+    Without it the second run runs every step again, as plain cwltool does, and the
+    first run's jobs are cancelled when it starts: none reaches its end beside them."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    for name in ("SEQERA_BACKEND", "SEQERA_PLATFORM", "SEQERA_RESOLVER_URL", "SEQERA_LABELS",
+                 "SEQERA_HISTORY"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    runs, gate = tmp_path / "runs", tmp_path / "gate"
+    runs.mkdir()
+    (tmp_path / "job.json").write_text(json.dumps(
+        {"runs": str(runs), "indices": list(range(KILLED_JOBS)), "pause": 0, "gate": str(gate)}
+    ))  # fmt: skip
+    extra = ["--cachedir", str(tmp_path / "cache")] if cache else []
+    first = _scatter_run(tmp_path, slurm, extra)
+    deadline = time.monotonic() + 240
+    while sum(_lines(runs, "job.")) < KILLED_JOBS and first.poll() is None:
+        assert time.monotonic() < deadline, "the first run's jobs did not start"
+        time.sleep(0.05)
+    first.kill()
+    first.communicate()
+    second = _scatter_run(tmp_path, slurm, extra)
+    # the gate opens once the second run has taken over (adopted, or sent its own copies)
+    while not _taken_over(tmp_path, runs, cache) and second.poll() is None:
+        assert time.monotonic() < deadline + 240, "the second run did not take over"
+        time.sleep(0.1)
+    time.sleep(1)
+    gate.touch()
+    out, err = second.communicate(timeout=300)
+    (tmp_path / "second.log").write_text(err)
+    starts, ends = _lines(runs, "job."), _lines(runs, "end.job.")
+    left = left_in_squeue(tmp_path, limit=15)
+    fault_table.rows.append(
+        FaultRow(
+            fault=f"cwltool-seqera kill -9 mid-scatter, same command again, "
+            f"{'with' if cache else 'without'} --cachedir; {len(left)} left in squeue",
+            injected=1,
+            jobs=KILLED_JOBS,
+            submitted=sum(starts),
+            ran=sum(1 for n in ends if n),
+            lost=sum(1 for n in ends if not n),
+            twice=sum(1 for n in (starts if cache else ends) if n > 1),
+            command=f"uvx nox -s faults -- -k 'cwl_killed and {'no-' if not cache else ''}"
+            "cachedir'",
+        )
+    )
+    assert second.returncode == 0, err[-4000:]
+    texts = [Path(item["path"]).read_text() for item in json.loads(out)["out"]]
+    assert texts == [f"job {i}\n" for i in range(KILLED_JOBS)], texts
+    # with the cache every job ran once; without, each ran twice and only one copy ended
+    assert starts == [1 if cache else 2] * KILLED_JOBS, (starts, err[-3000:])
+    assert ends == [1] * KILLED_JOBS, (ends, err[-3000:])
+    assert not left, left

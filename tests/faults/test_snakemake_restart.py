@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,112 @@ def test_survives_a_controller_restart(
     assert all(len(r) == 1 for r in runs), runs
     assert sum(names.values()) == JOBS, names
     assert all((workdir / "out" / f"{i}.txt").read_text() == f"{i}\n" for i in range(JOBS))
+
+
+# -- Snakemake itself killed (kill -9) mid-run and started again --------------------------
+
+KILLED_JOBS = 20
+PARALLEL = 8  # --jobs
+# Every job waits at a gate the test opens only once the second run is under way: the
+# first run's jobs are all still running when it starts, whatever the machine's load.
+KILLED_SNAKEFILE = f"""
+rule all:
+    input: expand("out/{{i}}.txt", i=range({KILLED_JOBS}))
+
+rule work:
+    output: "out/{{i}}.txt"
+    resources: runtime=5
+    shell:
+        "echo start $SLURM_JOB_ID >> runs/{{wildcards.i}}; "
+        "n=0; while [ ! -e gate ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n+1)); done; "
+        "echo end $SLURM_JOB_ID >> runs/{{wildcards.i}}; echo {{wildcards.i}} > {{output}}"
+"""
+
+
+def left_in_squeue(under: Path, limit: float = 0.0) -> list[str]:
+    """Ids of the jobs Slurm still lists (any state but finished) that run under ``under``
+    (their working directory: a job directory, or a squashed allocation's), waiting up to
+    ``limit`` s for the list to empty (drained allocations end on their own)."""
+    deadline = time.monotonic() + limit
+    while True:
+        listed = subprocess.run(
+            ["squeue", "-h", "-O", "JobID:|,WorkDir:1000"], capture_output=True, text=True,
+            check=True,
+        ).stdout  # fmt: skip
+        ids = [line.split("|", 1)[0].strip() for line in listed.splitlines()
+               if str(under) in line]  # fmt: skip
+        if not ids or time.monotonic() >= deadline:
+            return ids
+        time.sleep(0.5)
+
+
+def snakemake_argv(squash: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "--executor", "seqera", "--seqera-backend",
+            "slurm", "--seqera-squash", squash, "--jobs", str(PARALLEL),
+            "--seconds-between-status-checks", "1", "--latency-wait", "5"]  # fmt: skip
+
+
+@pytest.mark.parametrize("squash", ["off", "squash"])
+def test_killed_and_started_again_runs_every_job_once(
+    squash: str,
+    slurm: SlurmCluster,
+    tmp_path: Path,
+    fault_table: FaultTable,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    for name in ("SEQERA_BACKEND", "SEQERA_PLATFORM", "SEQERA_RESOLVER_URL", "SEQERA_LABELS",
+                 "SEQERA_HISTORY"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    workdir = tmp_path / "wf"
+    runs = workdir / "runs"
+    runs.mkdir(parents=True)
+    (workdir / "Snakefile").write_text(KILLED_SNAKEFILE)
+    argv = snakemake_argv(squash)
+    log = (tmp_path / "first.log").open("w")
+    first = subprocess.Popen(argv, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+    # killed once as many jobs run as it may run at once (all held at the gate)
+    deadline = time.monotonic() + 240
+    while len(list(runs.iterdir())) < PARALLEL and first.poll() is None:
+        assert time.monotonic() < deadline, (tmp_path / "first.log").read_text()[-3000:]
+        time.sleep(0.05)
+    first.kill()
+    first.wait()
+    log.close()
+    started = len(list(runs.iterdir()))
+    unlock = subprocess.run([*argv, "--unlock"], cwd=workdir, capture_output=True, text=True,
+                            timeout=120, check=False)  # fmt: skip
+    assert unlock.returncode == 0, unlock.stderr[-3000:]
+    with (tmp_path / "again.log").open("w+") as again_log:
+        again = subprocess.Popen(argv, cwd=workdir, stdout=again_log, stderr=subprocess.STDOUT)
+        # the gate opens once the second run hands its first jobs to the executor
+        while "Execute" not in (tmp_path / "again.log").read_text() and again.poll() is None:
+            assert time.monotonic() < deadline + 240, "the second run did not start"
+            time.sleep(0.1)
+        time.sleep(3)
+        (workdir / "gate").touch()
+        code = again.wait(timeout=300)
+    text = (tmp_path / "again.log").read_text()
+    left = left_in_squeue(tmp_path, limit=20)
+    lines = [(runs / str(i)).read_text().split("\n") if (runs / str(i)).exists() else []
+             for i in range(KILLED_JOBS)]  # fmt: skip
+    starts = [sum(1 for line in r if line.startswith("start")) for r in lines]
+    command = f"uvx nox -s faults -- -k 'killed_and_started_again and {squash}'"
+    fault_table.rows.append(
+        FaultRow(
+            fault=f"snakemake kill -9 mid-run ({started} of {KILLED_JOBS} jobs started), "
+            f"--unlock, same command again; squash {squash}; {len(left)} left in squeue",
+            injected=1,
+            jobs=KILLED_JOBS,
+            submitted=sum(starts),
+            ran=sum(1 for s in starts if s),
+            lost=sum(1 for s in starts if not s),
+            twice=sum(1 for s in starts if s > 1),
+            command=command,
+        )
+    )
+    assert code == 0, text[-4000:]
+    assert starts == [1] * KILLED_JOBS, (starts, text[-3000:])
+    assert all((workdir / "out" / f"{i}.txt").read_text() == f"{i}\n"
+               for i in range(KILLED_JOBS))  # fmt: skip
+    assert not left, left

@@ -38,6 +38,7 @@ MODULES = [
     "seqera_core.planning.catalogue",
     "seqera_core.planning.jobsfile",
     "seqera_core.cli.plan",
+    "seqera_core.resume",
     # kept for one release where users import them
     "seqera_core.backends.slurm",
     "seqera_core.backends.pbs",
@@ -53,6 +54,7 @@ PACKAGES = [
     "seqera_core.platforms",
     "seqera_core.planning",
     "seqera_core.sizing",
+    "seqera_core.resume",
 ]
 
 

@@ -23,6 +23,7 @@ from seqera_core.dialects.cwl import request_from_resources
 from seqera_core.errors import SeqeraError
 from seqera_core.models import ResourceRequest
 from seqera_core.pipeline import Prepared
+from seqera_core.resume import job_key
 from seqera_core.session import Finished, Session
 from seqera_core.sizing import references_memory
 
@@ -124,7 +125,9 @@ class DispatchingJob(JobBase):
             stdin = found[1]
         stdout = self._log_path(self.stdout, "stdout")
         stderr = self._log_path(self.stderr, "stderr")
+        attempt = 0
         while True:
+            attempt += 1
             prepared = self._prepare()
             staging = self.settings.staging
             files: S3JobFiles | None = None
@@ -141,6 +144,7 @@ class DispatchingJob(JobBase):
                 )
             else:
                 files, spec = self._through_s3(staging, prepared, command, env)
+            spec = attrs.evolve(spec, key=self._key(attempt))
             _log.info("[job %s] %s$ %s", self.name, self.outdir, " ".join(command))
             result = self.settings.poller.run(
                 spec,
@@ -237,6 +241,12 @@ class DispatchingJob(JobBase):
         request = attrs.evolve(prepared.request, container=prepared.request.container or image)
         spec = JobSpec(name=self.name, command=bootstrap, request=request, labels=prepared.labels)
         return files, spec
+
+    def _key(self, attempt: int) -> str:
+        """The submission key: the job's output directory, which ``--cachedir`` makes
+        ``CACHEDIR/<hash of the command line and inputs>``, the same in every run (a new
+        directory each run without it, so nothing is adopted then), and the attempt."""
+        return job_key("cwltool", os.path.abspath(self.outdir), attempt)
 
     def _fetch(
         self, staging: S3Staging, files: S3JobFiles, result: JobStatus, stdout: str, stderr: str

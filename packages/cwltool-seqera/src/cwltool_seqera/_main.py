@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import logging
 import os
+import signal
 import sys
+import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 
 import attrs
 import cwltool.main
@@ -24,6 +28,7 @@ from ._executor import DispatchingExecutor
 from ._job import RunSettings
 from ._options import SeqeraOptions, parse_options
 from ._poller import JobPoller
+from ._resume import resume
 from ._staging import S3Staging
 from ._tool import make_tool_factory
 
@@ -97,6 +102,7 @@ def make_session(
         work_dir=lambda found: workdir / ("jobs" if found.batch else "logs"),
         backend_options=options.backend_options,
         warn=lambda message: _log.warning("seqera: %s", message),
+        ledger=workdir / "runs",
     )
     try:
         session.backend  # noqa: B018 - open it now: a bad setting is an error before cwltool starts
@@ -158,7 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         local = session.backend_name == "local"
         interval = options.poll_interval or (0.1 if local else 1.0)
         poller = JobPoller(
-            session.backend, interval=interval, unknown_timeout=options.unknown_timeout
+            session.backend,
+            interval=interval,
+            unknown_timeout=options.unknown_timeout,
+            submit=session.submit,
         )
         settings = RunSettings(
             session, poller, workdir / "logs", staging=staging, image=options.image,
@@ -167,15 +176,53 @@ def main(argv: Sequence[str] | None = None) -> int:
         loading = LoadingContext()
         loading.construct_tool_object = make_tool_factory(settings)
         try:
-            code: int = cwltool.main.main(
-                argsl=staging_arguments(session.backend_name, rest, workdir) + rest,
-                executor=DispatchingExecutor(poller),
-                loadingContext=loading,
-            )
+            with _terminating():
+                resume(session, poller, rest)
+                code: int = cwltool.main.main(
+                    argsl=staging_arguments(session.backend_name, rest, workdir) + rest,
+                    executor=DispatchingExecutor(poller),
+                    loadingContext=loading,
+                )
+        except _Terminated as stop:
+            name = signal.Signals(stop.signum).name
+            print(f"cwltool-seqera: {name}: the run's jobs are cancelled", file=sys.stderr)
+            return 128 + stop.signum
         finally:
             poller.close()
         _report(session, options.report)
         return code
+
+
+class _Terminated(BaseException):
+    """SIGTERM or SIGHUP: a BaseException, so cwltool's ``except Exception`` lets it
+    through to the executor, which cancels every submitted job (as for Ctrl-C)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _terminating() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise :class:`_Terminated` in the main thread while the run
+    goes: without this, SIGTERM (its default action) ends the process at once and leaves
+    every job it submitted to run unwatched. cwltool's own ``run()`` (not used here, it
+    kills local processes) turns SIGTERM into ``sys.exit`` in the same way."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum: int, frame: FrameType | None) -> None:
+        for number in previous:  # a second signal must not cut the cancelling short
+            signal.signal(number, signal.SIG_IGN)
+        raise _Terminated(signum)
+
+    previous = {s: signal.signal(s, terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _report(session: Session, path: Path | None) -> None:

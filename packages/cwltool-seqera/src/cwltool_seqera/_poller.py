@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from seqera_core.backends import Backend, JobHandle, JobSpec, JobState, JobStatus
 
@@ -19,9 +19,16 @@ class JobPoller:
     with a single ``poll`` per cycle and wakes each job's thread when its job has ended."""
 
     def __init__(
-        self, backend: Backend, *, interval: float = 1.0, unknown_timeout: float = 300.0
+        self,
+        backend: Backend,
+        *,
+        interval: float = 1.0,
+        unknown_timeout: float = 300.0,
+        submit: Callable[[Sequence[JobSpec]], list[JobHandle]] | None = None,
     ) -> None:
         self.backend = backend
+        # the session's submit, which adopts what a dead run left (default: the backend's)
+        self._submit = submit or backend.submit
         self.interval = interval
         # A job whose status stays UNKNOWN (or cannot be polled at all) this many seconds
         # in a row is given up on and reported as lost, never waited for forever.
@@ -55,16 +62,28 @@ class JobPoller:
             if self._closed:
                 raise RuntimeError("the run is being cancelled; no more jobs are submitted")
         with self._calls:
-            (handle,) = self.backend.submit([spec])
+            (handle,) = self._submit([spec])
         if on_submit is not None:
             on_submit(handle)
+        return self.follow(handle, limit)
+
+    def follow(self, handle: JobHandle, limit: float | None = None) -> JobStatus:
+        """Block until a job already submitted (or adopted) has finished; see :meth:`run`."""
         done = threading.Event()
         with self._state:
-            self._waiting[handle] = done
-            if limit:
-                self._limits[handle] = float(limit)
-            self._ensure_thread()
-            self._state.notify_all()
+            closed = self._closed
+            if not closed:
+                self._waiting[handle] = done
+                if limit:
+                    self._limits[handle] = float(limit)
+                self._ensure_thread()
+                self._state.notify_all()
+        if closed:
+            # sent while cancel_all ran (a signal during the submission): cancelled
+            # here, or it would run on with nobody watching
+            with self._calls:
+                self.backend.cancel([handle])
+            return JobStatus(handle, JobState.CANCELLED, reason="cancelled by cwltool-seqera")
         # Never an unbounded wait: a poller that died is started again.
         while not done.wait(timeout=max(self.interval, 0.5) * 10):
             with self._state:

@@ -22,7 +22,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,7 @@ from .pipeline import Prepared, prepare
 from .platforms import Platform
 from .resolvers import PredictiveResolver, Resolver, configured
 from .retries import Failure, rescued
+from .resume import Ledger, Orphan, Resume
 from .squash import SquashPolicy
 
 if TYPE_CHECKING:
@@ -98,6 +99,9 @@ class Session:
         label_prefix: the prefix of automatic labels (``snakemake/run-id``).
         warn: where warnings go (default: this module's logger); the engine's logger
             keeps them in its own log.
+        ledger: where the run keeps its ledger of submission keys (``runs/`` of the
+            engine's work directory), so the run after a crash adopts its jobs (see
+            :mod:`seqera_core.resume`); none: nothing is adopted.
     """
 
     def __init__(
@@ -114,6 +118,7 @@ class Session:
         sizing: Callable[[History], Resolver] | None = None,
         label_prefix: str | None = None,
         warn: Callable[[str], None] | None = None,
+        ledger: Path | None = None,
     ) -> None:
         self.config = config
         self.engine = engine
@@ -133,6 +138,7 @@ class Session:
         self._closed = False
         self.history: History | None = None
         self.resolvers: list[Resolver] = []
+        self._resume: Resume | None = None
         path = config.get("platform")
         self.platform: Platform | None = platforms.load(path) if path else None
         name = str(config.get("backend"))
@@ -147,6 +153,9 @@ class Session:
             auto=config.get("auto_labels", "all"),
         )
         try:
+            if ledger is not None:
+                run = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.run_id)
+                self._resume = Resume(Ledger(ledger, run), lambda: self.backend, self._warn)
             location = config.get("history")
             if location:
                 self.history = open_history(os.path.expanduser(str(location)))
@@ -248,14 +257,47 @@ class Session:
         self._failures[task] = attrs.evolve(failure, rescued=True)
         return True
 
-    def submit(self, specs: Sequence[JobSpec]) -> list[JobHandle]:
+    def submit(
+        self, specs: Sequence[JobSpec], *, unfinished: Collection[str] = ()
+    ) -> list[JobHandle]:
         """Submit every job in one backend call; their handles in the same order.
+
+        With a ledger, a job whose key (``JobSpec.key``) a dead run sent and left queued,
+        running or succeeded is adopted instead (its handle returned, nothing sent); see
+        :mod:`seqera_core.resume`. ``unfinished``: keys whose result the engine never took
+        although the dead run saw the job end (adopted too).
 
         Raises:
             SubmitError: part of the batch went out; ``submitted`` holds those handles.
             SeqeraError: nothing was submitted.
         """
-        return self.backend.submit(specs)
+        if self._resume is None:
+            return self.backend.submit(specs)
+        return self._resume.submit(specs, unfinished)
+
+    def orphans(self) -> list[Orphan]:
+        """The jobs dead runs over this ledger left and this run has not adopted, each
+        with the handle the backend found it under (one lookup, on the first call); none
+        without a ledger.
+
+        Raises:
+            SeqeraError: the scheduler did not answer.
+        """
+        return [] if self._resume is None else self._resume.orphans()
+
+    def adopt(self, orphans: Iterable[Orphan]) -> None:
+        """Take these orphans as this run's (an engine that waits for them itself)."""
+        if self._resume is not None:
+            self._resume.adopt(orphans)
+
+    def cancel_orphans(self, which: Callable[[Orphan], bool] | None = None) -> list[JobHandle]:
+        """Cancel the orphans (those ``which`` picks) this run has not adopted and that
+        still run or wait; returns their handles.
+
+        Raises:
+            SeqeraError: the scheduler did not answer.
+        """
+        return [] if self._resume is None else self._resume.cancel_orphans(which)
 
     def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
         """Every handle's status with one native call."""
@@ -265,6 +307,14 @@ class Session:
         """Cancel every job with one native call where the scheduler allows it."""
         if handles:
             self.backend.cancel(handles)
+            if self._resume is not None:
+                self._resume.settled(handles)
+
+    def settled(self, handles: Iterable[JobHandle]) -> None:
+        """Note in the ledger that the run saw these jobs end (:meth:`record` does it for
+        the attempts it records)."""
+        if self._resume is not None:
+            self._resume.settled(handles)
 
     def logs(self, handle: JobHandle) -> str:
         """The job's output so far."""
@@ -276,6 +326,7 @@ class Session:
         that fails keeps the rows for the next call and says so once per failure."""
         finished = [item for item in finished if item.status.state.finished]
         self._remember(finished)
+        self.settled(item.status.handle for item in finished)
         if self.history is None:
             return 0
         rows = [
@@ -377,6 +428,8 @@ class Session:
         if server is not None:  # never handed to a backend
             server.close()
         try:
+            if self._resume is not None:
+                self._resume.close()
             if backend is not None:
                 backend.close()
         finally:

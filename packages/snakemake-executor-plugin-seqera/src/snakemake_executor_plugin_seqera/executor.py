@@ -43,6 +43,7 @@ from seqera_core.session import Finished, Session
 from seqera_core.units import format_bytes, format_seconds
 
 from ._preload import PRELOAD
+from ._restart import hangup_cancels, submission_key, unfinished
 from .resources import RUNNER_MEMORY, job_request
 from .settings import ExecutorSettings
 
@@ -184,6 +185,14 @@ class Executor(RemoteExecutor):
             self._next_seconds_between_status_checks = min(every, backend.status_every)
             if self._session.history is not None:  # pack by how long each rule took before
                 backend.expected = history_runtime(self._session.history)
+        try:  # at start: one lookup of what a dead run over this directory left
+            left = len(self._session.orphans())
+        except SeqeraError as exc:
+            self.logger.warning(f"seqera: the jobs an earlier run left are not known: {exc}")
+            left = 0
+        if left:
+            self.logger.info(f"seqera: {left} jobs an earlier run left are adopted if asked for")
+        hangup_cancels()
         self._image = settings.image or _snakemake_image()
         if self._backend_name == "local":
             # A local poll is a look at this process's own table: no need to wait long.
@@ -221,6 +230,7 @@ class Executor(RemoteExecutor):
             preload=PRELOAD,
             fork_server=server,
             warn=lambda message: self.logger.warning(f"seqera: {message}"),
+            ledger=jobdir / "runs",
         )
 
     # -- submission ------------------------------------------------------------------
@@ -238,8 +248,11 @@ class Executor(RemoteExecutor):
                 ready.append((job, spec))
         if not ready:
             return
+        marked = unfinished(self.workflow.persistence, [job for job, _ in ready])
+        again = {str(spec.key) for job, spec in ready if job.jobid in marked}
         try:
-            sent = list(zip(ready, self._session.submit([spec for _, spec in ready]), strict=True))
+            handles = self._session.submit([spec for _, spec in ready], unfinished=again)
+            sent = list(zip(ready, handles, strict=True))
         except SubmitError as exc:
             # The jobs that went out run: keep them (exc.positions says which, arrays can
             # send them out of order), fail the others.
@@ -309,6 +322,7 @@ class Executor(RemoteExecutor):
             labels=prepared.labels,
             stdout=str(log) if shared else None,
             stderr=(str(log.with_suffix(".err")) if apart else str(log)) if shared else None,
+            key=submission_key(job, Path(self.workflow.workdir_init).absolute()),
         )
 
     # -- status ----------------------------------------------------------------------
@@ -413,6 +427,11 @@ class Executor(RemoteExecutor):
             self.wait = False
         self._woken.set()
         super().shutdown()
+        try:
+            # what the dead run left and this one never asked for runs beside nothing
+            self._session.cancel_orphans()
+        except SeqeraError as exc:
+            self.logger.warning(f"seqera: could not cancel an earlier run's jobs: {exc}")
         try:
             self._report()
         finally:

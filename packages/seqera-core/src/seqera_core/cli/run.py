@@ -62,7 +62,8 @@ exit status:
   the job's own exit code; 128+N when the job was killed by signal N (a time limit
   sends SIGTERM, then SIGKILL; an out-of-memory kill is SIGKILL) or 1 when the
   backend reports no code for a job that did not succeed; 2 for invalid input or a
-  job no platform can run; 130 after Ctrl-C (143 after SIGTERM), which cancel the job.
+  job no platform can run; 130 after Ctrl-C (143 after SIGTERM, 129 after SIGHUP), which
+  cancel the job.
 
 The job's stdin is empty; its stdout and stderr are streamed while it runs.
 The local backend needs no configuration and never runs more than the machine holds.
@@ -195,23 +196,51 @@ class _Terminated(Exception):
         self.signum = signum
 
 
+class _Signals:
+    """SIGINT, SIGTERM and SIGHUP while the job is waited for: each ends the wait (SIGINT
+    as KeyboardInterrupt, the others as ``_Terminated``) so the job is cancelled. Inside
+    :meth:`held` (the submission) a signal is kept and raised once it is over: stopped
+    half-way, the job would be with the scheduler and its handle not yet known here."""
+
+    def __init__(self) -> None:
+        self.holding = False
+        self.kept: int | None = None
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        if self.holding:
+            self.kept = self.kept or signum
+            return
+        raise KeyboardInterrupt if signum == signal.SIGINT else _Terminated(signum)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        self.holding = True
+        try:
+            yield
+        finally:
+            self.holding = False
+        if self.kept is not None:
+            self(self.kept, None)
+
+
+# Closing the terminal (SIGHUP) cancels as Ctrl-C does: the job would otherwise run on
+# with nobody to see its output or its end.
+_CANCELLING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 @contextlib.contextmanager
-def _interruptible() -> Iterator[None]:
-    """SIGINT raises KeyboardInterrupt and SIGTERM ``_Terminated`` while the job is waited for."""
+def _interruptible() -> Iterator[_Signals]:
+    """Install :class:`_Signals` for SIGINT, SIGTERM and SIGHUP (main thread only)."""
+    handler = _Signals()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield handler
         return
-
-    def terminated(signum: int, frame: FrameType | None) -> None:
-        raise _Terminated(signum)
-
-    previous = signal.signal(signal.SIGTERM, terminated)
-    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    previous = {number: signal.signal(number, handler) for number in _CANCELLING}
     try:
-        yield
+        yield handler
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        signal.signal(signal.SIGINT, previous_int)
+        for number, before in previous.items():
+            signal.signal(number, before)
 
 
 def _wait(backend: Backend, handle: JobHandle, tails: list[_Tail], limit: float) -> JobStatus:
@@ -388,9 +417,10 @@ def _submit_and_wait(
     )
     handle: JobHandle | None = None
     tails: list[_Tail] = []
-    with _interruptible():
+    with _interruptible() as signals:
         try:
-            (handle,) = backend.submit([spec])
+            with signals.held():
+                (handle,) = backend.submit([spec])
             if args.verbose:
                 _say(f"submitted job {handle.native_id} to {backend.name}")
             tails.append(_Tail(handle.stdout, sys.stdout))
@@ -409,8 +439,8 @@ def _submit_and_wait(
 def _cancel(backend: Backend, handle: JobHandle | None, tails: list[_Tail], signum: int) -> int:
     # A second Ctrl-C must not abandon a job half-way through its kill grace.
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for number in _CANCELLING:
+            signal.signal(number, signal.SIG_IGN)
     if handle is not None:
         _say(f"interrupted: cancelling job {handle.native_id}")
         backend.cancel([handle])
