@@ -103,6 +103,9 @@ def test_cluster_staging_defaults_to_the_work_directory(tmp_path: Path) -> None:
     assert added == [f"--tmpdir-prefix={tmp_path}/tmp/", f"--tmp-outdir-prefix={tmp_path}/out/"]
     given = staging_arguments(slurm, ["--tmpdir-prefix=/shared/t/", "tool.cwl"], tmp_path)
     assert given == [f"--tmp-outdir-prefix={tmp_path}/out/"]
+    # cwltool refuses --tmp-outdir-prefix beside --cachedir: the cache holds the outputs
+    cached = staging_arguments(slurm, ["--cachedir", "/shared/c", "tool.cwl"], tmp_path)
+    assert cached == [f"--tmpdir-prefix={tmp_path}/tmp/"]
     assert staging_arguments("local", ["tool.cwl"], tmp_path) == []
     ecs = "ecs"
     assert staging_arguments(ecs, ["tool.cwl"], tmp_path) == ["--no-container"]

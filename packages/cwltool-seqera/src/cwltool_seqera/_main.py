@@ -130,6 +130,10 @@ def staging_arguments(backend: str, argv: Sequence[str], workdir: Path) -> list[
     if not found.batch:
         return []
     given = {a.split("=", 1)[0] for a in argv}
+    if "--cachedir" in given:
+        # the outputs go to the cache (cwltool allows no --tmp-outdir-prefix beside it),
+        # which must then be where the nodes see it, as the flags below would make it
+        given.add("--tmp-outdir-prefix")
     added = []
     for flag, sub in zip(_STAGING_FLAGS, ("tmp", "out"), strict=True):
         if flag not in given:
