@@ -193,20 +193,28 @@ def test_cwl_killed_and_started_again(
     ))  # fmt: skip
     extra = ["--cachedir", str(tmp_path / "cache")] if cache else []
     first = _scatter_run(tmp_path, slurm, extra)
-    deadline = time.monotonic() + 240
-    while sum(_lines(runs, "job.")) < KILLED_JOBS and first.poll() is None:
-        assert time.monotonic() < deadline, "the first run's jobs did not start"
-        time.sleep(0.05)
-    first.kill()
-    first.communicate()
-    second = _scatter_run(tmp_path, slurm, extra)
-    # the gate opens once the second run has taken over (adopted, or sent its own copies)
-    while not _taken_over(tmp_path, runs, cache) and second.poll() is None:
-        assert time.monotonic() < deadline + 240, "the second run did not take over"
-        time.sleep(0.1)
-    time.sleep(1)
-    gate.touch()
-    out, err = second.communicate(timeout=300)
+    second: subprocess.Popen[str] | None = None
+    try:
+        # a loaded two-core machine takes minutes to start eight jobs one sbatch at a time
+        deadline = time.monotonic() + 600
+        while sum(_lines(runs, "job.")) < KILLED_JOBS and first.poll() is None:
+            assert time.monotonic() < deadline, "the first run's jobs did not start"
+            time.sleep(0.05)
+        first.kill()
+        first.communicate()
+        second = _scatter_run(tmp_path, slurm, extra)
+        # the gate opens once the second run has taken over (adopted, or sent copies)
+        while not _taken_over(tmp_path, runs, cache) and second.poll() is None:
+            assert time.monotonic() < deadline + 600, "the second run did not take over"
+            time.sleep(0.1)
+        time.sleep(1)
+        gate.touch()
+        out, err = second.communicate(timeout=600)
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.communicate()
     (tmp_path / "second.log").write_text(err)
     starts, ends = _lines(runs, "job."), _lines(runs, "end.job.")
     left = left_in_squeue(tmp_path, limit=15)

@@ -106,14 +106,13 @@ rule work:
 
 def left_in_squeue(under: Path, limit: float = 0.0) -> list[str]:
     """Ids of the jobs Slurm still lists (any state but finished) that run under ``under``
-    (their working directory: a job directory, or a squashed allocation's), waiting up to
-    ``limit`` s for the list to empty (drained allocations end on their own)."""
+    (their working directory: a job directory, or a squashed allocation's) or carry it in
+    their name, waiting up to ``limit`` s for the list to empty (drained allocations end
+    on their own)."""
     deadline = time.monotonic() + limit
     while True:
-        listed = subprocess.run(
-            ["squeue", "-h", "-O", "JobID:|,WorkDir:1000"], capture_output=True, text=True,
-            check=True,
-        ).stdout  # fmt: skip
+        argv = ["squeue", "-h", "-O", "JobID:|,Name:200|,WorkDir:1000"]
+        listed = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
         ids = [line.split("|", 1)[0].strip() for line in listed.splitlines()
                if str(under) in line]  # fmt: skip
         if not ids or time.monotonic() >= deadline:
@@ -146,27 +145,36 @@ def test_killed_and_started_again_runs_every_job_once(
     argv = snakemake_argv(squash)
     log = (tmp_path / "first.log").open("w")
     first = subprocess.Popen(argv, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
-    # killed once as many jobs run as it may run at once (all held at the gate)
-    deadline = time.monotonic() + 240
-    while len(list(runs.iterdir())) < PARALLEL and first.poll() is None:
-        assert time.monotonic() < deadline, (tmp_path / "first.log").read_text()[-3000:]
-        time.sleep(0.05)
-    first.kill()
-    first.wait()
-    log.close()
-    started = len(list(runs.iterdir()))
-    unlock = subprocess.run([*argv, "--unlock"], cwd=workdir, capture_output=True, text=True,
-                            timeout=120, check=False)  # fmt: skip
-    assert unlock.returncode == 0, unlock.stderr[-3000:]
-    with (tmp_path / "again.log").open("w+") as again_log:
-        again = subprocess.Popen(argv, cwd=workdir, stdout=again_log, stderr=subprocess.STDOUT)
-        # the gate opens once the second run hands its first jobs to the executor
-        while "Execute" not in (tmp_path / "again.log").read_text() and again.poll() is None:
-            assert time.monotonic() < deadline + 240, "the second run did not start"
-            time.sleep(0.1)
-        time.sleep(3)
-        (workdir / "gate").touch()
-        code = again.wait(timeout=300)
+    again: subprocess.Popen[bytes] | None = None
+    try:
+        # killed once as many jobs run as it may run at once (all held at the gate)
+        deadline = time.monotonic() + 600
+        while len(list(runs.iterdir())) < PARALLEL and first.poll() is None:
+            assert time.monotonic() < deadline, (tmp_path / "first.log").read_text()[-3000:]
+            time.sleep(0.05)
+        first.kill()
+        first.wait()
+        log.close()
+        started = len(list(runs.iterdir()))
+        unlock = subprocess.run([*argv, "--unlock"], cwd=workdir, capture_output=True,
+                                text=True, timeout=300, check=False)  # fmt: skip
+        assert unlock.returncode == 0, unlock.stderr[-3000:]
+        with (tmp_path / "again.log").open("w+") as again_log:
+            again = subprocess.Popen(argv, cwd=workdir, stdout=again_log,
+                                     stderr=subprocess.STDOUT)  # fmt: skip
+            # the gate opens once the second run hands its first jobs to the executor
+            while "Execute" not in (tmp_path / "again.log").read_text() and again.poll() is None:
+                assert time.monotonic() < deadline + 600, "the second run did not start"
+                time.sleep(0.1)
+            time.sleep(3)
+            (workdir / "gate").touch()
+            code = again.wait(timeout=600)
+    finally:
+        for process in (first, again):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+        log.close()
     text = (tmp_path / "again.log").read_text()
     left = left_in_squeue(tmp_path, limit=20)
     lines = [(runs / str(i)).read_text().split("\n") if (runs / str(i)).exists() else []

@@ -429,7 +429,7 @@ class Session:
             server.close()
         try:
             if self._resume is not None:
-                self._resume.close()
+                self._resume.close(backend)
             if backend is not None:
                 backend.close()
         finally:

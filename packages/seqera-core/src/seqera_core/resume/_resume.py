@@ -33,6 +33,7 @@ from attrs import frozen
 
 from ..backends.base import Backend, JobHandle, JobSpec, JobState, NoLookup
 from ..backends.batch import SubmitError
+from ..errors import SeqeraError
 from ._ledger import Entry, Ledger
 
 __all__ = ["Orphan", "Resume", "job_key"]
@@ -208,17 +209,25 @@ class Resume:
             self._taken.update(o.key for o in picked)
         return handles
 
-    def close(self) -> None:
-        """Carry the orphans left alone into this run's ledger; release the ledgers."""
+    def close(self, backend: Backend | None) -> None:
+        """Carry the orphans left alone that still run or wait (one poll of ``backend``,
+        the run's, still open) into this run's ledger; release the ledgers."""
         with self._lock:
             found = self._found
             if found is None:
                 # never looked at: they stay what they were, orphans, for the next run
                 left = [Entry(k, e.meta) for k, e in self._ledger.orphans.items() if not e.done]
+                self._ledger.close(left)
+                return
+            alone = [o for k, o in found.items()
+                     if k not in self._taken and not o.done and o.handle is not None]  # fmt: skip
+        handles = [o.handle for o in alone if o.handle is not None]
+        if handles and backend is not None:
+            try:
+                statuses = backend.poll(handles)
+            except SeqeraError as exc:  # not known to have ended: kept for the next run
+                self._warn(f"the jobs an earlier run left could not be polled: {exc}")
             else:
-                left = [
-                    Entry(k, o.meta)
-                    for k, o in found.items()
-                    if k not in self._taken and not o.done and o.handle is not None
-                ]
-            self._ledger.close(left)
+                alone = [o for o, s in zip(alone, statuses, strict=True) if not s.state.finished]
+        with self._lock:
+            self._ledger.close([Entry(o.key, o.meta) for o in alone])
