@@ -41,8 +41,8 @@ from .outcomes import finished_record
 from .pipeline import Prepared, prepare
 from .platforms import Platform
 from .resolvers import PredictiveResolver, Resolver, configured
-from .retries import Failure, rescued
 from .resume import Ledger, Orphan, Resume
+from .retries import Failure, rescued
 from .squash import SquashPolicy
 
 if TYPE_CHECKING:
