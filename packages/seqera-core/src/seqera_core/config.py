@@ -30,6 +30,10 @@ and bytes or a size such as ``8GiB``) are what the local backend shares between 
 memory resource (``h_vmem`` by default; ``h_rss``, ``mem_free``, ``m_mem_free``), parallel
 environment (``smp``) and GPU resource (``gpu``); a platform's ``settings`` may hold them too.
 
+``lsf.unit``, ``lsf.job_memlimit`` and ``lsf.reserve_per_task`` (``SEQERA_LSF_<KEY>``) override
+what ``$LSF_ENVDIR/lsf.conf`` says about an LSF site: ``LSF_UNIT_FOR_LIMITS`` (KB by default),
+whether ``-M`` is per job (``LSB_JOB_MEMLIMIT``) and whether ``rusage[mem=]`` counts per task.
+
 ``sizing.shrink_self_sizing`` (``SEQERA_SIZING_SHRINK_SELF_SIZING``, boolean, default
 false) lets the right-sizer size a tool that sizes itself from its allocation below what
 it declares (:mod:`seqera_core.sizing._guard`): the user's opt-out of that guard.
@@ -78,6 +82,9 @@ KEYS: dict[str, str] = {
     "sge.memory": "SEQERA_SGE_MEMORY",
     "sge.pe": "SEQERA_SGE_PE",
     "sge.gpu": "SEQERA_SGE_GPU",
+    "lsf.unit": "SEQERA_LSF_UNIT",
+    "lsf.job_memlimit": "SEQERA_LSF_JOB_MEMLIMIT",
+    "lsf.reserve_per_task": "SEQERA_LSF_RESERVE_PER_TASK",
     "ecs.cluster": "SEQERA_ECS_CLUSTER",
     "ecs.execution_role": "SEQERA_ECS_EXECUTION_ROLE",
     "ecs.task_role": "SEQERA_ECS_TASK_ROLE",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .registry import BackendEntry
 
-__all__ = ["ECS", "LOCAL", "PBS", "SGE", "SLURM", "TORQUE"]
+__all__ = ["ECS", "LOCAL", "LSF", "PBS", "SGE", "SLURM", "TORQUE"]
 
 _D = "seqera_core.dialects."
 _B = "seqera_core.backends."
@@ -30,5 +30,8 @@ TORQUE = BackendEntry("torque", f"{_B}batch.pbs", "PbsBackend", batch=True,
 # section: the sge.* config keys (memory, pe, gpu) are the backend's keywords
 SGE = BackendEntry("sge", f"{_B}batch.sge", "SgeBackend", batch=True, section="sge",
                    dialect=f"{_D}sge:submission")  # fmt: skip
+# section: the lsf.* config keys (unit, job_memlimit, reserve_per_task) are its keywords
+LSF = BackendEntry("lsf", f"{_B}batch.lsf", "LsfBackend", batch=True, section="lsf",
+                   dialect=f"{_D}lsf:submission")  # fmt: skip
 ECS = BackendEntry("ecs", f"{_B}ecs._backend", "EcsBackend", shared_fs=False, section="ecs",
                    settings="EcsSettings", dialect=f"{_D}ecs:submission")  # fmt: skip

@@ -73,7 +73,7 @@ class BackendEntry:
 #: The entry-point group every backend registers under (this package's own among them).
 GROUP = "seqera.backends"
 # The help lists this package's own backends in this order, then others by name.
-_OWN = ("local", "slurm", "pbs", "torque", "sge", "ecs")
+_OWN = ("local", "slurm", "pbs", "torque", "sge", "lsf", "ecs")
 
 
 @functools.cache

@@ -10,7 +10,14 @@ from typing import Any
 from .. import wire
 from ..backends.registry import BACKENDS, entry
 from ..dialects.engines import ENGINES, GENERIC_KEYS, as_submitted, submission, translate
-from ..labels import ecs_tags, label_environment, pbs_args, sge_context, slurm_comment_args
+from ..labels import (
+    ecs_tags,
+    encode_labels,
+    label_environment,
+    pbs_args,
+    sge_context,
+    slurm_comment_args,
+)
 from ..models import ResourceRequest, Submission, Translation
 from ..planning import Job, required_type
 from ..planning import catalogue as catalogues
@@ -181,6 +188,8 @@ def _label_form(backend: str, labels: dict[str, str]) -> object:
         return ecs_tags(labels)
     if backend == "sge":
         return "-ac " + ",".join(sge_context(labels))
+    if backend == "lsf":  # after the submission key in the job description
+        return "-Jd " + encode_labels(labels)
     return label_environment(labels)
 
 

@@ -52,9 +52,11 @@ EXIT_FILE = "exitcode"
 # element), so a job that ran and left the scheduler's listing is still found by its
 # directory after an ambiguous submission error (see _batch).
 STARTED_FILE = "started"
-# Grid Engine's JOB_ID is its job's (or array's) number: the last resort, a generic name.
+# Grid Engine's JOB_ID is its job's (or array's) number: the last resort, a generic name;
+# LSF's LSB_JOBID is its job's (or array's) number.
 _RUN_ID = (
-    "${SLURM_ARRAY_JOB_ID:-${PBS_ARRAY_ID:-${SLURM_JOB_ID:-${PBS_JOBID:-${JOB_ID:-unknown}}}}}"
+    "${SLURM_ARRAY_JOB_ID:-${PBS_ARRAY_ID:-${SLURM_JOB_ID:-${PBS_JOBID:-"
+    "${LSB_JOBID:-${JOB_ID:-unknown}}}}}}"
 )
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 _NOT_FILE_NAME = re.compile(r"[^A-Za-z0-9._+-]", re.ASCII)
