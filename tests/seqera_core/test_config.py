@@ -58,7 +58,7 @@ def test_flags_that_were_not_given_do_not_count(home: Path, tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("text", "field"),
     [
-        ("backend: lsf\n", "backend"),
+        ("backend: condor\n", "backend"),
         ("memory: 4 GB\n", "memory"),
         ("resolver:\n  timeout: soon\n", "resolver.timeout"),
         ("resolver:\n  timeout: .nan\n", "resolver.timeout"),

@@ -33,8 +33,8 @@ def test_local_takes_its_own_options() -> None:
 
 
 def test_an_unknown_name_lists_the_known_ones() -> None:
-    with pytest.raises(UsageError, match=r"backend: 'lsf' is not one of local, slurm"):
-        open_backend("lsf")
+    with pytest.raises(UsageError, match=r"backend: 'condor' is not one of local, slurm"):
+        open_backend("condor")
     assert "ecs" in BACKENDS
 
 
@@ -59,14 +59,18 @@ def test_a_missing_client_library_names_the_extra(
 
 
 def test_every_entry_names_its_kind_and_dialect() -> None:
-    assert registry.BATCH == ("slurm", "pbs", "torque", "sge")
-    assert [registry.entry(n).shared_fs for n in BACKENDS] == [True] * 5 + [False]
+    assert registry.BATCH == ("slurm", "pbs", "torque", "sge", "lsf")
+    assert [registry.entry(n).shared_fs for n in BACKENDS] == [True] * 6 + [False]
     request = ResourceRequest(cpus=2, memory=2**30, time=60)
     assert registry.entry("local").submission(request) == local_submission(request)
     assert registry.entry("slurm").submission(request).backend == "slurm"
     # Grid Engine's writer takes the site's settings (its memory resource)
     site = registry.entry("sge").submission(request, {"memory": "h_rss"})
     assert site.args == ("-pe", "smp", "2", "-l", "h_rt=0:01:00,h_rss=512M")
+    # and LSF's its unit of limits
+    site = registry.entry("lsf").submission(request, {"unit": "MB"})
+    assert site.args == ("-n", "2", "-R", "span[hosts=1]", "-R", "rusage[mem=1024]",
+                         "-M", "1024", "-W", "1")  # fmt: skip
 
 
 def test_a_setting_the_backend_does_not_take_is_a_usage_error() -> None:

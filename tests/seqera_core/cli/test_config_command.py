@@ -58,6 +58,6 @@ def test_json_and_flags(project: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_a_bad_setting_exits_2(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (project / "work" / "seqera.yaml").write_text("backend: lsf\n")
+    (project / "work" / "seqera.yaml").write_text("backend: condor\n")
     assert main(["config"]) == 2
-    assert "backend: 'lsf' is not valid; expected one of local, slurm" in capsys.readouterr().err
+    assert "backend: 'condor' is not valid; expected one of local, slurm" in capsys.readouterr().err

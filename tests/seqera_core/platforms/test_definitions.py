@@ -103,7 +103,7 @@ def test_multipliers_round_up() -> None:
 @pytest.mark.parametrize(
     ("document", "field"),
     [
-        ({"scheduler": "lsf", "queues": {"q": {}}}, "scheduler"),
+        ({"scheduler": "condor", "queues": {"q": {}}}, "scheduler"),
         ({"scheduler": "slurm"}, "queues"),
         ({"scheduler": "slurm", "queues": {"q": {"max_memory": "512 gb"}}}, "max_memory"),
         ({"scheduler": "slurm", "queues": {"q": {"max_memory": 512}}}, "max_memory"),

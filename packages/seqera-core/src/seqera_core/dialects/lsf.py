@@ -34,8 +34,8 @@ from ..models import ResourceRequest, Submission
 from ..units import ceil_div
 
 __all__ = [
-    "LsfSettings",
     "UNITS",
+    "LsfSettings",
     "format_limit",
     "read_lsf_conf",
     "site_settings",

@@ -145,7 +145,10 @@ def parse_bjobs(text: str) -> dict[str, tuple[Observed, Usage]]:
     for record in _records(text):
         if record.get("ERROR") or not record.get("JOBID"):
             continue
-        get = lambda key: str(record.get(key) or "")  # noqa: E731
+
+        def get(key: str, record: Mapping[str, Any] = record) -> str:
+            return str(record.get(key) or "")
+
         seen = lsf_exit(get("STAT"), get("EXIT_CODE"), get("EXIT_REASON"))
         host = get("EXEC_HOST").split(":")[0].split("*")[-1] or None
         if seen.state is JobState.PENDING and get("PEND_REASON").strip():
