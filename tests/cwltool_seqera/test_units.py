@@ -42,7 +42,10 @@ def test_arguments_after_a_double_dash_are_never_read() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--executor", "lsf"], "'lsf': expected one of local, slurm, pbs, torque, sge, ecs"),
+        (
+            ["--executor", "condor"],
+            "'condor': expected one of local, slurm, pbs, torque, sge, lsf, ecs",
+        ),
         (["--seqera-label", "team"], "expected KEY=VALUE"),
         (["--seqera-poll-interval", "0"], "expected a number greater than 0"),
         (["--seqera-local-cpus", "many"], "expected a number greater than 0"),
