@@ -175,3 +175,38 @@ def test_a_history_locked_for_10_s_loses_no_row(
     assert len({(run, task) for _, run, task, _ in rows}) == len(rows) == 2 * JOBS, rows
     assert len({run for _, run, _, _ in rows}) == 2, rows
     assert all(ok for *_, ok in rows), rows
+
+
+def test_two_seqera_runs_start_while_a_third_process_holds_the_history(tmp_path: Path) -> None:
+    """The issue's case: a new history another process holds locked (``BEGIN EXCLUSIVE``)
+    past the store's 5 s busy timeout while two ``seqera run`` start on it. Each waits,
+    says in one warning that it goes on without the history, runs its job once, keeps its
+    exit code, and records its row once the lock is gone (close() keeps trying)."""
+    history = tmp_path / "shared.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEQERA_")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(history), "7"], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None
+    locked = float(holder.stdout.readline())
+    runs = {
+        code: subprocess.Popen(
+            [str(BIN / "seqera"), "run", "--history", str(history), "--name", f"exits-{code}",
+             "--", "sh", "-c", f"echo ran >> {tmp_path}/ran.{code}; exit {code}"],
+            env=env, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        for code in (0, 3)
+    }
+    errors = {code: run.communicate(timeout=120)[1] for code, run in runs.items()}
+    released = float(holder.communicate(timeout=60)[0])
+    assert holder.returncode == 0
+    for code, run in runs.items():
+        assert run.returncode == code, errors[code]
+        assert (tmp_path / f"ran.{code}").read_text() == "ran\n"  # ran once
+        assert "not valid" not in errors[code] and "Traceback" not in errors[code], errors
+        assert "still locked by another process" in errors[code], errors[code]
+    assert released - locked >= 6.5  # the lock outlasted the runs' first open
+    with sqlite3.connect(history) as db:
+        rows = sorted(db.execute("SELECT process, exit_code, succeeded FROM task_history"))
+    assert rows == [("exits-0", 0, 1), ("exits-3", 3, 0)], rows
