@@ -3,12 +3,32 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 
+from ..bounds import (
+    LARGEST,
+    MAX_BYTES,
+    MAX_CPU_PERCENT,
+    MAX_CPUS,
+    MAX_EPOCH_SECONDS,
+    MAX_SECONDS,
+    within,
+)
 from ..causes import CAUSES
 
 __all__ = ["CAUSES", "CpuUse", "ProcessStats", "TaskRecord", "cause_of"]
+
+
+def _upto(maximum: float) -> Callable[[Any], Any]:
+    # A measure outside the contract (an infinity, a 1e308 a hostile weblog event left in
+    # an older history) reads as not measured: nothing stored can overflow a report.
+    def bounded(value: Any) -> Any:
+        return within(value, maximum)
+
+    return bounded
 
 
 @frozen
@@ -22,6 +42,7 @@ class TaskRecord:
     ``finished`` is when the attempt ended (its start plus its run time where the backend
     knows its start, else when the engine saw it end), so it ran from ``finished -
     realtime`` to ``finished``.
+    A number outside the contract's bounds (:mod:`seqera_core.bounds`) is ``None``.
     """
 
     run_id: str
@@ -33,15 +54,15 @@ class TaskRecord:
     exit_code: int | None = None
     out_of_memory: bool = False
     time_limit: bool = False
-    cpus: float | None = None
-    memory: int | None = None
-    time: int | None = None
-    peak_memory: int | None = None
-    cpu_percent: float | None = None
-    realtime: float | None = None
-    input_bytes: int | None = None
+    cpus: float | None = field(default=None, converter=_upto(MAX_CPUS))
+    memory: int | None = field(default=None, converter=_upto(MAX_BYTES))
+    time: int | None = field(default=None, converter=_upto(MAX_SECONDS))
+    peak_memory: int | None = field(default=None, converter=_upto(MAX_BYTES))
+    cpu_percent: float | None = field(default=None, converter=_upto(MAX_CPU_PERCENT))
+    realtime: float | None = field(default=None, converter=_upto(MAX_SECONDS))
+    input_bytes: int | None = field(default=None, converter=_upto(LARGEST))
     container: str | None = None
-    finished: float | None = None
+    finished: float | None = field(default=None, converter=_upto(MAX_EPOCH_SECONDS))
     cause: str | None = None
     cpu_time: float | None = None  # CPU seconds (user + system) the attempt used
     backend: str = ""  # the backend that ran it (``slurm``, ``local``...): what it could measure
@@ -66,14 +87,14 @@ class ProcessStats:
 
     process: str
     runs: int
-    peak_memory: int | None
-    cpu_percent: float | None
-    realtime: float | None
+    peak_memory: int | None = field(converter=_upto(MAX_BYTES))
+    cpu_percent: float | None = field(converter=_upto(MAX_CPU_PERCENT))
+    realtime: float | None = field(converter=_upto(MAX_SECONDS))
     out_of_memory: int
     time_limit: int
     # The largest allocation an out-of-memory (time-limit) attempt was killed at.
-    failed_memory: int | None
-    failed_time: int | None
+    failed_memory: int | None = field(converter=_upto(MAX_BYTES))
+    failed_time: int | None = field(converter=_upto(MAX_SECONDS))
 
 
 @frozen
@@ -82,8 +103,8 @@ class CpuUse:
 
     process: str
     runs: int
-    reserved: float
-    busy: float
+    reserved: float = field(converter=lambda v: within(v, MAX_CPUS) or 0.0)
+    busy: float = field(converter=lambda v: within(v, MAX_CPUS) or 0.0)
 
     @property
     def unused(self) -> float:
