@@ -149,6 +149,6 @@ def test_a_number_past_the_contract_is_refused_naming_its_field(
         jsonschema.validate(document, REQUEST_SCHEMA)
     with pytest.raises(WireError) as caught:
         wire.structure(document, ResourceRequest)
-    assert caught.value.problems[0].startswith(f"{field}: "), caught.value.problems
+    assert caught.value.problems[0].endswith(f" @ {field}"), caught.value.problems
     assert "is larger than" in caught.value.problems[0]
     assert len(caught.value.problems[0]) < 200  # a 309-digit number is said by its size

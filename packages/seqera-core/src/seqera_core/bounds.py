@@ -88,5 +88,6 @@ def beyond(obj: ResourceRequest | ResourceResponse, where: str = "$") -> list[st
         for part in path:
             value = getattr(value, part, None)
         if value is not None and value > maximum:
-            problems.append(f"{where}.{name}: {shown(value)} is larger than {maximum}")
+            # as the wire's other problems read: what is wrong, then where (its JSON path)
+            problems.append(f"{shown(value)} is larger than {maximum} @ {where}.{name}")
     return problems

@@ -130,8 +130,11 @@ def unstructure(obj: ResourceRequest | ResourceResponse) -> dict[str, Any]:
     return result
 
 
-def structure(document: Any, cls: type[T]) -> T:
-    """A request or response from a decoded JSON document; raises WireError naming each field."""
+def structure(document: Any, cls: type[T], *, bounded: bool = True) -> T:
+    """A request or response from a decoded JSON document; raises WireError naming each field.
+
+    ``bounded=False`` lets numbers past the contract's maxima through, for a caller that
+    caps them itself (a resolver's answer is capped like a declared value)."""
     try:
         structured = _CONVERTER.structure(document, cls)
     except cattrs.BaseValidationError as exc:
@@ -141,7 +144,7 @@ def structure(document: Any, cls: type[T]) -> T:
         raise WireError([f"@ $: {_describe(exc, None)}"]) from None
     except (TypeError, AttributeError) as exc:
         raise WireError([f"$: expected a JSON object for {cls.__name__}: {exc}"]) from None
-    if isinstance(structured, ResourceRequest | ResourceResponse):
+    if bounded and isinstance(structured, ResourceRequest | ResourceResponse):
         problems = beyond(structured)
         if problems:
             raise WireError(problems)
