@@ -123,10 +123,15 @@ def _serve(args: argparse.Namespace) -> int:
             "the port (any local user on a shared machine); set a token with --token-file "
             "or $SEQERA_SIDECAR_TOKEN"
         )
+    if token is None:  # one line, at start: who can write the history on this machine
+        print(f"seqera-sidecar: warning: no token: any local user can write this sidecar's "
+              f"history and read its report on {args.host}:{args.port}; set one with "
+              "--token-file or $SEQERA_SIDECAR_TOKEN", file=sys.stderr)  # fmt: skip
     import uvicorn
 
     from .app import create_app
     from .runs import RunStore
+    from .serving import uvicorn_options
 
     state = Path(os.path.expanduser(args.state))
     jobs = state.parent / "jobs"
@@ -141,7 +146,8 @@ def _serve(args: argparse.Namespace) -> int:
         app = create_app(session.history, token=token, resolvers=session.resolvers,
                          dispatcher=dispatcher, hosts=_hosts(args),
                          body_limit=args.max_body)  # fmt: skip
-        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+                    **uvicorn_options(args.max_connections, args.header_timeout))
     return 0
 
 
@@ -292,6 +298,12 @@ def _parser() -> argparse.ArgumentParser:
             sub.add_argument("--max-body", type=_whole(1, 2**63 - 1), default=8 * 2**20,
                              metavar="BYTES",
                              help="largest body accepted (default 8 MiB)")  # fmt: skip
+            sub.add_argument("--max-connections", type=_whole(1, 100_000), default=1024,
+                             help="open connections at most (lowered to what the descriptor "
+                             "limit leaves; 503 past it; default 1024)")  # fmt: skip
+            sub.add_argument("--header-timeout", type=_whole(1, 3600), default=10,
+                             metavar="SECONDS", help="close a connection whose request line "
+                             "and headers are not in after this long (default 10)")  # fmt: skip
             sub.add_argument("--log-level", default="warning", type=str.lower, choices=LOG_LEVELS)
             sub.add_argument(
                 "--backend",
