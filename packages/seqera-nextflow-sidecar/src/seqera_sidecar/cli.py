@@ -15,7 +15,7 @@ from typing import Any
 from seqera_core.backends.registry import BACKENDS
 from seqera_core.config import Config, load_config
 from seqera_core.dialects.nextflow import request_from_directives
-from seqera_core.errors import SeqeraError, UsageError
+from seqera_core.errors import ResourceError, SeqeraError, UsageError
 from seqera_core.history import History
 from seqera_core.pipeline import DEFAULTS
 from seqera_core.resolvers import MaximumResolver, PredictiveResolver, Resolver, resolve
@@ -123,10 +123,6 @@ def _serve(args: argparse.Namespace) -> int:
             "the port (any local user on a shared machine); set a token with --token-file "
             "or $SEQERA_SIDECAR_TOKEN"
         )
-    if token is None:  # one line, at start: who can write the history on this machine
-        print(f"seqera-sidecar: warning: no token: any local user can write this sidecar's "
-              f"history and read its report on {args.host}:{args.port}; set one with "
-              "--token-file or $SEQERA_SIDECAR_TOKEN", file=sys.stderr)  # fmt: skip
     import uvicorn
 
     from .app import create_app
@@ -146,6 +142,10 @@ def _serve(args: argparse.Namespace) -> int:
         app = create_app(session.history, token=token, resolvers=session.resolvers,
                          dispatcher=dispatcher, hosts=_hosts(args),
                          body_limit=args.max_body)  # fmt: skip
+        if token is None:  # one line, at start: who can write the history on this machine
+            print(f"seqera-sidecar: warning: no token: any local user can write this "
+                  f"sidecar's history and read its report on {args.host}:{args.port}; set "
+                  "one with --token-file or $SEQERA_SIDECAR_TOKEN", file=sys.stderr)  # fmt: skip
         uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
                     **uvicorn_options(args.max_connections, args.header_timeout))
     return 0
@@ -353,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.run(args)
         return code
-    except UsageError as exc:
+    except (UsageError, ResourceError) as exc:  # what the user gave: a flag, a URL, a file
         print(f"seqera-sidecar: {exc}", file=sys.stderr)
         return 2
     except SeqeraError as exc:
