@@ -35,4 +35,4 @@ def run_groovy(script: str, directory: Path) -> list[str]:
 def units(text: str) -> str:
     """UTF-16 code units as Groovy's ``String.chars()`` lists them, in hex."""
     data = text.encode("utf-16-be", "surrogatepass")
-    return ",".join(f"{int.from_bytes(data[i:i + 2], 'big'):x}" for i in range(0, len(data), 2))
+    return ",".join(f"{int.from_bytes(data[i : i + 2], 'big'):x}" for i in range(0, len(data), 2))

@@ -190,14 +190,11 @@ def test_two_seqera_runs_start_while_a_third_process_holds_the_history(tmp_path:
     )
     assert holder.stdout is not None
     locked = float(holder.stdout.readline())
-    runs = {
-        code: subprocess.Popen(
-            [str(BIN / "seqera"), "run", "--history", str(history), "--name", f"exits-{code}",
-             "--", "sh", "-c", f"echo ran >> {tmp_path}/ran.{code}; exit {code}"],
-            env=env, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        for code in (0, 3)
-    }
+    runs = {}
+    for code in (0, 3):
+        argv = [str(BIN / "seqera"), "run", "--history", str(history), "--name", f"exits-{code}",
+                "--", "sh", "-c", f"echo ran >> {tmp_path}/ran.{code}; exit {code}"]  # fmt: skip
+        runs[code] = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
     errors = {code: run.communicate(timeout=120)[1] for code, run in runs.items()}
     released = float(holder.communicate(timeout=60)[0])
     assert holder.returncode == 0

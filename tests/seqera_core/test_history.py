@@ -146,7 +146,7 @@ def test_a_held_history_is_a_wait_that_ran_out_and_only_no_database_is_not_valid
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")  # a new file: held before anyone made it a WAL
     try:
-        with pytest.raises(HistoryError, match="still locked by another process after 0.2 s"):
+        with pytest.raises(HistoryError, match=r"still locked by another process after 0\.2 s"):
             SqliteHistory(path, timeout=0.2)
     finally:
         holder.execute("COMMIT")

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqera_core.bounds import LARGEST, MAX_ACCELERATORS, MAX_BYTES, MAX_CPUS, MAX_SECONDS
 from seqera_core import (
     Accelerator,
     ResourceLimits,
@@ -20,6 +19,7 @@ from seqera_core import (
     WireError,
     wire,
 )
+from seqera_core.bounds import LARGEST, MAX_ACCELERATORS, MAX_BYTES, MAX_CPUS, MAX_SECONDS
 
 SCHEMAS = Path(__file__).parents[2] / "shared" / "schemas"
 REQUEST_SCHEMA = json.loads((SCHEMAS / "resource-request.schema.json").read_text())

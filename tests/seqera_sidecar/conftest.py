@@ -82,6 +82,7 @@ def start_sidecar(
     env = {k: v for k, v in base.items() if k != "SEQERA_SIDECAR_TOKEN"}
     if token:
         env["SEQERA_SIDECAR_TOKEN"] = token  # not --token: that shows in ps
+
     def limit() -> None:
         if nofile is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))

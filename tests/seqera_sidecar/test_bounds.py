@@ -66,8 +66,9 @@ def test_a_resolve_number_past_the_contract_is_a_400_naming_it(
         ("/v1/resources/resolve/batch", {"requests": [{"process": "ALIGN", **document}]},
          "$.requests[0]"),
     ):  # fmt: skip
-        answer = client.post(path, content=json.dumps(body),
-                             headers={**AUTH, "Content-Type": "application/json"})
+        answer = client.post(
+            path, content=json.dumps(body), headers={**AUTH, "Content-Type": "application/json"}
+        )
         assert answer.status_code == 400, answer.text
         assert answer.json()["problems"][0].endswith(f" @ {where}.{field}"), answer.text
 

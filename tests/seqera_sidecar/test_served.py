@@ -171,3 +171,16 @@ def test_a_malformed_postgresql_url_is_a_clear_error_without_the_password(
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and "Sup3rS3cret" not in done.stderr
     assert "history: 'postgresql://***@[::1/db' is not valid" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    "argv", [("evaluate", "/dev/zero"), ("serve", "--token-file", "/dev/zero", "--port", "0",
+                                         "--history", "h.db")]
+)  # fmt: skip
+def test_dev_zero_as_a_trace_or_a_token_file_is_read_to_a_bound(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    done = subprocess.run([sys.executable, "-m", "seqera_sidecar", *argv], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "/dev/zero" in done.stderr, done.stderr

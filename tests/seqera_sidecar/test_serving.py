@@ -3,13 +3,11 @@ without one, and 300 half-sent requests under a 256-descriptor limit that leave 
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from pathlib import Path
 
 import httpx
-import pytest
 from starlette.testclient import TestClient
 
 from seqera_core.history import open_history
@@ -18,16 +16,17 @@ from seqera_sidecar.serving import connection_cap
 
 from .conftest import start_sidecar, stop_sidecar
 
-EVENT = {"runName": "r", "runId": "1", "event": "process_completed",
-         "trace": {"task_id": 1, "process": "ALIGN", "status": "COMPLETED", "peak_rss": 1}}  # fmt: skip
+TRACE = {"task_id": 1, "process": "ALIGN", "status": "COMPLETED", "peak_rss": 1}
+EVENT = {"runName": "r", "runId": "1", "event": "process_completed", "trace": TRACE}
 
 
 def test_with_a_token_every_write_and_the_report_need_it(tmp_path: Path) -> None:
     history = open_history(tmp_path / "h.db")
     client = TestClient(create_app(history, token="t0ken"))
-    for method, path, body in (("POST", "/v1/weblog", EVENT), ("GET", "/report", None),
-                               ("POST", "/v1/resources/resolve", {"process": "ALIGN"}),
-                               ("POST", "/v1/runs", {"name": "r"}), ("GET", "/metrics", None)):  # fmt: skip
+    calls = [("POST", "/v1/weblog", EVENT), ("GET", "/report", None),
+             ("POST", "/v1/resources/resolve", {"process": "ALIGN"}),
+             ("POST", "/v1/runs", {"name": "r"}), ("GET", "/metrics", None)]  # fmt: skip
+    for method, path, body in calls:
         for headers in ({}, {"Authorization": "Bearer wrong"}):
             answer = client.request(method, path, json=body, headers=headers)
             assert answer.status_code == 401, (path, answer.text)
@@ -103,5 +102,3 @@ def test_300_half_sent_requests_under_256_descriptors_leave_it_serving(tmp_path:
         stop_sidecar(process)
     assert process.stderr is not None
     assert "Too many open files" not in process.stderr.read()
-
-

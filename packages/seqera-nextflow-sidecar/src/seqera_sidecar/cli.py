@@ -15,6 +15,7 @@ from typing import Any
 from seqera_core.backends.registry import BACKENDS
 from seqera_core.config import Config, load_config
 from seqera_core.dialects.nextflow import request_from_directives
+from seqera_core.documents import read_bounded
 from seqera_core.errors import ResourceError, SeqeraError, UsageError
 from seqera_core.history import History
 from seqera_core.pipeline import DEFAULTS
@@ -81,8 +82,8 @@ def _token(args: argparse.Namespace) -> str | None:
         path = Path(args.token_file)
         try:
             mode = path.stat().st_mode
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_bounded(path, "--token-file", "a file holding a token", limit=2**16)
+        except OSError as exc:
             raise UsageError(f"--token-file: {args.token_file!r} cannot be read ({exc})") from None
         if mode & (stat.S_IRWXG | stat.S_IRWXO):
             print(f"seqera-sidecar: warning: --token-file {args.token_file!r} is readable by "
@@ -146,8 +147,13 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"seqera-sidecar: warning: no token: any local user can write this "
                   f"sidecar's history and read its report on {args.host}:{args.port}; set "
                   "one with --token-file or $SEQERA_SIDECAR_TOKEN", file=sys.stderr)  # fmt: skip
-        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
-                    **uvicorn_options(args.max_connections, args.header_timeout))
+        uvicorn.run(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            **uvicorn_options(args.max_connections, args.header_timeout),
+        )
     return 0
 
 

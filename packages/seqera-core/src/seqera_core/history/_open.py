@@ -41,8 +41,9 @@ def open_history(location: str | Path) -> History:
             urlsplit(text).port  # noqa: B018 - raises for a port that is not a number
         except (psycopg.Error, ValueError):
             raise ResourceError(
-                "history", redacted(text), _POSTGRES_FORM + " (its host, port or brackets "
-                "cannot be read)"
+                "history",
+                redacted(text),
+                _POSTGRES_FORM + " (its host, port or brackets cannot be read)",
             ) from None
         return PostgresHistory(text)
     if text.startswith("sqlite:"):

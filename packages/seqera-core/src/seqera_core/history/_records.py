@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 from attrs import field, frozen
@@ -22,13 +21,35 @@ from ..causes import CAUSES
 __all__ = ["CAUSES", "CpuUse", "ProcessStats", "TaskRecord", "cause_of"]
 
 
-def _upto(maximum: float) -> Callable[[Any], Any]:
-    # A measure outside the contract (an infinity, a 1e308 a hostile weblog event left in
-    # an older history) reads as not measured: nothing stored can overflow a report.
-    def bounded(value: Any) -> Any:
-        return within(value, maximum)
+# A measure outside the contract (an infinity, a 1e308 a hostile weblog event left in an
+# older history) reads as not measured: nothing stored can overflow a report. Named
+# functions, one per bound, as attrs converters (mypy's attrs plugin reads no closures).
+def _cpus(value: Any) -> Any:
+    return within(value, MAX_CPUS)
 
-    return bounded
+
+def _bytes(value: Any) -> Any:
+    return within(value, MAX_BYTES)
+
+
+def _seconds(value: Any) -> Any:
+    return within(value, MAX_SECONDS)
+
+
+def _percent(value: Any) -> Any:
+    return within(value, MAX_CPU_PERCENT)
+
+
+def _count(value: Any) -> Any:
+    return within(value, LARGEST)
+
+
+def _epoch(value: Any) -> Any:
+    return within(value, MAX_EPOCH_SECONDS)
+
+
+def _cores(value: Any) -> float:
+    return within(value, MAX_CPUS) or 0.0
 
 
 @frozen
@@ -54,15 +75,15 @@ class TaskRecord:
     exit_code: int | None = None
     out_of_memory: bool = False
     time_limit: bool = False
-    cpus: float | None = field(default=None, converter=_upto(MAX_CPUS))
-    memory: int | None = field(default=None, converter=_upto(MAX_BYTES))
-    time: int | None = field(default=None, converter=_upto(MAX_SECONDS))
-    peak_memory: int | None = field(default=None, converter=_upto(MAX_BYTES))
-    cpu_percent: float | None = field(default=None, converter=_upto(MAX_CPU_PERCENT))
-    realtime: float | None = field(default=None, converter=_upto(MAX_SECONDS))
-    input_bytes: int | None = field(default=None, converter=_upto(LARGEST))
+    cpus: float | None = field(default=None, converter=_cpus)
+    memory: int | None = field(default=None, converter=_bytes)
+    time: int | None = field(default=None, converter=_seconds)
+    peak_memory: int | None = field(default=None, converter=_bytes)
+    cpu_percent: float | None = field(default=None, converter=_percent)
+    realtime: float | None = field(default=None, converter=_seconds)
+    input_bytes: int | None = field(default=None, converter=_count)
     container: str | None = None
-    finished: float | None = field(default=None, converter=_upto(MAX_EPOCH_SECONDS))
+    finished: float | None = field(default=None, converter=_epoch)
     cause: str | None = None
     cpu_time: float | None = None  # CPU seconds (user + system) the attempt used
     backend: str = ""  # the backend that ran it (``slurm``, ``local``...): what it could measure
@@ -87,14 +108,14 @@ class ProcessStats:
 
     process: str
     runs: int
-    peak_memory: int | None = field(converter=_upto(MAX_BYTES))
-    cpu_percent: float | None = field(converter=_upto(MAX_CPU_PERCENT))
-    realtime: float | None = field(converter=_upto(MAX_SECONDS))
+    peak_memory: int | None = field(converter=_bytes)
+    cpu_percent: float | None = field(converter=_percent)
+    realtime: float | None = field(converter=_seconds)
     out_of_memory: int
     time_limit: int
     # The largest allocation an out-of-memory (time-limit) attempt was killed at.
-    failed_memory: int | None = field(converter=_upto(MAX_BYTES))
-    failed_time: int | None = field(converter=_upto(MAX_SECONDS))
+    failed_memory: int | None = field(converter=_bytes)
+    failed_time: int | None = field(converter=_seconds)
 
 
 @frozen
@@ -103,8 +124,8 @@ class CpuUse:
 
     process: str
     runs: int
-    reserved: float = field(converter=lambda v: within(v, MAX_CPUS) or 0.0)
-    busy: float = field(converter=lambda v: within(v, MAX_CPUS) or 0.0)
+    reserved: float = field(converter=_cores)
+    busy: float = field(converter=_cores)
 
     @property
     def unused(self) -> float:

@@ -107,7 +107,6 @@ def add_column(name: str, dialect: str) -> str:
     return f"ALTER TABLE task_history ADD COLUMN {name} {_TYPES[name][dialect != 'sqlite']}"
 
 
-
 def _in(column: str, maximum: int) -> str:
     # A value outside the contract's bounds (an infinity, a 1e308 an older writer kept) is
     # left out of an aggregate, as TaskRecord reads it as not measured: the others count.

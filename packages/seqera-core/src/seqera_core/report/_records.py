@@ -40,8 +40,8 @@ def parse_since(text: str) -> float:
     except (OverflowError, ValueError, OSError):
         # Past what the C library's mktime takes (0001-01-01 in a zone east of UTC): so
         # far back that the zone's hours cannot matter, counted from the epoch as UTC.
-        aware = when if when.tzinfo is not None else when.replace(tzinfo=dt.timezone.utc)
-        return (aware - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)).total_seconds()
+        aware = when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+        return (aware - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)).total_seconds()
 
 
 def select(

@@ -147,6 +147,4 @@ def resolve(
     effective, bound_notes = cap(effective, MAXIMA, "contract maximum")
     effective, limit_notes = cap(effective, request.resource_limits, "resource limit")
     effective, queue_notes = cap(effective, caps, "queue limit")
-    return Resolution(
-        request, effective, source, notes + bound_notes + limit_notes + queue_notes
-    )
+    return Resolution(request, effective, source, notes + bound_notes + limit_notes + queue_notes)

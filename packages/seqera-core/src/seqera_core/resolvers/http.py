@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Self
 
 from .. import wire
 from ..bounds import MAXIMA
-from ..limits import cap
 from ..errors import SeqeraError, UsageError, WireError
+from ..platforms import cap
 from ..models import ResourceRequest, ResourceResponse
 from ..redaction import redacted
 from .base import Resolver
