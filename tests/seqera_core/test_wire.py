@@ -8,7 +8,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqera_core import (
@@ -49,6 +49,7 @@ responses = st.builds(
 )
 
 
+@settings(deadline=None)  # a loaded CI runner is no measure of the converter's speed
 @given(requests)
 def test_requests_validate_and_round_trip(request: ResourceRequest) -> None:
     document = json.loads(wire.dumps(request))
@@ -56,6 +57,7 @@ def test_requests_validate_and_round_trip(request: ResourceRequest) -> None:
     assert wire.loads(json.dumps(document), ResourceRequest) == request
 
 
+@settings(deadline=None)
 @given(responses)
 def test_responses_validate_and_round_trip(response: ResourceResponse) -> None:
     document = wire.unstructure(response)

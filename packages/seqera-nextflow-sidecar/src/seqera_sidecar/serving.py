@@ -111,5 +111,8 @@ def uvicorn_options(
         "limit_concurrency": cap + 1,
         "timeout_keep_alive": 5,
         "h11_max_incomplete_event_size": 16 * 1024,  # a request line and headers
-        "backlog": min(2048, cap * 2),
+        # asyncio accepts up to ``backlog`` connections in one go before any of them is
+        # seen by the cap (selector_events._accept_connection): half the cap keeps such a
+        # burst, on top of the connections held, inside the descriptors left
+        "backlog": max(8, min(2048, cap // 2)),
     }

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Self
 from .. import wire
 from ..bounds import MAXIMA
 from ..errors import SeqeraError, UsageError, WireError
-from ..platforms import cap
 from ..models import ResourceRequest, ResourceResponse
+from ..platforms import cap
 from ..redaction import redacted
 from .base import Resolver
 
