@@ -138,9 +138,12 @@ class MemoryCgroups:
         return False
 
     def remove(self, group: Path) -> None:
-        """Remove a job's cgroup (its processes have ended; a straggler keeps it)."""
-        with contextlib.suppress(OSError):
-            group.rmdir()
+        """Remove a job's cgroup and any its job made below it (a squashed allocation's
+        launcher killed before it removed its own), deepest first: a cgroup directory
+        goes only once it holds neither processes nor cgroups. A straggler keeps it."""
+        for directory, _, _ in sorted(os.walk(group), key=lambda w: -len(Path(w[0]).parts)):
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
 
     def close(self) -> None:
         """Remove every job cgroup left and the directory."""
