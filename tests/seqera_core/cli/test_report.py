@@ -216,7 +216,8 @@ def test_numbers_past_the_contract_in_the_history_never_break_the_report(
     assert main(["report", "--history", str(history), "--json"]) == 0
     text = capsys.readouterr().out
     assert "Infinity" not in text and "NaN" not in text
-    assert json.loads(text)["summary"]["tasks"] == 50  # the two rows are counted, their numbers unknown
+    # the two rows are counted, their numbers unknown
+    assert json.loads(text)["summary"]["tasks"] == 50
     assert main(["report", "--history", str(history), "-o", "r.html"]) == 0
     assert "Infinity" not in (tmp_path / "r.html").read_text()
 

@@ -48,6 +48,10 @@ def _epoch(value: Any) -> Any:
     return within(value, MAX_EPOCH_SECONDS)
 
 
+def _cpu_seconds(value: Any) -> Any:
+    return within(value, MAX_SECONDS * MAX_CPUS)
+
+
 def _cores(value: Any) -> float:
     return within(value, MAX_CPUS) or 0.0
 
@@ -85,7 +89,8 @@ class TaskRecord:
     container: str | None = None
     finished: float | None = field(default=None, converter=_epoch)
     cause: str | None = None
-    cpu_time: float | None = None  # CPU seconds (user + system) the attempt used
+    # CPU seconds (user + system) the attempt used
+    cpu_time: float | None = field(default=None, converter=_cpu_seconds)
     backend: str = ""  # the backend that ran it (``slurm``, ``local``...): what it could measure
 
 
