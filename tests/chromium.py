@@ -33,6 +33,10 @@ SEEN = """() => ({
     text: document.body.innerText,
     labels: [...document.querySelectorAll('svg text')].map(t => t.textContent).join('\\n'),
     overflow: document.documentElement.scrollWidth - window.innerWidth,
+    // what Plotly's pseudo-HTML made live in the charts: links and styled text
+    links: document.querySelectorAll('div.plot svg a').length,
+    styled: [...document.querySelectorAll('div.plot svg tspan[style]')]
+        .map(t => t.getAttribute('style')),
     plots: [...document.querySelectorAll('div.plot')].map(d => ({
         id: d.id,
         title: (d.querySelector('.gtitle') || {}).textContent || '',

@@ -149,3 +149,38 @@ def test_a_history_sizes_the_second_run_from_the_first(tmp_path: Path) -> None:
     assert first.peak_memory is not None and first.peak_memory >= 100_000_000
     # the second run asked for the first one's peak and a margin, not the declared 4000 MiB
     assert second.memory == max(math.ceil(first.peak_memory * 1.2), 64 * 2**20)
+
+
+def test_ctrl_c_cancels_the_job_and_prints_no_traceback(tmp_path: Path) -> None:
+    import signal
+
+    tool = tmp_path / "slow.cwl"
+    tool.write_text(
+        "cwlVersion: v1.2\nclass: CommandLineTool\n"
+        'baseCommand: [sh, -c, "echo start >> $0/started; sleep 30; echo end >> $0/ended"]\n'
+        "arguments: [$(inputs.dir)]\ninputs:\n  dir: string\noutputs: []\n"
+    )
+    process = subprocess.Popen(
+        [COMMAND, "--executor", "local", "--outdir", str(tmp_path / "out"), str(tool),
+         "--dir", str(tmp_path)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 300  # a loaded 2-core CI runner
+    while not (tmp_path / "started").exists():
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)  # what Ctrl-C sends the foreground process
+    _, stderr = process.communicate(timeout=180)
+    assert process.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert "interrupted; the run's jobs were cancelled" in stderr
+    assert (tmp_path / "started").read_text() == "start\n"  # ran once
+    # and was cancelled, not left to finish: no process holds its directory argument
+    left = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if str(tmp_path).encode() in (proc / "cmdline").read_bytes():
+                left.append(proc.name)
+        except OSError:
+            continue
+    assert left == [], left

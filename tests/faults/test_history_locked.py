@@ -175,3 +175,58 @@ def test_a_history_locked_for_10_s_loses_no_row(
     assert len({(run, task) for _, run, task, _ in rows}) == len(rows) == 2 * JOBS, rows
     assert len({run for _, run, _, _ in rows}) == 2, rows
     assert all(ok for *_, ok in rows), rows
+
+
+# Holds the write lock until a line arrives on stdin; prints when it took and left it.
+HOLDER_UNTIL_TOLD = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=60)
+db.execute("BEGIN EXCLUSIVE")
+print(time.time(), flush=True)
+sys.stdin.readline()
+db.execute("COMMIT")
+print(time.time(), flush=True)
+"""
+
+
+def test_two_seqera_runs_start_while_a_third_process_holds_the_history(tmp_path: Path) -> None:
+    """The issue's case: a new history another process holds locked (``BEGIN EXCLUSIVE``)
+    while two ``seqera run`` start on it. Each waits its busy timeout (5 s), says in one
+    warning that it goes on without the history, runs its job once while the lock is
+    still held, keeps its exit code, and records its row once the lock is gone (close()
+    keeps trying)."""
+    history = tmp_path / "shared.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEQERA_")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER_UNTIL_TOLD, str(history)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert holder.stdin is not None and holder.stdout is not None
+    locked = float(holder.stdout.readline())
+    runs = {}
+    for code in (0, 3):
+        argv = [str(BIN / "seqera"), "run", "--history", str(history), "--name", f"exits-{code}",
+                "--", "sh", "-c", f"echo ran >> {tmp_path}/ran.{code}; exit {code}"]  # fmt: skip
+        runs[code] = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        # both jobs ran while the lock was held: neither waited for the history to run
+        deadline = time.monotonic() + 120
+        while not all((tmp_path / f"ran.{code}").exists() for code in runs):
+            assert time.monotonic() < deadline, "a job did not run while the history was held"
+            time.sleep(0.05)
+        ran_at = time.time()
+        time.sleep(1)  # each run now keeps trying to record its row
+    finally:
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+    released = float(holder.communicate(timeout=60)[0])
+    errors = {code: run.communicate(timeout=120)[1] for code, run in runs.items()}
+    assert holder.returncode == 0
+    assert locked < ran_at < released
+    for code, run in runs.items():
+        assert run.returncode == code, errors[code]
+        assert (tmp_path / f"ran.{code}").read_text() == "ran\n"  # ran once
+        assert "not valid" not in errors[code] and "Traceback" not in errors[code], errors
+        assert "still locked by another process" in errors[code], errors[code]
+    with sqlite3.connect(history) as db:
+        rows = sorted(db.execute("SELECT process, exit_code, succeeded FROM task_history"))
+    assert rows == [("exits-0", 0, 1), ("exits-3", 3, 0)], rows

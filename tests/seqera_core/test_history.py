@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from seqera_core.errors import ResourceError
+from seqera_core.errors import HistoryError, ResourceError
 from seqera_core.history import SqliteHistory, TaskRecord, _sql, open_history
 from seqera_core.units import GIB, MIB
 
@@ -135,3 +135,24 @@ def test_an_older_sqlite_history_gains_the_later_columns(tmp_path: Path) -> None
     store.record([TaskRecord("r", "u", "ALIGN", True, realtime=2.0, cpu_time=1.5, backend="slurm")])
     assert [(r.cpu_time, r.backend) for r in store.records()] == [(None, ""), (1.5, "slurm")]
     store.close()
+
+
+def test_a_held_history_is_a_wait_that_ran_out_and_only_no_database_is_not_valid(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "held.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # a new file: held before anyone made it a WAL
+    try:
+        with pytest.raises(HistoryError, match=r"still locked by another process after 0\.2 s"):
+            SqliteHistory(path, timeout=0.2)
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    SqliteHistory(path).close()  # free again: it opens
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(ResourceError, match="is not valid; expected an SQLite database"):
+        SqliteHistory(junk, timeout=0.2)

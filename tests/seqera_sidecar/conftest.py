@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -68,10 +69,11 @@ def start_sidecar(
     *extra: str,
     cwd: Path | None = None,
     environ: Mapping[str, str] | None = None,
+    nofile: int | None = None,
 ) -> tuple[subprocess.Popen[str], Served]:
     """Start ``seqera-sidecar serve`` (in ``cwd``, with ``environ``, by default this
-    process's) and wait until /health answers. Without ``history`` it comes from seqera
-    config, as for a user."""
+    process's, and at most ``nofile`` open descriptors when given) and wait until /health
+    answers. Without ``history`` it comes from seqera config, as for a user."""
     port = _free_port()
     where = [] if history is None else ["--history", str(history)]
     argv = [sys.executable, "-m", "seqera_sidecar", "serve", "--port", str(port),
@@ -80,7 +82,13 @@ def start_sidecar(
     env = {k: v for k, v in base.items() if k != "SEQERA_SIDECAR_TOKEN"}
     if token:
         env["SEQERA_SIDECAR_TOKEN"] = token  # not --token: that shows in ps
-    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+
+    def limit() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
+                               preexec_fn=limit if nofile is not None else None)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from seqera_core.dialects.nextflow import parse_memory
 from seqera_core.history import TaskRecord, open_history
@@ -160,3 +161,26 @@ def test_a_token_on_the_command_line_is_warned_about(tmp_path: Path) -> None:
     finally:
         stop_sidecar(process)
     assert process.stderr is not None and "visible to every user in `ps`" in process.stderr.read()
+
+
+@pytest.mark.parametrize("command", ["serve", "config"])
+def test_a_malformed_postgresql_url_is_a_clear_error_without_the_password(
+    tmp_path: Path, command: str
+) -> None:
+    done = _cli(command, "--history", "postgresql://alice:Sup3rS3cret@[::1/db")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "Sup3rS3cret" not in done.stderr
+    assert "history: 'postgresql://***@[::1/db' is not valid" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    "argv", [("evaluate", "/dev/zero"), ("serve", "--token-file", "/dev/zero", "--port", "0",
+                                         "--history", "h.db")]
+)  # fmt: skip
+def test_dev_zero_as_a_trace_or_a_token_file_is_read_to_a_bound(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    done = subprocess.run([sys.executable, "-m", "seqera_sidecar", *argv], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "/dev/zero" in done.stderr, done.stderr

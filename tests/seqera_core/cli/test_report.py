@@ -187,3 +187,55 @@ def test_the_readmes_jq_lines_print_what_they_promise(
         shown = _jq(done.stdout, expression).split("\n")
         # every key the README names exists: jq prints null for one that does not
         assert shown[0] and "null" not in shown, (expression, shown[:5])
+
+
+def _hostile_rows(path: Path) -> None:
+    """Rows another writer left (an older sidecar took 1e308 from a weblog; SQLite keeps
+    infinities): written with SQL, past the store's own checks."""
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "INSERT INTO task_history (run_id, task_id, attempt, process, engine, succeeded, "
+            "cpus, memory, time, peak_memory, cpu_percent, realtime, input_bytes, finished) "
+            "VALUES ('hostile', 'a', 1, 'bwa', 'nextflow', 1, 1e308, 9223372036854775807, "
+            "9223372036854775807, 9223372036854775807, 1e308, 1e308, -1, ?)",
+            (NOON,),
+        )
+        db.execute(
+            "INSERT INTO task_history (run_id, task_id, attempt, process, engine, succeeded, "
+            "cpus, realtime, cpu_percent, finished) VALUES ('hostile', 'b', 1, 'bwa', "
+            "'nextflow', 0, 9e999, -9e999, 9e999, 9e999)"
+        )
+
+
+def test_numbers_past_the_contract_in_the_history_never_break_the_report(
+    history: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _hostile_rows(history)
+    assert main(["report", "--history", str(history), "--json"]) == 0
+    text = capsys.readouterr().out
+    assert "Infinity" not in text and "NaN" not in text
+    # the two rows are counted, their numbers unknown
+    assert json.loads(text)["summary"]["tasks"] == 50
+    assert main(["report", "--history", str(history), "-o", "r.html"]) == 0
+    assert "Infinity" not in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.parametrize("since", ["0001-01-01", "0001-01-01T00:00+14:00", "1900-02-28"])
+def test_since_the_first_year_reports_everything(
+    history: Path, since: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", "--history", str(history), "--since", since, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["tasks"] == 48
+
+
+def test_since_the_first_year_in_a_zone_east_of_utc(history: Path) -> None:
+    # mktime cannot go before year 1 in local time east of UTC: the traceback the issue saw
+    done = subprocess.run(
+        [sys.executable, "-m", "seqera_core.cli", "report", "--history", str(history),
+         "--since", "0001-01-01", "--json"],
+        capture_output=True, text=True, env={"TZ": "Asia/Tokyo", "HOME": str(history.parent)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["summary"]["tasks"] == 48

@@ -61,3 +61,25 @@ def test_what_a_person_reads_at_1400_and_800_px(seen: dict[int, Any]) -> None:
         assert not SCIENTIFIC.search(text), SCIENTIFIC.search(text)
         assert not SCIENTIFIC.search(view["labels"]), SCIENTIFIC.search(view["labels"])
         assert "µ" not in view["labels"]  # no SI prefixes on an axis either
+
+
+HOSTILE = ['<a href="https://example.invalid/">LINK</a>',
+           '<span style="fill:red;font-size:40px">BIG</span>', "A&amp;B<br>C"]  # fmt: skip
+
+
+def test_names_holding_plotly_markup_stay_text_in_the_plots(tmp_path: Path) -> None:
+    from seqera_core.history import TaskRecord
+
+    history = open_history(tmp_path / "h.db")
+    history.record(
+        TaskRecord("run", f"{i}-{n}", name, True, cpus=1, memory=2**30, time=600,
+                   peak_memory=2**29, cpu_percent=80.0, realtime=60.0 + i, finished=1.8e9 + i)
+        for n, name in enumerate(HOSTILE) for i in range(3)
+    )  # fmt: skip
+    page_path = write_report(history, ["run"], tmp_path / "report.html")
+    history.close()
+    (view,) = look(page_path, (1400,), "report-hostile-names").values()
+    assert view["links"] == 0, view["links"]
+    assert [s for s in view["styled"] if "red" in s or "40px" in s] == [], view["styled"]
+    for name in HOSTILE:  # shown as written, markup and all
+        assert name in view["labels"], (name, view["labels"][:2000])

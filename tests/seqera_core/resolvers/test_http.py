@@ -310,3 +310,14 @@ def test_a_password_in_the_endpoint_never_shows(serve: Serve) -> None:
     with pytest.raises(UsageError) as refused:
         HttpResolver("ftp://bot:s3cret@x")
     assert "s3cret" not in str(refused.value)
+
+
+def test_an_answer_past_the_contract_is_capped_like_a_declared_value(serve: Serve) -> None:
+    # The service: a 309-digit time_seconds (and a million cores) in a 200 answer.
+    huge = {"cpus": 10**6, "memory_bytes": GIB, "disk_bytes": GIB, "time_seconds": 10**309}
+    server = serve(lambda s, p, b: (200, huge) if p == ONE else (200, {"responses": [huge]}),
+                   check_answers=False)  # fmt: skip
+    result = resolve(_request(), [HttpResolver(server.url)], defaults=DEFAULTS, timeout=5)
+    assert result.resolver == "http"
+    assert (result.effective.cpus, result.effective.time) == (100_000, 3650 * 86_400)
+    assert HttpResolver(server.url).resolve_many([_request()]) == [result.effective]

@@ -150,8 +150,19 @@ def _workflow_name(argv: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run cwltool with every job dispatched through the chosen backend; returns the exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    """Run cwltool with every job dispatched through the chosen backend; returns the exit code.
+
+    Ctrl-C cancels what the run submitted (the executor and the session's close do that on
+    the way out) and ends with 130, 128 + SIGINT as a shell reports it, and one line
+    instead of a traceback."""
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:
+        print("cwltool-seqera: interrupted; the run's jobs were cancelled", file=sys.stderr)
+        return 130
+
+
+def _main(args: list[str]) -> int:
     try:
         options, rest = parse_options(args)
         workdir = (options.workdir or Path.cwd() / "cwltool-seqera-work").absolute()

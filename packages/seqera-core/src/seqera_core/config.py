@@ -59,7 +59,7 @@ from attrs import field, frozen
 from .backends.registry import BACKENDS
 from .dialects._values import LARGEST
 from .dialects.human import SIZE_FORMS, parse_duration, parse_size
-from .documents import decode_yaml
+from .documents import decode_yaml, read_bounded
 from .errors import ResourceError
 from .labels import METADATA, string_labels
 from .redaction import redacted
@@ -283,10 +283,7 @@ def _check(key: str, value: Any, where: str) -> Any:
 def _file(path: Path) -> tuple[dict[str, Any], str] | None:
     if not path.is_file():
         return None
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResourceError(str(path), "", f"a readable YAML file ({exc})") from None
+    text = read_bounded(path, str(path), "a readable YAML file")
     document = decode_yaml(text, str(path), yaml.SafeLoader) or {}
     if not isinstance(document, Mapping):
         raise ResourceError(str(path), document, "a YAML mapping of settings")

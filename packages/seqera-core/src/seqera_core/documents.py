@@ -1,11 +1,15 @@
 """Reading the YAML documents users write (platforms, catalogues): safe, strict, and with
-every fault a ResourceError that names the file or the flag."""
+every fault a ResourceError that names the file or the flag.
+
+Every file a user names is read through :func:`read_bounded`: at most a limit of bytes
+(a document past it is refused, naming the file), so ``--platform /dev/zero`` or a
+runaway generated file ends in an error, never in a read that does not end."""
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +17,45 @@ import yaml
 
 from .errors import ResourceError
 
-__all__ = ["decode_yaml", "past_limits", "read_document"]
+__all__ = ["DOCUMENT_LIMIT", "decode_yaml", "line_bounded", "past_limits", "read_bounded",
+           "read_document"]  # fmt: skip
+
+# Far past any platform, config or jobs file a person or a generator writes.
+DOCUMENT_LIMIT = 16 * 2**20
+_CHUNK = 2**16
+
+
+def read_bounded(path: str | Path, flag: str, expected: str, limit: int = DOCUMENT_LIMIT) -> str:
+    """The UTF-8 text of ``path``, read up to ``limit`` bytes; ResourceError naming ``flag``
+    for a file that cannot be read, is not text, or is longer (``/dev/zero`` too)."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        with open(path, "rb") as stream:
+            while size <= limit:
+                chunk = stream.read(min(_CHUNK, limit + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        if size > limit:
+            raise ResourceError(flag, str(path), f"{expected} of at most {limit:,} bytes")
+        return b"".join(chunks).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResourceError(flag, str(path), f"{expected} ({exc})") from None
+
+
+def line_bounded(stream: Iterable[str], limit: int = 2**20) -> Iterator[str]:
+    """``stream``'s lines, each at most ``limit`` characters: a longer one (a file with no
+    line ends, ``/dev/zero``) raises ValueError instead of growing without end."""
+    read = getattr(stream, "readline", None)
+    if read is None:
+        yield from stream
+        return
+    while line := read(limit + 1):
+        if len(line) > limit:
+            raise ValueError(f"a line longer than {limit:,} characters")
+        yield line
 
 
 class _Loader(yaml.SafeLoader):
@@ -92,8 +134,4 @@ def read_document(path: str | Path, flag: str = "--platform") -> Any:
 
     Duplicate keys are refused and ``168:00:00`` stays a string (see ``_Loader``).
     """
-    try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResourceError(flag, str(path), f"a readable YAML file ({exc})") from None
-    return decode_yaml(text, str(path))
+    return decode_yaml(read_bounded(path, flag, "a readable YAML file"), str(path))

@@ -35,7 +35,8 @@ def _positive_cpus(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
-        or not math.isfinite(value)
+        # math.isfinite would raise for an int past a float (10**400): ints are finite
+        or (isinstance(value, float) and not math.isfinite(value))
         or value <= 0
     ):
         raise ResourceError(attribute.name, value, "a number of cores greater than 0")

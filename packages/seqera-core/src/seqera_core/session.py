@@ -12,7 +12,9 @@ never opens a backend, a store or a resolver itself (as httpx's ``Client`` owns 
 The history's write policy lives here too: every finished attempt is recorded (cancelled
 ones with their cause, so the report can count them), through one path
 (:func:`~seqera_core.outcomes.finished_record`), and a store that fails never fails a
-job: the rows wait in memory and go with the next write, or at :meth:`close`.
+job: the rows wait in memory and go with the next write, or at :meth:`close`. A shared
+history another process holds locked at start is the same case: a warning, the run goes
+on without the history's sizing, and the store is opened again when there are rows to write.
 """
 
 from __future__ import annotations
@@ -137,6 +139,9 @@ class Session:
         self._lock = threading.Lock()
         self._closed = False
         self.history: History | None = None
+        # a history that stayed locked past its busy timeout at start: opened again later
+        self._deferred: str | None = None
+        self._opening = threading.Lock()
         self.resolvers: list[Resolver] = []
         self._resume: Resume | None = None
         path = config.get("platform")
@@ -158,7 +163,12 @@ class Session:
                 self._resume = Resume(Ledger(ledger, run), lambda: self.backend, self._warn)
             location = config.get("history")
             if location:
-                self.history = open_history(os.path.expanduser(str(location)))
+                try:
+                    self.history = open_history(os.path.expanduser(str(location)))
+                except HistoryError as exc:
+                    self._deferred = os.path.expanduser(str(location))
+                    self._warn(f"{exc}; the run goes on without its sizing and records "
+                               "its tasks once the history opens")  # fmt: skip
             self.resolvers = configured(config)
             if self.history is not None:
                 shrink = bool(config.get("sizing.shrink_self_sizing", False))
@@ -327,7 +337,7 @@ class Session:
         finished = [item for item in finished if item.status.state.finished]
         self._remember(finished)
         self.settled(item.status.handle for item in finished)
-        if self.history is None:
+        if self.history is None and self._deferred is None:
             return 0
         rows = [
             finished_record(
@@ -349,7 +359,7 @@ class Session:
         if not waiting:
             return 0
         try:
-            return self.history.record(waiting)
+            return self._store().record(waiting)
         except HistoryError as exc:
             with self._lock:
                 self._pending[:0] = waiting
@@ -381,9 +391,9 @@ class Session:
         """A few lines on what this run used and wasted (the ``limit`` worst processes, the
         right-sizer's saving); none without a history or before any task finished. Rows
         still waiting for a store that failed earlier are offered to it first."""
+        self.record([])  # rows that waited for the store count too: offered once more
         if self.history is None:
             return []
-        self.record([])  # rows that waited for the store count too: offered once more
         from .report import summary_lines  # the figures need no plotting library
 
         try:
@@ -401,12 +411,27 @@ class Session:
             UsageError: no history, no finished task of this run, or no Plotly
                 (``pip install 'seqera-core[report]'``).
         """
+        self.record([])  # rows that waited for the store belong in the page too
         if self.history is None:
             raise UsageError("a report needs a history: set history in seqera config")
-        self.record([])  # rows that waited for the store belong in the page too
         from .report import write_report
 
         return write_report(self.history, [self.run_id], path, platform=self.platform)
+
+    def _store(self) -> History:
+        """The history, opened now if it was locked at start (raises HistoryError while it
+        still is)."""
+        with self._opening:  # two threads recording at once open it once
+            if self.history is None:
+                assert self._deferred is not None  # callers check there is one to open
+                self.history = open_history(self._deferred)
+                self._deferred = None
+            return self.history
+
+    @property
+    def records_history(self) -> bool:
+        """Whether finished attempts go to a history (one open now, or one locked at start)."""
+        return self.history is not None or self._deferred is not None
 
     @property
     def unrecorded(self) -> int:
@@ -438,17 +463,18 @@ class Session:
                     resolver.close()
                 except Exception as exc:  # closing one must not leave the others open
                     self._warn(f"resolver {resolver.name}: {exc}")
+            if self.history is not None or self._deferred is not None:
+                self._flush()
             if self.history is not None:
-                self._flush(self.history)
                 self.history.close()
 
-    def _flush(self, history: History) -> None:
+    def _flush(self) -> None:
         """Write the waiting rows, trying again for ``_CLOSE_PATIENCE`` seconds: a run that
         ends while a shared server restarts would otherwise drop them with its last call."""
         deadline, pause = time.monotonic() + _CLOSE_PATIENCE, 0.5
         while self._pending:
             try:
-                history.record(self._pending)
+                self._store().record(self._pending)
                 self._pending = []
             except HistoryError as exc:
                 if time.monotonic() + pause > deadline:

@@ -2,7 +2,8 @@
 
 Field names carry their unit (``memory_bytes``, ``time_seconds``) so no reader
 has to guess. Structuring is strict: no extra keys, no strings for numbers,
-no floats truncated into integers; every fault names the JSON path.
+no floats truncated into integers, no number past the contract's maximum
+(:mod:`seqera_core.bounds`); every fault names the JSON path.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from .bounds import beyond
 from .errors import ResourceError, WireError
 from .models import Accelerator, ResourceLimits, ResourceRequest, ResourceResponse
 
@@ -128,10 +130,13 @@ def unstructure(obj: ResourceRequest | ResourceResponse) -> dict[str, Any]:
     return result
 
 
-def structure(document: Any, cls: type[T]) -> T:
-    """A request or response from a decoded JSON document; raises WireError naming each field."""
+def structure(document: Any, cls: type[T], *, bounded: bool = True) -> T:
+    """A request or response from a decoded JSON document; raises WireError naming each field.
+
+    ``bounded=False`` lets numbers past the contract's maxima through, for a caller that
+    caps them itself (a resolver's answer is capped like a declared value)."""
     try:
-        return _CONVERTER.structure(document, cls)
+        structured = _CONVERTER.structure(document, cls)
     except cattrs.BaseValidationError as exc:
         messages = cattrs.transform_error(exc, path="$", format_exception=_describe)
         raise WireError([_wire_path(m) for m in messages]) from None
@@ -139,6 +144,11 @@ def structure(document: Any, cls: type[T]) -> T:
         raise WireError([f"@ $: {_describe(exc, None)}"]) from None
     except (TypeError, AttributeError) as exc:
         raise WireError([f"$: expected a JSON object for {cls.__name__}: {exc}"]) from None
+    if bounded and isinstance(structured, ResourceRequest | ResourceResponse):
+        problems = beyond(structured)
+        if problems:
+            raise WireError(problems)
+    return structured
 
 
 def dumps(obj: ResourceRequest | ResourceResponse) -> str:

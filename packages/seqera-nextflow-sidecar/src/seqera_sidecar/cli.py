@@ -15,7 +15,8 @@ from typing import Any
 from seqera_core.backends.registry import BACKENDS
 from seqera_core.config import Config, load_config
 from seqera_core.dialects.nextflow import request_from_directives
-from seqera_core.errors import SeqeraError, UsageError
+from seqera_core.documents import read_bounded
+from seqera_core.errors import ResourceError, SeqeraError, UsageError
 from seqera_core.history import History
 from seqera_core.pipeline import DEFAULTS
 from seqera_core.resolvers import MaximumResolver, PredictiveResolver, Resolver, resolve
@@ -81,8 +82,8 @@ def _token(args: argparse.Namespace) -> str | None:
         path = Path(args.token_file)
         try:
             mode = path.stat().st_mode
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_bounded(path, "--token-file", "a file holding a token", limit=2**16)
+        except OSError as exc:
             raise UsageError(f"--token-file: {args.token_file!r} cannot be read ({exc})") from None
         if mode & (stat.S_IRWXG | stat.S_IRWXO):
             print(f"seqera-sidecar: warning: --token-file {args.token_file!r} is readable by "
@@ -127,6 +128,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from .app import create_app
     from .runs import RunStore
+    from .serving import uvicorn_options
 
     state = Path(os.path.expanduser(args.state))
     jobs = state.parent / "jobs"
@@ -141,7 +143,17 @@ def _serve(args: argparse.Namespace) -> int:
         app = create_app(session.history, token=token, resolvers=session.resolvers,
                          dispatcher=dispatcher, hosts=_hosts(args),
                          body_limit=args.max_body)  # fmt: skip
-        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+        if token is None:  # one line, at start: who can write the history on this machine
+            print(f"seqera-sidecar: warning: no token: any local user can write this "
+                  f"sidecar's history and read its report on {args.host}:{args.port}; set "
+                  "one with --token-file or $SEQERA_SIDECAR_TOKEN", file=sys.stderr)  # fmt: skip
+        uvicorn.run(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            **uvicorn_options(args.max_connections, args.header_timeout),
+        )
     return 0
 
 
@@ -292,6 +304,12 @@ def _parser() -> argparse.ArgumentParser:
             sub.add_argument("--max-body", type=_whole(1, 2**63 - 1), default=8 * 2**20,
                              metavar="BYTES",
                              help="largest body accepted (default 8 MiB)")  # fmt: skip
+            sub.add_argument("--max-connections", type=_whole(1, 100_000), default=1024,
+                             help="open connections at most (lowered to what the descriptor "
+                             "limit leaves; 503 past it; default 1024)")  # fmt: skip
+            sub.add_argument("--header-timeout", type=_whole(1, 3600), default=10,
+                             metavar="SECONDS", help="close a connection whose request line "
+                             "and headers are not in after this long (default 10)")  # fmt: skip
             sub.add_argument("--log-level", default="warning", type=str.lower, choices=LOG_LEVELS)
             sub.add_argument(
                 "--backend",
@@ -341,7 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.run(args)
         return code
-    except UsageError as exc:
+    except (UsageError, ResourceError) as exc:  # what the user gave: a flag, a URL, a file
         print(f"seqera-sidecar: {exc}", file=sys.stderr)
         return 2
     except SeqeraError as exc:

@@ -8,6 +8,7 @@ answer stands above the largest use seen (the margin the right-sizer chose).
 
 from __future__ import annotations
 
+from seqera_core.dialects.groovy import name_selector
 from seqera_core.dialects.nextflow import config_directives, format_duration, format_memory
 from seqera_core.history import History, ProcessStats
 from seqera_core.models import ResourceRequest, ResourceResponse
@@ -20,10 +21,6 @@ __all__ = ["basis", "directives", "process_config"]
 def directives(response: ResourceResponse) -> dict[str, str]:
     """``cpus``/``memory``/``time`` in Nextflow's config notation (the core's dialect)."""
     return config_directives(response)
-
-
-def _quoted(name: str) -> str:
-    return "'" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def basis(stats: ProcessStats | None, answer: ResourceResponse) -> str:
@@ -67,6 +64,6 @@ def process_config(history: History, resolvers: list[Resolver], *, cpus: bool = 
             values.pop("cpus")
         body = "; ".join(f"{key} = {value}" for key, value in values.items())
         lines.append(f"    // {_printable(process)}: {basis(history.stats(process), answer)}")
-        lines.append(f"    withName: {_quoted(process)} {{ {body} }}")
+        lines.append(f"    withName: {name_selector(process)} {{ {body} }}")
     lines.append("}")
     return "\n".join(lines) + "\n"

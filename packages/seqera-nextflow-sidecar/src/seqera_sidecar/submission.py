@@ -27,6 +27,13 @@ __all__ = ["KEY_VARIABLE", "Parsed", "by_name", "keyed", "task_spec"]
 KEY_VARIABLE = "SEQERA_SUBMISSION_KEY"
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _FIELDS = {"id", "name", "image", "command", "environment", "resources", "labels"}
+# What every backend can carry, checked here so a task no backend could ever run is a 400
+# (not a 503 the client would retry): a variable name a shell can export (POSIX "Name",
+# XBD 3.235; the batch backends' job scripts export each), no NUL in any string execve()
+# passes, a name a scheduler takes as a job name (the backends cut it for file names).
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+_MAX_NAME = 200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @attrs.frozen
@@ -58,11 +65,23 @@ def task_spec(index: int, document: Any) -> Parsed:
     for key, value in (("name", name), ("image", document.get("image") or "")):
         if not isinstance(value, str):
             raise WireError([f"{where}.{key}: expected a string"])
+    if len(name) > _MAX_NAME or _CONTROL.search(name):
+        shown = repr(name[:40]) + ("..." if len(name) > 40 else "")
+        raise WireError([f"{where}.name: {shown} is not 1 to {_MAX_NAME} characters "
+                         "without control characters"])  # fmt: skip
+    if any("\0" in arg for arg in command):
+        raise WireError([f"{where}.command: an argument holds a NUL character"])
     for key, mapping in (("environment", environment), ("labels", labels)):
         if not isinstance(mapping, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()
         ):
             raise WireError([f"{where}.{key}: expected an object of strings"])
+    for variable, value in environment.items():
+        if not _ENV_NAME.fullmatch(variable):
+            raise WireError([f"{where}.environment: {variable[:80]!r} is not a variable name "
+                             "(letters, digits and _, not starting with a digit)"])  # fmt: skip
+        if "\0" in value:
+            raise WireError([f"{where}.environment.{variable}: the value holds a NUL character"])
     try:
         request = wire.structure(document.get("resources") or {}, ResourceRequest)
     except WireError as exc:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import IO
 
 from seqera_core.dialects.nextflow import seconds_from_millis
+from seqera_core.documents import line_bounded
 from seqera_core.errors import UsageError
 from seqera_core.history import TaskRecord
 
@@ -50,14 +51,16 @@ def read_trace(path: str | Path, run_id: str = "trace") -> list[TaskRecord]:
     UsageError naming it."""
     try:
         return _read(Path(path), run_id)
-    except (OSError, EOFError, UnicodeDecodeError, csv.Error) as exc:
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error, ValueError) as exc:
         raise UsageError(f"trace {path}: cannot be read as a trace ({exc})") from None
 
 
 def _read(path: Path, run_id: str) -> list[TaskRecord]:
     with _open(path) as stream:
         reader = csv.DictReader(
-            stream, delimiter="\t" if path.name.endswith(("txt", "tsv")) else ","
+            # a line without end (/dev/zero) is an error, not a read that never ends
+            line_bounded(stream),
+            delimiter="\t" if path.name.endswith(("txt", "tsv")) else ",",
         )
         missing = [c for c in _NEEDED if c not in (reader.fieldnames or ())]
         if missing:

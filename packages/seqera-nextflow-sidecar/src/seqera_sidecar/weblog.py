@@ -22,6 +22,15 @@ from typing import Any
 
 from attrs import frozen
 
+from seqera_core.bounds import (
+    LARGEST,
+    MAX_BYTES,
+    MAX_CPU_PERCENT,
+    MAX_CPUS,
+    MAX_EPOCH_SECONDS,
+    MAX_SECONDS,
+    shown,
+)
 from seqera_core.dialects.nextflow import seconds_from_millis
 from seqera_core.errors import WireError
 from seqera_core.history import TaskRecord
@@ -47,6 +56,21 @@ class WeblogEvent:
     record: TaskRecord | None = None
 
 
+# The contract's maximum of each number of a trace (shared/openapi/seqera-sidecar.yaml,
+# WeblogEvent.trace), in the trace's own units: times in milliseconds.
+MAXIMA: dict[str, float] = {
+    "cpus": MAX_CPUS,
+    "%cpu": MAX_CPU_PERCENT,
+    "memory": MAX_BYTES,
+    "peak_rss": MAX_BYTES,
+    "time": MAX_SECONDS * 1000,
+    "realtime": MAX_SECONDS * 1000,
+    "rchar": LARGEST,
+    "attempt": LARGEST,
+    "complete": MAX_EPOCH_SECONDS * 1000,
+}
+
+
 def _number(trace: Mapping[str, Any], key: str, problems: list[str]) -> float | None:
     value = trace.get(key)
     if value is None or value == "-" or value == "":
@@ -62,11 +86,14 @@ def _number(trace: Mapping[str, Any], key: str, problems: list[str]) -> float | 
     if not math.isfinite(number) or number < 0:
         problems.append(f"$.trace.{key}: {value!r} is not a number >= 0")
         return None
+    if number > MAXIMA[key]:
+        problems.append(f"$.trace.{key}: {shown(value)} is larger than {MAXIMA[key]}")
+        return None
     return number
 
 
 # The history stores whole numbers as SQL BIGINT / SQLite INTEGER (signed 64 bits).
-_LARGEST = 2**63 - 1
+_LARGEST = LARGEST
 
 
 def _integer(trace: Mapping[str, Any], key: str, problems: list[str]) -> int | None:
@@ -74,12 +101,12 @@ def _integer(trace: Mapping[str, Any], key: str, problems: list[str]) -> int | N
     if isinstance(value, int) and not isinstance(value, bool):
         number: int | None = value if value >= 0 else None  # exact: no trip through a float
         if number is None:
-            problems.append(f"$.trace.{key}: {value!r} is not a number >= 0")
+            problems.append(f"$.trace.{key}: {shown(value)} is not a number >= 0")
     else:
         parsed = _number(trace, key, problems)
         number = None if parsed is None else math.ceil(parsed)
-    if number is not None and number > _LARGEST:
-        problems.append(f"$.trace.{key}: {value!r} is larger than {_LARGEST}")
+    if number is not None and number > MAXIMA[key]:
+        problems.append(f"$.trace.{key}: {shown(value)} is larger than {MAXIMA[key]}")
         return None
     return number
 
@@ -108,12 +135,9 @@ def _record(run_id: str, trace: Mapping[str, Any], problems: list[str]) -> TaskR
             problems.append(f"$.trace.exit: {exit_code!r} is not an exit code")
             exit_code = None
         if exit_code is not None and not -_LARGEST - 1 <= exit_code <= _LARGEST:
-            problems.append(f"$.trace.exit: {exit_code!r} is not an exit code")
+            problems.append(f"$.trace.exit: {shown(exit_code)} is not an exit code")
             exit_code = None
     values = {k: _number(trace, k, problems) for k in ("cpus", "%cpu", "realtime", "attempt")}
-    if (values["attempt"] or 0) > _LARGEST:
-        problems.append(f"$.trace.attempt: {trace.get('attempt')!r} is larger than {_LARGEST}")
-        values["attempt"] = None
     memory = _integer(trace, "memory", problems)
     time_ms = _integer(trace, "time", problems)
     peak = _integer(trace, "peak_rss", problems)

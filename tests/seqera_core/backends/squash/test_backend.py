@@ -395,3 +395,29 @@ def test_jobs_handed_over_while_another_thread_polls(local: LocalBackend, tmp_pa
         sys.setswitchinterval(interval)
         backend.close()
     assert errors == []
+
+
+def test_inside_an_allocation_each_job_is_held_to_its_memory_by_the_kernel(
+    local: LocalBackend, tmp_path: Path
+) -> None:
+    from seqera_core.backends.local._cgroup import MemoryCgroups
+
+    made, why = MemoryCgroups.open()
+    if made is None:
+        pytest.skip(f"no memory cgroup can be made here ({why})")
+    made.close()
+    # 158 MB touched under a 64 MiB request, three times in one allocation, beside a
+    # small job that must not be touched by its neighbours' kills
+    hog = ("b = bytearray(158 * 10**6); b[::4096] = b'x' * len(b[::4096]); "
+           "import time; time.sleep(0.5)")  # fmt: skip
+    specs = [JobSpec(f"hog{i}", [sys.executable, "-c", hog], SMALL) for i in range(3)]
+    specs.append(counting(tmp_path, "small"))
+    backend = squash(local, tmp_path, cpus=2)
+    statuses = wait(backend, backend.submit(specs), limit=60)
+    assert local.calls["spawn"] == 1  # one allocation held them all
+    for status in statuses[:3]:
+        assert status.state is JobState.FAILED and status.out_of_memory, status
+        assert status.peak_memory_bytes is not None, status
+        assert 48 * MIB <= status.peak_memory_bytes <= 64 * MIB, status
+    assert statuses[3].state is JobState.SUCCEEDED, statuses[3]
+    backend.close()

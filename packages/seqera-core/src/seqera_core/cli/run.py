@@ -311,7 +311,7 @@ def run(args: argparse.Namespace) -> int:
             work_dir=lambda backend: None if backend.batch else logdir,
         )
         with session:
-            if session.history is not None:
+            if session.records_history:
                 # The right-sizer learns per process: the job's name, else the whole command
                 # (two scripts of one interpreter are not one process).
                 request = attrs.evolve(request, process=args.name or _process(command))

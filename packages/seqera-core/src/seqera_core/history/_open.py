@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ..errors import ResourceError
 from ._protocol import History
 from ._sqlite import SqliteHistory
 
 __all__ = ["open_history"]
+
+_POSTGRES_FORM = "a postgresql://user:password@host:port/database URL"
 
 
 def open_history(location: str | Path) -> History:
@@ -26,10 +29,21 @@ def open_history(location: str | Path) -> History:
         from ._postgres import PostgresHistory
 
         try:
-            import psycopg  # noqa: F401
+            import psycopg
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ResourceError(
                 "history", redacted(text), f"psycopg installed: seqera-core[postgresql] ({exc})"
+            ) from None
+        try:
+            # Parsed before any connection: libpq's own reading (psycopg.conninfo), and
+            # urllib's, which redaction uses; either message would quote the whole URL.
+            psycopg.conninfo.conninfo_to_dict(text)
+            urlsplit(text).port  # noqa: B018 - raises for a port that is not a number
+        except (psycopg.Error, ValueError):
+            raise ResourceError(
+                "history",
+                redacted(text),
+                _POSTGRES_FORM + " (its host, port or brackets cannot be read)",
             ) from None
         return PostgresHistory(text)
     if text.startswith("sqlite:"):

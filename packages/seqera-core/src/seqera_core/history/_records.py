@@ -3,12 +3,57 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 
+from ..bounds import (
+    LARGEST,
+    MAX_BYTES,
+    MAX_CPU_PERCENT,
+    MAX_CPUS,
+    MAX_EPOCH_SECONDS,
+    MAX_SECONDS,
+    within,
+)
 from ..causes import CAUSES
 
 __all__ = ["CAUSES", "CpuUse", "ProcessStats", "TaskRecord", "cause_of"]
+
+
+# A measure outside the contract (an infinity, a 1e308 a hostile weblog event left in an
+# older history) reads as not measured: nothing stored can overflow a report. Named
+# functions, one per bound, as attrs converters (mypy's attrs plugin reads no closures).
+def _cpus(value: Any) -> Any:
+    return within(value, MAX_CPUS)
+
+
+def _bytes(value: Any) -> Any:
+    return within(value, MAX_BYTES)
+
+
+def _seconds(value: Any) -> Any:
+    return within(value, MAX_SECONDS)
+
+
+def _percent(value: Any) -> Any:
+    return within(value, MAX_CPU_PERCENT)
+
+
+def _count(value: Any) -> Any:
+    return within(value, LARGEST)
+
+
+def _epoch(value: Any) -> Any:
+    return within(value, MAX_EPOCH_SECONDS)
+
+
+def _cpu_seconds(value: Any) -> Any:
+    return within(value, MAX_SECONDS * MAX_CPUS)
+
+
+def _cores(value: Any) -> float:
+    return within(value, MAX_CPUS) or 0.0
 
 
 @frozen
@@ -22,6 +67,7 @@ class TaskRecord:
     ``finished`` is when the attempt ended (its start plus its run time where the backend
     knows its start, else when the engine saw it end), so it ran from ``finished -
     realtime`` to ``finished``.
+    A number outside the contract's bounds (:mod:`seqera_core.bounds`) is ``None``.
     """
 
     run_id: str
@@ -33,17 +79,18 @@ class TaskRecord:
     exit_code: int | None = None
     out_of_memory: bool = False
     time_limit: bool = False
-    cpus: float | None = None
-    memory: int | None = None
-    time: int | None = None
-    peak_memory: int | None = None
-    cpu_percent: float | None = None
-    realtime: float | None = None
-    input_bytes: int | None = None
+    cpus: float | None = field(default=None, converter=_cpus)
+    memory: int | None = field(default=None, converter=_bytes)
+    time: int | None = field(default=None, converter=_seconds)
+    peak_memory: int | None = field(default=None, converter=_bytes)
+    cpu_percent: float | None = field(default=None, converter=_percent)
+    realtime: float | None = field(default=None, converter=_seconds)
+    input_bytes: int | None = field(default=None, converter=_count)
     container: str | None = None
-    finished: float | None = None
+    finished: float | None = field(default=None, converter=_epoch)
     cause: str | None = None
-    cpu_time: float | None = None  # CPU seconds (user + system) the attempt used
+    # CPU seconds (user + system) the attempt used
+    cpu_time: float | None = field(default=None, converter=_cpu_seconds)
     backend: str = ""  # the backend that ran it (``slurm``, ``local``...): what it could measure
 
 
@@ -66,14 +113,14 @@ class ProcessStats:
 
     process: str
     runs: int
-    peak_memory: int | None
-    cpu_percent: float | None
-    realtime: float | None
+    peak_memory: int | None = field(converter=_bytes)
+    cpu_percent: float | None = field(converter=_percent)
+    realtime: float | None = field(converter=_seconds)
     out_of_memory: int
     time_limit: int
     # The largest allocation an out-of-memory (time-limit) attempt was killed at.
-    failed_memory: int | None
-    failed_time: int | None
+    failed_memory: int | None = field(converter=_bytes)
+    failed_time: int | None = field(converter=_seconds)
 
 
 @frozen
@@ -82,8 +129,8 @@ class CpuUse:
 
     process: str
     runs: int
-    reserved: float
-    busy: float
+    reserved: float = field(converter=_cores)
+    busy: float = field(converter=_cores)
 
     @property
     def unused(self) -> float:

@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from ..bounds import MAX_BYTES, MAX_CPU_PERCENT, MAX_CPUS, MAX_SECONDS
 from ._records import TaskRecord
 
 __all__ = [
@@ -106,16 +107,26 @@ def add_column(name: str, dialect: str) -> str:
     return f"ALTER TABLE task_history ADD COLUMN {name} {_TYPES[name][dialect != 'sqlite']}"
 
 
+def _in(column: str, maximum: int) -> str:
+    # A value outside the contract's bounds (an infinity, a 1e308 an older writer kept) is
+    # left out of an aggregate, as TaskRecord reads it as not measured: the others count.
+    return f"(CASE WHEN {column} BETWEEN 0 AND {maximum} THEN {column} END)"
+
+
 # ProcessStats in one query ({param} is the placeholder).
-STATS = """SELECT COUNT(*) FILTER (WHERE succeeded),
-    MAX(peak_memory) FILTER (WHERE succeeded), MAX(cpu_percent) FILTER (WHERE succeeded),
-    MAX(realtime) FILTER (WHERE succeeded), COUNT(*) FILTER (WHERE out_of_memory),
-    COUNT(*) FILTER (WHERE time_limit), MAX(memory) FILTER (WHERE out_of_memory),
-    MAX(time) FILTER (WHERE time_limit), COUNT(*)
-FROM task_history WHERE process = {param}"""
-CPU_USE = """SELECT process, COUNT(*), MAX(cpus), MAX(cpu_percent) / 100.0
+STATS = f"""SELECT COUNT(*) FILTER (WHERE succeeded),
+    MAX({_in("peak_memory", MAX_BYTES)}) FILTER (WHERE succeeded),
+    MAX({_in("cpu_percent", MAX_CPU_PERCENT)}) FILTER (WHERE succeeded),
+    MAX({_in("realtime", MAX_SECONDS)}) FILTER (WHERE succeeded),
+    COUNT(*) FILTER (WHERE out_of_memory), COUNT(*) FILTER (WHERE time_limit),
+    MAX({_in("memory", MAX_BYTES)}) FILTER (WHERE out_of_memory),
+    MAX({_in("time", MAX_SECONDS)}) FILTER (WHERE time_limit), COUNT(*)
+FROM task_history WHERE process = {{param}}"""
+CPU_USE = f"""SELECT process, COUNT(*), MAX({_in("cpus", MAX_CPUS)}),
+    MAX({_in("cpu_percent", MAX_CPU_PERCENT)}) / 100.0
 FROM task_history
-WHERE succeeded AND cpus IS NOT NULL AND cpu_percent IS NOT NULL
+WHERE succeeded AND cpus BETWEEN 0 AND {MAX_CPUS}
+    AND cpu_percent BETWEEN 0 AND {MAX_CPU_PERCENT}
 GROUP BY process ORDER BY process"""
 PROCESSES = "SELECT DISTINCT process FROM task_history WHERE succeeded ORDER BY process"
 COUNT = "SELECT COUNT(*) FROM task_history"

@@ -4,6 +4,9 @@
 The store is safe to share between threads of one process and between processes (WAL);
 a writer that finds the database locked waits up to ``timeout`` seconds, then raises
 :class:`~seqera_core.errors.HistoryError` (the session keeps the rows and tries again).
+Opening waits the same way: a database another process holds locked past ``timeout`` is a
+:class:`~seqera_core.errors.HistoryError` too (the run goes on and opens it later), and
+:class:`~seqera_core.errors.ResourceError` ("not valid") is kept for what is no database.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from ._records import CpuUse, ProcessStats, TaskRecord
 
 __all__ = ["SqliteHistory"]
 
+# SQLite's result codes for a database another connection holds (sqlite3.h: SQLITE_BUSY,
+# SQLITE_LOCKED): a wait that ran out, not a file that is not a database.
+_HELD = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _EXPECTED = "an SQLite database file (or a new file's path), sqlite:///path or postgresql:// URL"
 
 
@@ -51,6 +57,9 @@ class SqliteHistory:
             self._db = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=timeout
             )
+        except sqlite3.Error as exc:
+            raise ResourceError("history", self.path, f"{_EXPECTED} ({exc})") from None
+        try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_sql.schema("sqlite"))
             present = {row[1] for row in self._db.execute("PRAGMA table_info(task_history)")}
@@ -58,6 +67,12 @@ class SqliteHistory:
                 if column not in present:
                     self._db.execute(_sql.add_column(column, "sqlite"))
         except sqlite3.DatabaseError as exc:
+            self._db.close()
+            if getattr(exc, "sqlite_errorcode", None) in _HELD:
+                raise HistoryError(
+                    f"history {self.path}: still locked by another process after "
+                    f"{timeout:g} s ({exc})"
+                ) from None
             raise ResourceError("history", self.path, f"{_EXPECTED} ({exc})") from None
 
     def _rows(self, query: str, params: Sequence[Any] = ()) -> list[Any]:

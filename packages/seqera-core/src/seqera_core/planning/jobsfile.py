@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from ..documents import past_limits
+from ..documents import DOCUMENT_LIMIT, past_limits, read_bounded
 from ..errors import ResourceError
 from ._model import LARGEST, Job, check_cpus, checked_job
 from .catalogue import parse_memory
@@ -32,10 +31,7 @@ _ALLOWED = frozenset(JOB_KEYS)
 
 def read_json(path: str, what: str = "JOBS.json") -> Any:
     """The decoded JSON document at ``path``; any fault is a ResourceError naming it."""
-    try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResourceError(what, path, f"a readable JSON file ({exc})") from None
+    text = read_bounded(path, what, "a readable JSON file", limit=16 * DOCUMENT_LIMIT)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 import attrs
 from attrs import frozen
 
+from ..bounds import MAXIMA, shown
 from ..models import ResourceLimits, ResourceRequest, ResourceResponse
 from ..units import format_bytes, format_seconds
 
@@ -35,11 +36,15 @@ def cap(values: T, limits: ResourceLimits | None, source: str) -> tuple[T, tuple
         value, limit = getattr(values, name), getattr(limits, name)
         if value is not None and limit is not None and value > limit:
             changes[name] = limit
-            notes.append(f"{name} {show(value)} capped to the {source} {show(limit)}")  # type: ignore[operator]
+            # a number too long for a float (a 309-digit time) is said by its size
+            said = show(value) if value < 2**80 else shown(value)  # type: ignore[operator]
+            notes.append(f"{name} {said} capped to the {source} {show(limit)}")  # type: ignore[operator]
     return (attrs.evolve(values, **changes) if changes else values), tuple(notes)
 
 
 def apply_limits(request: ResourceRequest) -> Capped:
-    """Lower each value above ``request.resource_limits`` to the limit (Nextflow semantics)."""
-    capped, notes = cap(request, request.resource_limits, "resource limit")
-    return Capped(capped, notes)
+    """Lower each value above the contract's maxima (:mod:`seqera_core.bounds`), then above
+    ``request.resource_limits``, to the limit (Nextflow semantics)."""
+    bounded, bound_notes = cap(request, MAXIMA, "contract maximum")
+    capped, notes = cap(bounded, request.resource_limits, "resource limit")
+    return Capped(capped, bound_notes + notes)

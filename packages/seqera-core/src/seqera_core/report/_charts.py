@@ -36,6 +36,13 @@ _OUTCOME_COLOURS = {"succeeded": COLOURS[2], "out_of_memory": COLOURS[3],
 _PLAIN = {"exponentformat": "none", "separatethousands": True, "hoverformat": ",.4~r"}
 
 
+def plotly_text(text: str) -> str:
+    """A name as Plotly text: its pseudo-HTML (``<a href>``, ``<span style>``, ``<br>`` in
+    tick, hover and legend text; plotly.js ``src/lib/svg_text_utils.js``) kept literal by
+    escaping ``&``, ``<`` and ``>`` as the entities Plotly decodes back."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _layout(title: str, unit: str, order: list[str], height: int) -> dict[str, Any]:
     return {
         "title": {"text": title, "x": 0.01}, "font": FONT, "height": height,
@@ -57,8 +64,8 @@ def _series(
         value = get(record)
         if value is not None:
             xs.append(float(f"{unit.of(value):.4g}"))  # what a plot shows: a third of the bytes
-            ys.append(record.process)
-            names.append(label(record, runs))
+            ys.append(plotly_text(record.process))
+            names.append(plotly_text(label(record, runs)))
     return {"x": xs, "y": ys, "hovertext": names}
 
 
@@ -122,7 +129,7 @@ def waste(processes: Sequence[ProcessFigures], order: list[str]) -> Figure:
     data = [
         {"type": "bar", "orientation": "h", "name": name, "marker": {"color": colour},
          "x": [float(f"{unit.of(getattr(p.memory, name) * GB_HOUR):.4g}") for p in processes],
-         "y": [p.process for p in processes]}
+         "y": [plotly_text(p.process) for p in processes]}
         for name, colour in (("used", COLOURS[2]), ("wasted", COLOURS[3]))
     ]  # fmt: skip
     title = "Memory per process: used and wasted, largest waste first"
@@ -146,7 +153,7 @@ def _clock(epoch: float) -> str:
 
 
 def _row(span: Span) -> str:
-    return f"{span.process} {span.task}"
+    return plotly_text(f"{span.process} {span.task}")
 
 
 def timeline(placed: Sequence[Span]) -> Figure:
@@ -164,9 +171,10 @@ def timeline(placed: Sequence[Span]) -> Figure:
             "base": [float(f"{unit.of(s.start - origin):.5g}") for s in these],
             "x": [max(float(f"{unit.of(s.end - s.start):.4g}"), 0.0) for s in these],
             "marker": {"color": _OUTCOME_COLOURS.get(outcome, COLOURS[5])},
-            "hovertext": [f"{s.task} on {s.backend or 'an unknown backend'}: "
-                          f"{_clock(s.start)} to {_clock(s.end)}, "
-                          f"{number(s.end - s.start)} s, {outcome.replace('_', ' ')}"
+            "hovertext": [plotly_text(f"{s.task} on {s.backend or 'an unknown backend'}: "
+                                      f"{_clock(s.start)} to {_clock(s.end)}, "
+                                      f"{number(s.end - s.start)} s, "
+                                      f"{outcome.replace('_', ' ')}")
                           for s in these],
             "hoverinfo": "text",
         })  # fmt: skip
@@ -182,7 +190,7 @@ def figures(
     records: Sequence[TaskRecord], placed: Sequence[Span], runs: int,
 ) -> list[Figure]:  # fmt: skip
     """Every chart of the page, in its order."""
-    order = [p.process for p in processes]
+    order = [plotly_text(p.process) for p in processes]  # the categories drawn
     done = [r for r in records if r.succeeded]
     # the requests are known without a single measurement: shown even when nothing ran
     shown = done or list(records)

@@ -35,7 +35,13 @@ def parse_since(text: str) -> float:
         when = dt.datetime.fromisoformat(text.strip())
     except ValueError:
         raise ResourceError("--since", text, _SINCE_FORMS) from None
-    return when.timestamp()  # a naive time is read as local time, as a user types it
+    try:
+        return when.timestamp()  # a naive time is read as local time, as a user types it
+    except (OverflowError, ValueError, OSError):
+        # Past what the C library's mktime takes (0001-01-01 in a zone east of UTC): so
+        # far back that the zone's hours cannot matter, counted from the epoch as UTC.
+        aware = when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+        return (aware - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)).total_seconds()
 
 
 def select(

@@ -6,7 +6,7 @@ Nextflow: a config of ``withName`` selectors (``nextflow run ... -c FILE``), eac
 whole minutes, as ``seqera-sidecar config`` writes them, so the file stays readable and a
 task never gets less. Nextflow's ``withName`` takes a simple or a fully qualified
 process name (``ConfigBuilder``/``ProcessConfig.applyConfigSelector``); the name is
-quoted as a Groovy string.
+written by :func:`seqera_core.dialects.groovy.name_selector`.
 
 Snakemake: a profile's ``config.yaml`` entries ``set-threads`` and ``set-resources``
 (``snakemake --profile DIR``), each a mapping of rule names, with ``mem_mb`` (10^6 bytes)
@@ -21,16 +21,13 @@ from typing import Any
 
 import yaml
 
+from ..dialects.groovy import name_selector
 from ..dialects.nextflow import format_duration, format_memory
 from ..dialects.snakemake import format_mem_mb, format_runtime
 from ..units import MIB, ceil_div
 from ._advice import Advice
 
 __all__ = ["nextflow_config", "nextflow_directives", "snakemake_profile"]
-
-
-def _groovy(name: str) -> str:
-    return "'" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def nextflow_directives(advice: Advice) -> dict[str, str]:
@@ -52,7 +49,7 @@ def nextflow_config(advice: Iterable[Advice]) -> str:
     ]
     for each in sorted(advice, key=lambda a: a.process):
         body = "; ".join(f"{k} = {v}" for k, v in nextflow_directives(each).items())
-        lines.append(f"    withName: {_groovy(each.process)} {{ {body} }}")
+        lines.append(f"    withName: {name_selector(each.process)} {{ {body} }}")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

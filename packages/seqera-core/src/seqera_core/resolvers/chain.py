@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import attrs
 from attrs import frozen
 
+from ..bounds import MAXIMA
 from ..models import ResourceLimits, ResourceRequest, ResourceResponse
 from ..platforms import cap
 from .base import DefaultResolver, Resolver
@@ -122,8 +123,10 @@ def resolve(
 
     The first answer that is not ``None`` wins. An exception, a timeout or a malformed
     answer logs one warning naming the resolver and the task, and the declared values
-    (missing ones from ``defaults``) are used. The result is capped by the request's
-    ``resource_limits`` and then by ``caps`` (a queue's limits); each cap is a note.
+    (missing ones from ``defaults``) are used. The result is capped by the contract's
+    maxima (:data:`seqera_core.bounds.MAXIMA`: whoever answered, a 309-digit time never
+    reaches a scheduler), the request's ``resource_limits`` and then by ``caps`` (a
+    queue's limits); each cap is a note.
     """
     effective, source = _declared(request, defaults), "declared"
     notes: tuple[str, ...] = ()
@@ -141,6 +144,7 @@ def resolve(
         if answer is not None:
             effective, source = answer, name
             break
+    effective, bound_notes = cap(effective, MAXIMA, "contract maximum")
     effective, limit_notes = cap(effective, request.resource_limits, "resource limit")
     effective, queue_notes = cap(effective, caps, "queue limit")
-    return Resolution(request, effective, source, notes + limit_notes + queue_notes)
+    return Resolution(request, effective, source, notes + bound_notes + limit_notes + queue_notes)

@@ -15,8 +15,10 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from .. import wire
+from ..bounds import MAXIMA
 from ..errors import SeqeraError, UsageError, WireError
 from ..models import ResourceRequest, ResourceResponse
+from ..platforms import cap
 from ..redaction import redacted
 from .base import Resolver
 
@@ -161,7 +163,7 @@ class HttpResolver(Resolver):
         if response.status_code == 204:
             answer = None
         elif response.status_code == 200:
-            answer = wire.structure(_json(response), ResourceResponse)
+            answer = _answer(_json(response))
         else:
             raise self._error(response)
         self._remember(key, answer)
@@ -197,6 +199,13 @@ class HttpResolver(Resolver):
         return [answers[key] for key in keys]
 
 
+def _answer(document: Any) -> ResourceResponse:
+    """A service's answer, its numbers past the contract's maxima capped to them as a
+    declared value's are (a 309-digit ``time_seconds`` never reaches a scheduler)."""
+    answer = wire.structure(document, ResourceResponse, bounded=False)
+    return cap(answer, MAXIMA, "contract maximum")[0]
+
+
 def _batch(document: Any, expected: int) -> list[ResourceResponse | None]:
     items = document.get("responses") if isinstance(document, dict) else None
     if not isinstance(items, list) or len(items) != expected:
@@ -205,7 +214,7 @@ def _batch(document: Any, expected: int) -> list[ResourceResponse | None]:
     problems: list[str] = []
     for index, item in enumerate(items):
         try:
-            answers.append(None if item is None else wire.structure(item, ResourceResponse))
+            answers.append(None if item is None else _answer(item))
         except WireError as exc:
             problems.extend(f"$.responses[{index}]: {p}" for p in exc.problems)
     if problems:

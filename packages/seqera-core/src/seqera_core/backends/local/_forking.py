@@ -212,8 +212,10 @@ class ForkServer:
         cwd: str | None,
         env: Mapping[str, str],
         streams: Sequence[int],
+        cgroup: str | None = None,
     ) -> int | None:
-        """Fork ``command`` with these directory, environment and (stdout[, stderr]) fds.
+        """Fork ``command`` with these directory, environment and (stdout[, stderr]) fds;
+        the child joins ``cgroup`` (a ``cgroup.procs`` file) before anything else.
 
         Returns the job's pid (leader of its own session), or ``None`` if the server
         cannot (or has not preloaded yet): the caller then starts a new process.
@@ -228,6 +230,7 @@ class ForkServer:
             "args": list(command[3:]),
             "cwd": cwd,
             "env": dict(env),
+            "cgroup": cgroup,
         }
         if not self._send(request, list(streams)):
             return None

@@ -114,6 +114,11 @@ def _child(sock: socket.socket, request: dict[str, Any], fds: list[int]) -> None
         signal.set_wakeup_fd(-1)
         _name(os.path.basename(sys.executable))  # as `ps` shows a new interpreter
         os.setsid()  # its own session and process group, signalled as a whole
+        if request.get("cgroup"):
+            # its memory cgroup first: what it allocates from here on is the job's, under
+            # its limit (pages it shares with the server stay the server's)
+            with open(str(request["cgroup"]), "w") as procs:
+                procs.write("0")
         # What a new interpreter has: only the server's own changes are undone
         # (SIGPIPE and SIGXFSZ stay ignored, as Python sets them at start-up).
         signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import subprocess
+from pathlib import Path
 
 import attrs
 
@@ -45,6 +46,7 @@ class LocalJob:
     adopted: bool = False  # started by an earlier backend: not our child
     started_wall: float | None = None
     forked: bool = False  # a child of the fork server, not of this process
+    cgroup: Path | None = None  # its own memory cgroup, where the kernel enforces the limit
 
     @classmethod
     def of(cls, handle: JobHandle, spec: JobSpec) -> LocalJob:

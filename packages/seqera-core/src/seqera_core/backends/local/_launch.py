@@ -23,6 +23,7 @@ from typing import IO
 from attrs import frozen
 
 from ...labels import env_name
+from ._cgroup import MemoryCgroups, joined
 from ._forking import ForkServer
 from ._job import LocalJob
 from ._procfs import own_peak_rss
@@ -52,11 +53,25 @@ def environment(job: LocalJob) -> dict[str, str]:
 
 
 def launch(
-    job: LocalJob, *, forker: ForkServer | None, records: JobRecords | None, calls: Counter[str]
+    job: LocalJob,
+    *,
+    forker: ForkServer | None,
+    records: JobRecords | None,
+    calls: Counter[str],
+    cgroups: MemoryCgroups | None = None,
 ) -> NotStarted | None:
     """Start ``job``'s leader; on success its ``pid`` (and ``pidfd``, ``process`` or
-    ``forked``) are set and ``None`` is returned. Counts ``spawn`` and ``fork`` in ``calls``."""
+    ``forked``) are set and ``None`` is returned. Counts ``spawn`` and ``fork`` in ``calls``.
+    With ``cgroups`` and a memory request, the job starts in a cgroup of its own holding
+    the request as its limit (``job.cgroup``), joined before its command runs (a fork of
+    the server joins it first thing)."""
     spec = job.spec
+    if cgroups is not None and job.memory:
+        try:
+            job.cgroup = cgroups.make(f"job-{job.handle.native_id}", job.memory)
+        except OSError as exc:
+            return NotStarted(None, f"cannot make its memory cgroup: {exc}")
+    procs = None if job.cgroup is None or cgroups is None else cgroups.procs(job.cgroup)
     calls["spawn"] += 1
     job.baseline_rss = own_peak_rss()
     stdout, stderr = job.handle.stdout, job.handle.stderr
@@ -71,7 +86,7 @@ def launch(
         out.close()
         return NotStarted(None, f"cannot open a log file: {exc}")
     try:
-        if _fork(job, forker, out, err):
+        if _fork(job, forker, out, err, procs):
             calls["fork"] += 1
             return None
         env = environment(job)
@@ -79,6 +94,8 @@ def launch(
         if records is not None:
             exit_file = records.exit_file(job.handle.native_id)
             argv = wrap(spec.command, exit_file, spec.workdir, env.get("PATH"))
+        if procs is not None:
+            argv = joined(procs, list(argv))
         job.process = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -106,12 +123,14 @@ def launch(
     return None
 
 
-def _fork(job: LocalJob, forker: ForkServer | None, out: IO[bytes], err: IO[bytes]) -> bool:
+def _fork(
+    job: LocalJob, forker: ForkServer | None, out: IO[bytes], err: IO[bytes], procs: str | None
+) -> bool:
     """Start ``job`` as a fork of the preloaded server, if it is one it can start."""
     if forker is None or not forker.accepts(job.spec.command):
         return False
     streams = [out.fileno()] if err is out else [out.fileno(), err.fileno()]
-    pid = forker.spawn(job.spec.command, job.spec.workdir, environment(job), streams)
+    pid = forker.spawn(job.spec.command, job.spec.workdir, environment(job), streams, procs)
     if pid is None:
         return False
     job.forked, job.pid = True, pid

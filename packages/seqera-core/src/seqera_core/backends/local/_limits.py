@@ -66,7 +66,9 @@ def over_memory(
         job.peak = max(job.peak, total, highest)
         job.cpu = max(job.cpu or 0.0, cpu)
         ending = job.state.finished or job.kill_at is not None
-        if enforce_memory and job.memory and total > job.memory and not ending:
+        # a job in a memory cgroup is the kernel's to kill, at its limit, not a sample's
+        in_cgroup = job.cgroup is not None
+        if enforce_memory and job.memory and total > job.memory and not ending and not in_cgroup:
             job.out_of_memory = True
             sent += kill(job, forker)
     return sent

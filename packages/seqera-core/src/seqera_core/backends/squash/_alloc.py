@@ -192,6 +192,9 @@ class Allocator:
             self._launcher = private_dir(self.root) / "launcher.py"
             job_side = Path(proto.__file__).with_name("_launcher_job.py")
             shutil.copyfile(job_side, self.root / job_side.name)
+            # and the jobs' memory cgroups (standard library only too)
+            shutil.copyfile(Path(proto.__file__).parents[1] / "local" / "_cgroup.py",
+                            self.root / "_cgroup.py")  # fmt: skip
             shutil.copyfile(proto.__file__, self._launcher)
         return self._launcher
 

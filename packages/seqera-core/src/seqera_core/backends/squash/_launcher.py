@@ -83,9 +83,11 @@ def _sibling(name: str) -> ModuleType:
 
 
 try:
+    from ..local import _cgroup
     from . import _launcher_job as _child
-except ImportError:  # not in its package: the backend's copy on the shared filesystem
+except ImportError:  # not in its package: the backend's copies on the shared filesystem
     _child = _sibling("_launcher_job")
+    _cgroup = _sibling("_cgroup")
 
 # -- the on-disk protocol, shared with the backend -------------------------------------
 QUEUE = "queue"  # group: <job>.json, ready to be claimed
@@ -176,6 +178,7 @@ class _Running:
     def __init__(self, entry: dict[str, Any], pid: int) -> None:
         self.entry = entry
         self.pid = pid
+        self.cgroup: Path | None = None  # its memory cgroup, where the kernel holds its limit
         self.started = time.time()
         self.term_at: float | None = None
         self.time_limit = False
@@ -198,6 +201,7 @@ class Launcher:
         self.running: dict[int, _Running] = {}
         self.stopping = False
         self.preload = list(spec.get("preload") or [])
+        self.cgroups: Any = None  # _cgroup.MemoryCgroups, once run() looked for one
         self.forkable: set[str] = set()  # the preloaded packages, loaded at start
         (group / CLAIMED).mkdir(mode=0o700, exist_ok=True)
 
@@ -218,6 +222,12 @@ class Launcher:
         write_private(self.allocation / STARTED, started)
         # at once, not with the first job: the backend may still be writing the queue
         self.forkable = _preload(self.preload)
+        # each job's memory limit held by the kernel where a cgroup can be made (_cgroup),
+        # else sampled nowhere here: said once, in the allocation's log
+        self.cgroups, why = _cgroup.MemoryCgroups.open()
+        if self.cgroups is None:
+            print(f"seqera launcher: jobs' memory limits are not enforced here: {why}",
+                  file=sys.stderr, flush=True)  # fmt: skip
         last_busy = time.time()
         while not self.stopping:
             self._reap()
@@ -232,6 +242,8 @@ class Launcher:
                 break  # what is queued needs more time than this allocation has left
             signal.sigtimedwait({signal.SIGCHLD}, _TICK)
         self._kill_all()
+        if self.cgroups is not None:
+            self.cgroups.close()
         return 0
 
     def _stop(self, signum: int, frame: object) -> None:
@@ -302,11 +314,20 @@ class Launcher:
             fork = None
         elif str(fork.get("module", "")).split(".")[0] not in self.forkable:
             fork = None  # its package did not load here: run its script instead
+        group, procs = None, None
+        if self.cgroups is not None and int(entry.get("memory") or 0) > 0:
+            try:
+                group = self.cgroups.make(f"job-{entry['key']}", int(entry["memory"]))
+                procs = self.cgroups.procs(group)
+            except OSError as exc:
+                print(f"seqera launcher: job {entry['key']}: no memory cgroup ({exc})",
+                      file=sys.stderr, flush=True)  # fmt: skip
         parent = os.getpid()
         pid = os.fork()
         if pid == 0:
-            _child.guard(entry, fork, parent, EXIT_CODE)  # never returns
+            _child.guard(entry, fork, parent, EXIT_CODE, procs)  # never returns
         self.running[pid] = _Running(entry, pid)
+        self.running[pid].cgroup = group
 
     def _reap(self) -> None:
         while self.running:
@@ -333,15 +354,27 @@ class Launcher:
                 "exit_code": code,
                 "signal": sig,
                 "wall_seconds": round(wall, 3),
-                "peak_memory_bytes": usage.ru_maxrss * 1024,  # kilobytes on Linux
+                "peak_memory_bytes": self._peak(job) or usage.ru_maxrss * 1024,  # KiB
                 "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
                 "started": round(job.started, 3),
                 "time_limit": job.time_limit,
                 "cancelled": job.cancelled,
                 "allocation": self.name,
             }
+            if job.cgroup is not None and self.cgroups is not None:
+                if self.cgroups.oom_killed(job.cgroup):
+                    result["reason"] = "out of memory: killed at its memory limit"
+                    result["out_of_memory"] = True
+                self.cgroups.remove(job.cgroup)
             write_private(Path(job.entry["dir"]) / RESULT, result)
             self._unclaim(job.entry)  # after the result: never a moment with neither
+
+    def _peak(self, job: _Running) -> int | None:
+        """The job's peak from its cgroup (the kernel's count), if it has one."""
+        if job.cgroup is None or self.cgroups is None:
+            return None
+        peak: int | None = self.cgroups.peak(job.cgroup)
+        return peak
 
     def _unclaim(self, entry: dict[str, Any]) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -32,12 +32,22 @@ def _die_with_parent(parent: int) -> None:
         os.killpg(0, signal.SIGKILL)
 
 
-def guard(entry: dict[str, Any], fork: dict[str, Any] | None, parent: int, exit_name: str) -> None:
+def guard(
+    entry: dict[str, Any],
+    fork: dict[str, Any] | None,
+    parent: int,
+    exit_name: str,
+    procs: str | None = None,
+) -> None:
     """In the forked guard: run the job as its own child, kill it if the launcher dies,
-    and end as it ended (its exit code, or the signal that killed it)."""
+    and end as it ended (its exit code, or the signal that killed it). With ``procs`` (a
+    memory cgroup's ``cgroup.procs``) the guard joins it first: the job is born inside."""
     code = 1
     try:
         os.setsid()  # its own session and process group, killed as a whole
+        if procs is not None:
+            with open(procs, "w") as joining:
+                joining.write("0")
         # the launcher signals the whole group: the guard waits for the job to end
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, signal.SIG_IGN)

@@ -116,4 +116,5 @@ def finished(handle: JobHandle, result: Mapping[str, Any]) -> JobStatus:
         peak_memory_bytes=int(peak) if isinstance(peak, int) else None,
         cpu_seconds=float(cpu) if isinstance(cpu, int | float) else None,
         started_at=float(started) if isinstance(started, int | float) else None,
+        out_of_memory=bool(result.get("out_of_memory")),  # the kernel's OOM kill, in its cgroup
     )
