@@ -102,6 +102,15 @@ KEYS: dict[str, str] = {
     "squash.cpus": "SEQERA_SQUASH_CPUS",
     "squash.key": "SEQERA_SQUASH_KEY",
     "sizing.shrink_self_sizing": "SEQERA_SIZING_SHRINK_SELF_SIZING",
+    # the Slurm backend's site settings (backends/batch/_slurm_site.py)
+    "slurm.tmp": "SEQERA_SLURM_TMP",
+    "slurm.qos": "SEQERA_SLURM_QOS",
+    "slurm.reservation": "SEQERA_SLURM_RESERVATION",
+    "slurm.clusters": "SEQERA_SLURM_CLUSTERS",
+    "slurm.requeue": "SEQERA_SLURM_REQUEUE",
+    "slurm.signal": "SEQERA_SLURM_SIGNAL",
+    "slurm.jobname_prefix": "SEQERA_SLURM_JOBNAME_PREFIX",
+    "slurm.no_account": "SEQERA_SLURM_NO_ACCOUNT",
 }
 _LISTS = ("ecs.subnets", "ecs.security_groups")
 _BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
@@ -261,7 +270,8 @@ def _check(key: str, value: Any, where: str) -> Any:
         return _labels(value, where)
     if key in _LISTS:
         return _list(key, value, where)
-    if key in ("ecs.assign_public_ip", "ecs.report_usage", "sizing.shrink_self_sizing"):
+    if key in ("ecs.assign_public_ip", "ecs.report_usage", "sizing.shrink_self_sizing",
+               "slurm.requeue", "slurm.no_account"):  # fmt: skip
         return _boolean(key, value, where)
     if key == "local.cpus":
         return _cores(key, value, where)
@@ -269,6 +279,8 @@ def _check(key: str, value: Any, where: str) -> Any:
         return _bytes(key, value, where)
     if key in ("ecs.max_spot_attempts", "squash.max_jobs", "squash.cpus"):
         return _count(key, value, where)
+    if key == "slurm.tmp" and str(value).strip().lower() not in ("auto", "always", "never"):
+        raise ResourceError(f"{where}: {key}", value, "one of auto, always, never")
     if key == "squash.mode" and str(value).strip().lower() not in _MODES:
         raise ResourceError(f"{where}: {key}", value, f"one of {', '.join(_MODES)}")
     text = _text(key, value, where)

@@ -79,7 +79,13 @@ class ResourceLimits:
 class ResourceRequest:
     """What a task declared, in canonical units: bytes, seconds, cores.
 
-    ``None`` means the engine did not declare the value. ``extra`` carries
+    ``None`` means the engine did not declare the value. ``cpus`` are per task and
+    ``memory`` per node (Slurm's ``--cpus-per-task`` and ``--mem``): a multi-task (MPI)
+    job has ``tasks`` tasks over ``nodes`` nodes (or ``tasks_per_node`` on each), and
+    ``memory_per_cpu`` (when given) replaces ``memory`` as the scheduler's memory
+    request, as Slurm's ``--mem-per-cpu`` replaces ``--mem``;
+    ``mpi`` names the launcher the job's command uses (``srun``, ``mpiexec``), so squashing
+    and arrays leave such a job alone. ``extra`` carries
     scheduler-specific pass-through options with a prefix (``slurm.qos``); ``self_sizing``
     marks a tool whose peak follows its memory allocation.
     """
@@ -103,6 +109,49 @@ class ResourceRequest:
     # The tool sizes itself from its memory allocation (a JVM's -Xmx from it, sort -S):
     # a right-sizer never gives it less than declared (seqera_core.sizing._guard).
     self_sizing: bool = field(default=False, validator=attrs.validators.instance_of(bool))
+    # Multi-task jobs (snakemake-executor-plugin-slurm's tasks/nodes/tasks_per_node/mpi,
+    # cwltool:MPIRequirement's processes). None: one task on one node.
+    nodes: int | None = field(default=None, validator=_whole(1, "a number of nodes"))
+    tasks: int | None = field(default=None, validator=_whole(1, "a number of tasks"))
+    tasks_per_node: int | None = field(
+        default=None, validator=_whole(1, "a number of tasks per node")
+    )
+    memory_per_cpu: int | None = field(default=None, validator=_whole(1, "bytes"))
+    mpi: str | None = None
+
+    @property
+    def multi_task(self) -> bool:
+        """More than one task or node, or an MPI launcher: never an array element or a
+        squashed allocation's slot."""
+        counts = (self.tasks, self.nodes, self.tasks_per_node)
+        return any((n or 1) > 1 for n in counts) or bool(self.mpi)
+
+    @property
+    def node_tasks(self) -> int:
+        """Tasks on the busiest node: what one machine runs (local, ECS) for this job."""
+        if self.tasks_per_node is not None:
+            return self.tasks_per_node
+        return -(-(self.tasks or 1) // (self.nodes or 1))
+
+    def on_one_machine(self, backend: str) -> ResourceRequest:
+        """The request as one machine runs it (the local backend, ECS): every task's cores
+        together, memory per CPU times those cores. Refuses more than one node, naming it."""
+        if (self.nodes or 1) > 1:
+            raise ResourceError(
+                "nodes", self.nodes, f"1: the {backend} backend runs a job on one machine"
+            )
+        if not self.multi_task and self.memory_per_cpu is None:
+            return self
+        cpus = (
+            None
+            if self.cpus is None and not self.multi_task
+            else (self.cpus or 1) * self.node_tasks
+        )
+        memory = self.memory
+        if self.memory_per_cpu is not None:
+            memory = self.memory_per_cpu * math.ceil(cpus or 1)
+        return attrs.evolve(self, cpus=cpus, memory=memory, memory_per_cpu=None, tasks=None,
+                            tasks_per_node=None, nodes=None)  # fmt: skip
 
 
 @frozen

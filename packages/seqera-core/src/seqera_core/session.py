@@ -226,6 +226,10 @@ class Session:
                 finally:
                     if self._backend is None and server is not None:
                         server.close()
+                # a backend with notes for the user (Slurm's --tmp, account) says them here
+                inner = getattr(self._backend, "inner", self._backend)
+                if callable(set_warn := getattr(inner, "set_warn", None)):
+                    set_warn(self._warn)
             return self._backend
 
     # -- one task's way -------------------------------------------------------------------

@@ -165,6 +165,9 @@ def unsquashable(request: ResourceRequest, policy: SquashPolicy) -> str | None:
         )
     if request.accelerator is not None:
         return "it asks for GPUs"
+    if request.multi_task:
+        # its tasks are laid out by the scheduler (srun, mpiexec): a launcher slot is one
+        return "it is a multi-task (MPI) job"
     if request.machine_type is not None:
         return "it names a machine type"
     cpus = request.cpus or 1.0

@@ -34,6 +34,7 @@ _RENAMES: dict[type, dict[str, str]] = {
         "disk": "disk_bytes",
         "time": "time_seconds",
         "container": "container_image",
+        "memory_per_cpu": "memory_per_cpu_bytes",
     },
 }
 

@@ -91,6 +91,14 @@ def _layered(settings: ExecutorSettings, default_history: str | None) -> Config:
         "squash.max_time": settings.squash_max_time,
         "squash.cpus": settings.squash_cpus,
         "sizing.shrink_self_sizing": settings.shrink_self_sizing or None,
+        "slurm.tmp": settings.slurm_tmp,
+        "slurm.qos": settings.slurm_qos,
+        "slurm.reservation": settings.slurm_reservation,
+        "slurm.clusters": settings.slurm_clusters,
+        "slurm.requeue": settings.slurm_requeue or None,
+        "slurm.signal": settings.slurm_signal,
+        "slurm.jobname_prefix": settings.slurm_jobname_prefix,
+        "slurm.no_account": settings.slurm_no_account or None,
     }
     return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
 
@@ -150,6 +158,7 @@ class Executor(RemoteExecutor):
         # Set by a submission and at shutdown: the status thread (which the base class
         # starts before __post_init__) then stops waiting for jobs that are not there.
         self._woken = threading.Event()
+        self._said: set[tuple[str | None, str]] = set()
         super().__init__(workflow, logger)
 
     def __post_init__(self) -> None:
@@ -259,8 +268,9 @@ class Executor(RemoteExecutor):
             kept = dict(zip(exc.positions, exc.submitted, strict=True))
             sent = [(ready[n], handle) for n, handle in sorted(kept.items())]
             for n, (job, _) in enumerate(ready):
-                if n not in kept:
-                    self.report_job_error(SubmittedJobInfo(job), msg=f"submission failed: {exc}. ")
+                if n not in kept:  # its own error, not the first refused job's
+                    why = exc.error_of(n)
+                    self.report_job_error(SubmittedJobInfo(job), msg=f"submission failed: {why}. ")
         except (SeqeraError, OSError, ValueError) as exc:
             sent = []
             for job, _ in ready:
@@ -282,7 +292,10 @@ class Executor(RemoteExecutor):
             self.report_job_error(SubmittedJobInfo(job), msg=f"invalid resources: {exc}. ")
             return None
         for warning in warnings:
-            self.logger.warning(f"seqera: rule {request.process}, job {job.jobid}: {warning}")
+            if (request.process, warning) in self._said:
+                continue  # once per rule, not once per job
+            self._said.add((request.process, warning))
+            self.logger.warning(f"seqera: rule {request.process}: {warning}")
         if not prepared.ok:
             assert prepared.report is not None
             reason = "; ".join(prepared.report.errors + prepared.report.suggestions)

@@ -87,6 +87,12 @@ def job_request(
     )
     request = translation.request
     warnings = list(suspicious(request))
+    if translation.ignored:
+        # never dropped without a word (the executor says it once per rule)
+        warnings.append(
+            f"resources not sent to the scheduler: {', '.join(translation.ignored)} (seqera "
+            "reads none of them; Snakemake's own --resources limits still count them)"
+        )
     total = input_bytes(job.input)
     labels = {**request.labels, **task_labels(job)}
     changes: dict[str, Any] = {"input_bytes": total, "labels": labels}

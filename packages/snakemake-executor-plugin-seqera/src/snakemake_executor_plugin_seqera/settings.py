@@ -126,6 +126,44 @@ class ExecutorSettings(ExecutorSettingsBase):
             "node's memory; where the scheduler does not say (PBS, Torque) the largest job's)."
         ),
     )
+    slurm_tmp: Optional[str] = field(
+        default=None,
+        metadata=_setting(
+            "Send a rule's disk as sbatch --tmp: auto (default: only where the partition's "
+            "nodes declare that much TmpDisk, else a note), always, or never.",
+            choices=("auto", "always", "never"),
+        ),
+    )
+    slurm_qos: Optional[str] = field(
+        default=None, metadata=_setting("sbatch --qos for every job (a rule's qos wins).")
+    )
+    slurm_reservation: Optional[str] = field(
+        default=None, metadata=_setting("sbatch --reservation for every job.")
+    )
+    slurm_clusters: Optional[str] = field(
+        default=None,
+        metadata=_setting(
+            "sbatch/squeue/scancel --clusters for every job (a rule's clusters wins)."
+        ),
+    )
+    slurm_requeue: bool = field(
+        default=False, metadata=_setting("sbatch --requeue: Slurm requeues preempted jobs.")
+    )
+    slurm_signal: Optional[str] = field(
+        default=None,
+        metadata=_setting(
+            "sbatch --signal, e.g. B:USR2@30: the job's shell gets SIGUSR2 30 s before its "
+            "time limit, to save its state."
+        ),
+    )
+    slurm_jobname_prefix: Optional[str] = field(
+        default=None,
+        metadata=_setting("Prefix of every job name (letters, digits, _ or -; at most 50)."),
+    )
+    slurm_no_account: bool = field(
+        default=False,
+        metadata=_setting("Send no --account where a rule names none (none is guessed)."),
+    )
     image: Optional[str] = field(
         default=None,
         metadata=_setting(

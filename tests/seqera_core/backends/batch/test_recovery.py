@@ -232,4 +232,4 @@ def test_an_array_that_went_through_and_left_squeue_is_found_by_an_element_mark(
     slurm = backend(tmp_path, runner, squash=SquashPolicy.parse({"mode": "array"}))
     handles = slurm.submit([JobSpec("a", ["true"]), JobSpec("b", ["true"])])
     assert [h.native_id for h in handles] == ["40_0", "40_1"]
-    assert slurm.calls == {"sbatch": 1, "squeue": 1}
+    assert slurm.calls == {"sacctmgr": 1, "sbatch": 1, "squeue": 1}

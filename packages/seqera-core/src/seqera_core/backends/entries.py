@@ -20,7 +20,7 @@ _B = "seqera_core.backends."
 
 LOCAL = BackendEntry("local", f"{_B}local._backend", "LocalBackend", section="local",
                      dialect=f"{_D}local:submission", forks=True)  # fmt: skip
-SLURM = BackendEntry("slurm", f"{_B}batch.slurm", "SlurmBackend", batch=True,
+SLURM = BackendEntry("slurm", f"{_B}batch.slurm", "SlurmBackend", batch=True, section="slurm",
                      dialect=f"{_D}slurm:submission")  # fmt: skip
 PBS = BackendEntry("pbs", f"{_B}batch.pbs", "PbsBackend", batch=True,
                    fixed={"dialect": "pro"}, dialect=f"{_D}pbs:pro_submission")  # fmt: skip

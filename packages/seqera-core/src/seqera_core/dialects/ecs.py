@@ -45,6 +45,7 @@ def storage_gib(size: int) -> int:
 
 def submission(request: ResourceRequest) -> Submission:
     """Task-definition values for a request."""
+    request = request.on_one_machine("ecs")  # several tasks: one container's cores
     native: dict[str, object] = {}
     notes = []
     if request.cpus is not None:

@@ -11,6 +11,7 @@ __all__ = ["submission"]
 
 def submission(request: ResourceRequest) -> Submission:
     """The reservation the local backend would make for a request."""
+    request = request.on_one_machine("local")  # several tasks: their cores together
     native: dict[str, object] = {}
     if request.cpus is not None:
         native["cpus"] = math.ceil(request.cpus)

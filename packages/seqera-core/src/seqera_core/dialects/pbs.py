@@ -78,16 +78,46 @@ def _pass_through(request: ResourceRequest, notes: list[str]) -> list[str]:
     return args
 
 
+def _layout(request: ResourceRequest) -> tuple[int, int]:
+    """(chunks or nodes, tasks in each): ``nodes`` of ``tasks_per_node`` (or the tasks
+    spread evenly); tasks alone are that many one-rank chunks, placed where they fit."""
+    if request.nodes is not None:
+        return request.nodes, request.node_tasks
+    if request.tasks_per_node is not None:
+        return -(-(request.tasks or request.tasks_per_node) // request.tasks_per_node), (
+            request.tasks_per_node
+        )
+    return request.tasks or 1, 1
+
+
+def _chunk_memory(request: ResourceRequest, chunks: int, ncpus: int) -> int | None:
+    if request.memory_per_cpu is not None:
+        return request.memory_per_cpu * ncpus
+    if request.memory is None:
+        return None
+    # memory is per node; ranks placed freely get an equal share of it each
+    return (
+        request.memory if request.nodes or request.tasks_per_node else -(-request.memory // chunks)
+    )
+
+
 def pro_submission(request: ResourceRequest) -> Submission:
-    """``qsub`` options for PBS Pro: one ``select`` chunk plus ``walltime``."""
+    """``qsub`` options for PBS Pro: one ``select`` statement (``N:ncpus=C:mpiprocs=T:mem=M``,
+    PBS Pro Reference Guide "select") plus ``walltime``."""
     notes: list[str] = []
     native: dict[str, object] = {}
-    chunk = ["1"]
-    if request.cpus is not None:
-        native["ncpus"] = math.ceil(request.cpus)
-        chunk.append(f"ncpus={native['ncpus']}")
-    if request.memory is not None:
-        native["mem"] = format_size(request.memory)
+    chunks, per_chunk = _layout(request)
+    chunk = [str(chunks)]
+    ncpus = math.ceil(request.cpus or 1) * per_chunk
+    if request.cpus is not None or request.multi_task:
+        native["ncpus"] = ncpus
+        chunk.append(f"ncpus={ncpus}")
+    if request.multi_task:
+        native["mpiprocs"] = per_chunk
+        chunk.append(f"mpiprocs={per_chunk}")
+    memory = _chunk_memory(request, chunks, ncpus)
+    if memory is not None:
+        native["mem"] = format_size(memory)
         chunk.append(f"mem={native['mem']}")
     if request.accelerator is not None:
         native["ngpus"] = request.accelerator.count
@@ -115,16 +145,24 @@ def torque_submission(request: ResourceRequest) -> Submission:
     """``qsub`` options for Torque: ``-l nodes=1:ppn=N[:gpus=G],mem=..,walltime=..``."""
     notes: list[str] = []
     native: dict[str, object] = {}
-    node = "nodes=1"
-    if request.cpus is not None:
-        native["ppn"] = math.ceil(request.cpus)
-        node += f":ppn={native['ppn']}"
+    nodes = request.nodes or 1
+    if request.nodes is None and request.tasks_per_node is not None and request.tasks:
+        nodes = -(-request.tasks // request.tasks_per_node)
+    # ppn: processors on each node, every task's cores (Torque qsub, "nodes")
+    ppn = math.ceil(request.cpus or 1) * (
+        request.tasks_per_node or -(-(request.tasks or 1) // nodes)
+    )
+    node = f"nodes={nodes}"
+    if request.cpus is not None or request.multi_task:
+        native["nodes"], native["ppn"] = nodes, ppn
+        node += f":ppn={ppn}"
     if request.accelerator is not None:
         native["gpus"] = request.accelerator.count
         node += f":gpus={request.accelerator.count}"
     parts = [node]
-    if request.memory is not None:
-        native["mem"] = format_size(request.memory)
+    memory = request.memory if request.memory_per_cpu is None else request.memory_per_cpu * ppn
+    if memory is not None:
+        native["mem"] = format_size(memory)
         parts.append(f"mem={native['mem']}")
     if request.time is not None:
         native["walltime"] = format_walltime(request.time)

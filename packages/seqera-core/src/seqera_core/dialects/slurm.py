@@ -128,9 +128,9 @@ def check_request(request: ResourceRequest) -> None:
     submission(request)
 
 
-def _extra_args(request: ResourceRequest) -> list[str]:
+def _extra_args(extra: dict[str, str]) -> list[str]:
     args = []
-    for key, value in sorted(request.extra.items()):
+    for key, value in sorted(extra.items()):
         if not key.startswith("slurm."):
             continue
         name = key.removeprefix("slurm.")
@@ -138,20 +138,65 @@ def _extra_args(request: ResourceRequest) -> list[str]:
             # slurm_extra is a string of sbatch options, split as the user wrote them.
             args.extend(extra_options(value))
         elif _OPTION.fullmatch(name):
-            args.append(f"--{name}={value}")
+            # an empty value is a flag: slurm.requeue="" is --requeue
+            args.append(f"--{name}={value}" if value else f"--{name}")
         else:
             raise ResourceError(key, value, "slurm.<sbatch long option name>, e.g. slurm.qos")
     return args
 
 
+def _gres(request: ResourceRequest, extra: dict[str, str]) -> str | None:
+    """One ``--gres`` for the GPUs and the ``gres`` resource together (Slurm keeps only
+    the last ``--gres``): ``gpu:a100:2,tmpspace:10G``."""
+    own = extra.pop("slurm.gres", None)
+    gpus = None
+    if request.accelerator is not None:
+        kind = f"{request.accelerator.type}:" if request.accelerator.type else ""
+        gpus = f"gpu:{kind}{request.accelerator.count}"
+        if own and any(part.split(":")[0] == "gpu" for part in own.split(",")):
+            raise ResourceError(
+                "gres", own, f"no gpu entry when GPUs are also asked for ({gpus}); set one"
+            )
+    return ",".join(part for part in (gpus, own) if part) or None
+
+
+def _tasks(request: ResourceRequest, args: list[str], native: dict[str, object]) -> None:
+    for name, option, value in (
+        ("nodes", "--nodes", request.nodes),
+        ("ntasks", "--ntasks", request.tasks),
+        ("ntasks_per_node", "--ntasks-per-node", request.tasks_per_node),
+    ):
+        if value is not None:
+            native[name] = value
+            args.append(f"{option}={value}")
+
+
 def submission(request: ResourceRequest) -> Submission:
-    """The sbatch options for a request."""
-    args = []
+    """The sbatch options for a request.
+
+    As snakemake-executor-plugin-slurm writes them (its ``submit_string.py``): CPUs per
+    task, or per GPU when ``slurm.cpus-per-gpu`` is given (Slurm takes one of the two);
+    ``--mem-per-cpu`` instead of ``--mem`` when memory per CPU is given (sbatch refuses
+    both); tasks and nodes only when declared. ``--tmp`` is sent by the backend only where
+    the partition's nodes declare that much ``TmpDisk`` (``SlurmBackend``, ``tmp``).
+    """
+    args: list[str] = []
+    notes: list[str] = []
     native: dict[str, object] = {}
+    extra = dict(request.extra)
     if request.cpus is not None:
-        native["cpus_per_task"] = math.ceil(request.cpus)
-        args.append(f"--cpus-per-task={native['cpus_per_task']}")
-    if request.memory is not None:
+        if "slurm.cpus-per-gpu" in extra:
+            notes.append("--cpus-per-gpu replaces --cpus-per-task (Slurm takes one)")
+        else:
+            native["cpus_per_task"] = math.ceil(request.cpus)
+            args.append(f"--cpus-per-task={native['cpus_per_task']}")
+    _tasks(request, args, native)
+    if request.memory_per_cpu is not None:
+        native["mem_per_cpu"] = format_memory(request.memory_per_cpu)
+        args.append(f"--mem-per-cpu={native['mem_per_cpu']}")
+        if request.memory is not None:
+            notes.append("--mem-per-cpu replaces --mem (sbatch takes one)")
+    elif request.memory is not None:
         native["mem"] = format_memory(request.memory)
         args.append(f"--mem={native['mem']}")
     if request.time is not None:
@@ -160,13 +205,17 @@ def submission(request: ResourceRequest) -> Submission:
     if request.disk is not None:
         native["tmp"] = format_memory(request.disk)
         args.append(f"--tmp={native['tmp']}")
-    if request.accelerator is not None:
-        kind = f"{request.accelerator.type}:" if request.accelerator.type else ""
-        native["gres"] = f"gpu:{kind}{request.accelerator.count}"
-        args.append(f"--gres={native['gres']}")
+        notes.append(
+            "--tmp goes only where the partition's nodes declare that much TmpDisk "
+            "(slurm.tmp: auto); Snakemake's default disk_mb would be refused everywhere else"
+        )
+    gres = _gres(request, extra)
+    if gres:
+        native["gres"] = gres
+        args.append(f"--gres={gres}")
     if request.queue:
         args.append(f"--partition={request.queue}")
     if request.account:
         args.append(f"--account={request.account}")
-    args.extend(_extra_args(request))
-    return Submission("slurm", tuple(args), native)
+    args.extend(_extra_args(extra))
+    return Submission("slurm", tuple(args), native, tuple(notes))

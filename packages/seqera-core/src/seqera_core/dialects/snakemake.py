@@ -49,8 +49,20 @@ READ_KEYS = frozenset(
         "threads", "_cores", "_nodes", "gpu", "gpus", "gpu_model", "nvidia_gpu",
         "slurm_partition", "slurm_account", "slurm_extra", "constraint", "qos",
         "sge_queue", "sge_project", "sge_pe", "sge_extra", "tmpdir", "machine_type", "squash_key",
+        # multi-task and Slurm keys of snakemake-executor-plugin-slurm (docs/further.md)
+        "mpi", "tasks", "tasks_per_node", "nodes", "cpus_per_task", "mem_mb_per_cpu",
+        "mem_mib_per_cpu", "gres", "cpus_per_gpu", "tasks_per_gpu", "clusters", "cluster",
+        "slurm_cluster", "slurm_requeue", "reservation", "slurm_reservation",
     }
 )  # fmt: skip
+# resource -> sbatch option (the request's extra "slurm.<option>"), as the Slurm plugin
+# writes them (submit_string.py); a false-like slurm_requeue sends nothing.
+_PASSED = (
+    ("slurm_extra", "extra"), ("constraint", "constraint"), ("qos", "qos"), ("gres", "gres"),
+    ("reservation", "reservation"), ("slurm_reservation", "reservation"),
+    ("cluster", "clusters"), ("clusters", "clusters"), ("slurm_cluster", "clusters"),
+)  # fmt: skip
+_FALSE = ("", "0", "false", "no", "none", "off")
 
 
 def _strip(value: str) -> str:
@@ -141,6 +153,42 @@ def _suffixed(resources: Mapping[str, Any], base: str) -> int | None:
     return max(found) if found else None
 
 
+def _count(resources: Mapping[str, Any], key: str, minimum: int = 1) -> int | None:
+    """A whole-number resource (``tasks``, ``nodes``...); None when absent, 0 or less
+    also None where ``minimum`` is 0 (the plugin skips ``cpus_per_gpu <= 0``)."""
+    value = resources.get(key)
+    if value is None:
+        return None
+    count = number(key, value, f"a whole number >= {max(minimum, 1)}", integer=True)
+    if minimum == 0 and count <= 0:
+        return None
+    if count < minimum:
+        raise ResourceError(key, value, f"a whole number >= {minimum}")
+    return int(count)
+
+
+def _per_cpu(resources: Mapping[str, Any]) -> int | None:
+    found = []
+    for key, factor in (("mem_mb_per_cpu", MB), ("mem_mib_per_cpu", MIB)):
+        if resources.get(key) is not None:
+            value = number(key, resources[key], "a number of megabytes per CPU")
+            if value <= 0:
+                raise ResourceError(key, resources[key], "a number of megabytes per CPU > 0")
+            found.append(ceil_scale(value, factor))
+    return max(found) if found else None
+
+
+def _passed(resources: Mapping[str, Any]) -> dict[str, str]:
+    extra = {}
+    for key, option in _PASSED:
+        if resources.get(key):
+            extra[f"slurm.{option}"] = str(resources[key])
+    requeue = resources.get("slurm_requeue")
+    if requeue is not None and str(requeue).strip().lower() not in _FALSE:
+        extra["slurm.requeue"] = ""
+    return extra
+
+
 def request_from_resources(
     resources: Mapping[str, Any],
     *,
@@ -166,12 +214,25 @@ def request_from_resources(
         accelerator = (
             Accelerator(int(count), None if model is None else str(model)) if count else None
         )
-    extra = {}
-    for key, name in (("slurm_extra", "slurm.extra"), ("constraint", "slurm.constraint"),
-                      ("qos", "slurm.qos"), ("sge_pe", "sge.pe"),
-                      ("sge_extra", "sge.extra")):  # fmt: skip
+    extra = _passed(resources)
+    for key, name in (("sge_pe", "sge.pe"), ("sge_extra", "sge.extra")):
         if get(key):
             extra[name] = str(get(key))
+    if accelerator is not None or "gpu" in str(get("gres", "")):
+        # --cpus-per-gpu and --ntasks-per-gpu only for a GPU job, and only when > 0
+        # (further.md, "CPU Allocation per GPU")
+        for key, option in (("cpus_per_gpu", "cpus-per-gpu"), ("tasks_per_gpu", "ntasks-per-gpu")):
+            per_gpu = _count(resources, key, minimum=0)
+            if per_gpu:
+                extra[f"slurm.{option}"] = str(per_gpu)
+    if get("cpus_per_task") is not None:
+        # the Slurm plugin's --cpus-per-task: cpus_per_task when given, else threads
+        cpus = _count(resources, "cpus_per_task")
+    per_cpu = _per_cpu(resources)
+    if get("mpi") and not (get("tasks") or get("tasks_per_node")):
+        raise ResourceError(
+            "mpi", get("mpi"), "an MPI launcher for a rule that also sets tasks or tasks_per_node"
+        )
     request = ResourceRequest(
         cpus=cpus,
         memory=memory or None,
@@ -186,6 +247,11 @@ def request_from_resources(
         extra=extra,
         # keeps unrelated jobs out of one squashed allocation (seqera_core.squash)
         labels={"squash_key": str(get("squash_key"))} if get("squash_key") else {},
+        nodes=_count(resources, "nodes"),
+        tasks=_count(resources, "tasks"),
+        tasks_per_node=_count(resources, "tasks_per_node"),
+        memory_per_cpu=per_cpu,
+        mpi=str(get("mpi")) if get("mpi") else None,
     )
     ignored = tuple(sorted(k for k in resources if k not in READ_KEYS))
     return Translation(request, ignored)

@@ -30,6 +30,10 @@ def batches(
         return [[n] for n in range(len(prepared))]
     groups: dict[Hashable, list[int]] = {}
     for n, (spec, files) in enumerate(prepared):
+        if spec.request.multi_task:
+            # an array's elements share one shape; a multi-task job goes out on its own
+            groups[("alone", n)] = [n]
+            continue
         key = (array_key(spec.request, job_labels(spec), policy), files.stdout == files.stderr)
         groups.setdefault(key, []).append(n)
     size = policy.max_jobs

@@ -101,17 +101,24 @@ def _partial(
     handles: Mapping[int, JobHandle],
     send: _Send,
     exc: Unsent,
+    refused: Sequence[tuple[_Send, Unsent]] = (),
 ) -> SubmitError:
-    """What a batch that failed part-way carries: the jobs that went out, and whether
-    ``send``'s jobs may be with the scheduler anyway."""
+    """What a batch that failed part-way carries: the jobs that went out, whether
+    ``send``'s jobs may be with the scheduler anyway, and each unsent job's own error
+    (``send``'s, and those of the submissions ``refused`` before it)."""
     done = sorted(handles)
     names = ", ".join(repr(prepared[n][0].name) for n in send.positions[:3])
+    errors = {}
+    for each, why in (*refused, (send, exc)):
+        for n in each.positions:
+            errors[n] = f"cannot submit {prepared[n][0].name!r}: {why}"
     return SubmitError(
         f"cannot submit {names}",
         exc.result,
         [handles[n] for n in done],
         positions=done,
         unknown=send.positions if exc.unknown else (),
+        errors=errors,
     )
 
 
@@ -149,17 +156,18 @@ class BatchBackend(BatchVerbs):
             name = prepared[-1][0].name if len(prepared) == len(jobs) else jobs[len(prepared)].name
             raise UsageError(f"job {name!r} cannot be submitted to {self.name}: {exc}") from exc
         handles: dict[int, JobHandle] = {}
-        refusal: tuple[_Send, Unsent] | None = None
+        refusals: list[tuple[_Send, Unsent]] = []
         for send in sends:
             try:
                 base = self._send(send.argv, send.key, send.directory)
             except Unsent as exc:
                 if exc.refused:
                     # For this job's own reasons: the jobs handed over with it still go
-                    # (tests/faults/test_snakemake_refused.py, the refused job first).
-                    refusal = refusal or (send, exc)
+                    # (tests/faults/test_snakemake_refused.py, the refused job first),
+                    # and each refused job keeps its own error.
+                    refusals.append((send, exc))
                     continue
-                raise _partial(prepared, handles, send, exc) from exc
+                raise _partial(prepared, handles, send, exc, refusals) from exc
             ids = (
                 [self._element_id(base, i) for i in range(len(send.positions))]
                 if send.array
@@ -172,8 +180,9 @@ class BatchBackend(BatchVerbs):
                 handles[n] = JobHandle(
                     self.name, native_id, spec.name, str(files.stdout), str(files.stderr)
                 )
-        if refusal is not None:
-            raise _partial(prepared, handles, *refusal) from refusal[1]
+        if refusals:
+            first, why = refusals[0]
+            raise _partial(prepared, handles, first, why, refusals[1:]) from why
         return [handles[n] for n in range(len(prepared))]
 
     def _plan(self, prepared: Sequence[tuple[JobSpec, JobFiles]], batch: Sequence[int]) -> _Send:

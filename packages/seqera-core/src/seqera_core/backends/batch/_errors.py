@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ...errors import SeqeraError
 from ..base import JobHandle
@@ -39,6 +39,8 @@ class SubmitError(SchedulerError):
         unknown: indices of jobs whose outcome could not be learnt: the scheduler may
             have them, and could not be asked (it stayed unreachable). Every other index
             not in ``positions`` was not submitted.
+        errors: for each job not submitted, by index, why: its own submission's error
+            (two jobs refused in one batch each keep the scheduler's words about them).
     """
 
     def __init__(
@@ -49,11 +51,17 @@ class SubmitError(SchedulerError):
         *,
         positions: Sequence[int] | None = None,
         unknown: Sequence[int] = (),
+        errors: Mapping[int, str] | None = None,
     ) -> None:
         self.submitted = tuple(submitted)
         self.positions = tuple(range(len(self.submitted)) if positions is None else positions)
         self.unknown = tuple(unknown)
         super().__init__(message, result)
+        self.errors: dict[int, str] = dict(errors or {})
+
+    def error_of(self, position: int) -> str:
+        """Why the job at ``position`` was not submitted: its own error, else the batch's."""
+        return self.errors.get(position, str(self))
 
 
 class Unsent(SchedulerError):

@@ -26,10 +26,11 @@ which resubmits with ``--exclude``.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -56,6 +57,7 @@ from ._slurm_keys import (
     submission_key_of,
 )
 from ._slurm_nodes import parse_sinfo_nodes, sinfo_argv
+from ._slurm_site import SlurmSite
 
 __all__ = [
     "SUBMISSION_LABEL",
@@ -110,6 +112,7 @@ _TRANSIENT = (
     "Connection refused",
     "Communication connection failure",
 )
+_LOG = logging.getLogger(__name__)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # ArrayJobID and ArrayTaskID name an array's element as squeue -j takes it (123_4);
 # with -r, pending elements get a line each instead of one "123_[5-9]".
@@ -274,6 +277,10 @@ class SlurmBackend(BatchBackend):
     Args:
         history: ``"sacct"``, ``"jobcomp"`` or ``"none"`` to skip probing for where
             finished jobs are found; by default the first one that works is used.
+        warn: where one-line notes go (``--tmp`` not sent, the account chosen...).
+        site: the run's Slurm settings (config ``slurm.*``): ``tmp``, ``qos``,
+            ``reservation``, ``clusters``, ``requeue``, ``signal``, ``jobname_prefix``,
+            ``no_account`` (see ``_slurm_site``).
     """
 
     name = "slurm"
@@ -281,12 +288,50 @@ class SlurmBackend(BatchBackend):
     _ARRAYS = True
     _ARRAY_INDEX = "SLURM_ARRAY_TASK_ID"
 
-    def __init__(self, *, history: str | None = None, **options: Any) -> None:
+    _SITE = ("tmp", "qos", "reservation", "clusters", "requeue", "signal", "jobname_prefix",
+             "no_account")  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        history: str | None = None,
+        warn: Callable[[str], None] | None = None,
+        **options: Any,
+    ) -> None:
+        site = {k: options.pop(k) for k in self._SITE if options.get(k) is not None}
         super().__init__(**options)
         if history not in (None, "sacct", "jobcomp", "none"):
             raise ValueError(f"history must be sacct, jobcomp or none, not {history!r}")
         self.history = history
         self._no_accounting = False  # sacct said accounting storage is off: not asked again
+        self.site = SlurmSite(self._run, warn or _LOG.warning, **site)
+        # clusters jobs went to (sbatch --parsable prints "id;cluster"): squeue, sacct
+        # and scancel ask them all (-M), as the Slurm plugin does on status and cancel
+        self._clusters: set[str] = set(filter(None, (site.get("clusters") or "").split(",")))
+        if os.environ.get("SLURM_JOB_ID"):
+            # the Slurm plugin's delete_slurm_environment: an outer job's SLURM_MEM_PER_CPU
+            # or SLURM_NTASKS would be read by sbatch as options of every job sent from here
+            self._env = {k: v for k, v in (self._env or os.environ).items()
+                         if not k.startswith("SLURM_") or k == "SLURM_CONF"}  # fmt: skip
+            self.site.note(
+                f"running inside Slurm job {os.environ['SLURM_JOB_ID']}: jobs are sent without "
+                "its SLURM_* variables; prefer a login node (the Slurm plugin warns the same)"
+            )
+
+    def set_warn(self, warn: Callable[[str], None]) -> None:
+        """Send the notes to the engine's log (the session's ``warn``)."""
+        self.site.warn = warn
+
+    def _options(self, spec: JobSpec) -> list[str]:
+        args = submission(spec.request).args
+        if spec.request.account:
+            self.site.check_account(spec.request.account)
+        return self.site.args(args, spec.request.queue, account=True)
+
+    def _on_clusters(self, argv: list[str]) -> list[str]:
+        if not self._clusters:
+            return argv
+        return [argv[0], "-M", ",".join(sorted(self._clusters)), *argv[1:]]
 
     def _submit_argv(
         self, spec: JobSpec, files: JobFiles, key: str, exclude: Sequence[str] = ()
@@ -294,12 +339,12 @@ class SlurmBackend(BatchBackend):
         argv = [
             "sbatch",
             "--parsable",
-            f"--job-name={_CONTROL.sub('_', spec.name)}",
+            f"--job-name={_CONTROL.sub('_', self.site.job_name(spec.name))}",
             f"--output={_pattern_path(str(files.stdout))}",
             f"--error={_pattern_path(str(files.stderr))}",
             f"--chdir={spec.workdir or files.directory}",
             *comment_args(key, job_labels(spec)),
-            *submission(spec.request).args,
+            *self._options(spec),
         ]
         if exclude:
             argv.append(f"--exclude={','.join(exclude)}")
@@ -316,13 +361,13 @@ class SlurmBackend(BatchBackend):
             "sbatch",
             "--parsable",
             f"--array=0-{size - 1}",
-            f"--job-name={_CONTROL.sub('_', spec.name)}",
+            f"--job-name={_CONTROL.sub('_', self.site.job_name(spec.name))}",
             f"--output={directory}/%a.out",
             *([f"--error={directory}/%a.err"] if apart else []),
             f"--chdir={array.directory}",
         ]
         argv += comment_args(key, job_labels(spec))
-        argv += submission(spec.request).args
+        argv += self._options(spec)
         argv.append(str(array.script))
         return argv
 
@@ -337,7 +382,10 @@ class SlurmBackend(BatchBackend):
 
     def _parse_submit(self, stdout: str) -> str:
         # --parsable prints "jobid" or "jobid;cluster" (man sbatch).
-        job_id = stdout.strip().splitlines()[-1].split(";")[0].strip() if stdout.strip() else ""
+        last = stdout.strip().splitlines()[-1] if stdout.strip() else ""
+        job_id, _, cluster = (part.strip() for part in last.partition(";"))
+        if cluster:
+            self._clusters.add(cluster)
         if not job_id:
             raise SchedulerError(f"sbatch printed no job id: {stdout!r}")
         return job_id
@@ -346,7 +394,7 @@ class SlurmBackend(BatchBackend):
         # ArrayJobID is the job's id, or an array's own id (what sbatch printed for it);
         # -t all: a job that already ended (within MinJobAge) counts too.
         argv = ["squeue", "-h", "--me", "-t", "all", "-O", "ArrayJobID:|,Comment:|"]
-        result = self._run(argv)
+        result = self._run(self._on_clusters(argv))
         return parse_squeue_keys(result.stdout) if result.ok else None
 
     def _forgotten_keys(self, since: float) -> dict[str, str]:
@@ -356,12 +404,12 @@ class SlurmBackend(BatchBackend):
         start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since))
         argv = ["sacct", "-n", "-P", "-X", f"--user={os.getuid()}", "-S", start,
                 "-o", "JobID,Comment"]  # fmt: skip
-        result = self._run(argv)
+        result = self._run(self._on_clusters(argv))
         return parse_sacct_keys(result.stdout) if result.ok else {}
 
     def _active(self, ids: Sequence[str]) -> dict[str, Observed]:
         argv = ["squeue", "-h", "-r", "-t", "all", "-j", ",".join(ids), "-O", _SQUEUE_FORMAT]
-        result = self._run_retrying(argv)
+        result = self._run_retrying(self._on_clusters(argv))
         if not result.ok:
             if "Invalid job id" in result.stderr:
                 return {}  # squeue fails only when no id is known at all
@@ -376,13 +424,14 @@ class SlurmBackend(BatchBackend):
             argv = ["sacct", "-n", "-P", "-X", "-j", ",".join(ids), "-o", _SACCT_FIELDS]
             if source == "jobcomp":
                 argv.insert(1, "-c")
-            result = self._run(argv)
+            result = self._run(self._on_clusters(argv))
             if result.ok:
                 self.history = source  # it works here: keep using it
                 return parse_sacct(result.stdout)
             if result.returncode is None or self._transient(result):
                 return {}  # say nothing about this source yet; ask again next poll
         self.history = "none"
+        self.site.min_job_age(self.history)
         return {}
 
     def _usage(
@@ -391,7 +440,8 @@ class SlurmBackend(BatchBackend):
         # the forgotten-job lookup may have found sacct refused here already
         if not ids or self._no_accounting or self.history in ("jobcomp", "none"):
             return {}
-        result = self._run(["sacct", "-n", "-P", "-j", ",".join(ids), "-o", _USAGE_FIELDS])
+        argv = ["sacct", "-n", "-P", "-j", ",".join(ids), "-o", _USAGE_FIELDS]
+        result = self._run(self._on_clusters(argv))
         if not result.ok:
             # "Slurm accounting storage is disabled"
             self._no_accounting = not self._transient(result)
@@ -412,7 +462,7 @@ class SlurmBackend(BatchBackend):
         return seen
 
     def _cancel_argv(self, ids: Sequence[str]) -> list[str]:
-        return ["scancel", *ids]
+        return self._on_clusters(["scancel", *ids])
 
     def _cancel_failed(self, result: CommandResult) -> bool:
         # scancel exits 1 when a job already ended; the others are still cancelled.

@@ -108,6 +108,7 @@ class Shape:
 
 def shape_of(request: ResourceRequest, settings: EcsSettings) -> Shape:
     """The task-definition shape of a request; a request without an image is an error."""
+    request = request.on_one_machine("ecs")
     if not request.container:
         raise ResourceError("container", request.container, "a container image for ECS")
     cpus = request.cpus if request.cpus is not None else settings.default_cpus

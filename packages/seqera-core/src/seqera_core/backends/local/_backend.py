@@ -48,6 +48,8 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
+
 from ...errors import ResourceError
 from ..base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from ._backfill import backfill, check
@@ -151,7 +153,9 @@ class LocalBackend(Backend):
     # -- the contract ---------------------------------------------------------------
 
     def submit(self, jobs: Sequence[JobSpec]) -> list[JobHandle]:
-        """Queue every job; raises ResourceError, queueing none, if one can never fit."""
+        """Queue every job; raises ResourceError, queueing none, if one can never fit
+        (or asks for more than one node: several tasks share this machine's cores)."""
+        jobs = [attrs.evolve(s, request=s.request.on_one_machine(self.name)) for s in jobs]
         for spec in jobs:
             self._check(spec)
         with self._lock:

@@ -47,7 +47,7 @@ import attrs
 from ...errors import SeqeraError
 from ...squash import SquashMode, SquashPolicy, share_key, unsquashable
 from ..base import Backend, JobHandle, JobSpec, JobState, JobStatus
-from ..batch import job_environment, job_labels, prepare_job
+from ..batch import SubmitError, job_environment, job_labels, prepare_job
 from . import _launcher as proto
 from ._alloc import Allocator
 from ._plan import Decision, Expected, explain, shape
@@ -164,11 +164,15 @@ class SquashBackend(Backend):
         """Queue the squashable jobs (adding allocations as needed); submit the rest."""
         alone = [(n, spec) for n, spec in enumerate(jobs) if self.unsquashable(spec)]
         handles: dict[int, JobHandle] = {}
+        failed: SubmitError | None = None
         if alone:
-            for (n, _), handle in zip(
-                alone, self.inner.submit([spec for _, spec in alone]), strict=True
-            ):
-                handles[n] = handle
+            try:
+                sent = list(enumerate(self.inner.submit([s for _, s in alone])))
+            except SubmitError as exc:  # the others still go; raised below, in job order
+                failed = exc
+                sent = list(zip(exc.positions, exc.submitted, strict=True))
+            for i, handle in sent:
+                handles[alone[i][0]] = handle
         queued: list[Job] = []
         skip = {n for n, _ in alone}
         for n, spec in enumerate(jobs):
@@ -182,6 +186,16 @@ class SquashBackend(Backend):
         self._allocator.cover(queued, list(self._jobs.values()), self._all_groups())
         for job in queued:
             self._enqueue(job)
+        if failed is not None:
+            done = sorted(handles)
+            raise SubmitError(
+                str(failed),
+                failed.result,
+                [handles[n] for n in done],
+                positions=done,
+                unknown=[alone[i][0] for i in failed.unknown],
+                errors={alone[i][0]: why for i, why in failed.errors.items()},
+            ) from failed
         return [handles[n] for n in range(len(jobs))]
 
     @_locked
