@@ -4,7 +4,8 @@ The cluster is tuned to make the interesting cases quick: finished jobs leave ``
 after ``MinJobAge=2`` s (about 10 s in practice: slurmctld purges on a timer), ``--mem`` is
 enforced (``CR_Core_Memory`` with ``OverMemoryKill``, sampled every second), and a job over
 its time limit gets ``KillWait=2`` s between SIGTERM and SIGKILL. It advertises 16 CPUs so
-many small jobs run at once on a small machine. Finished jobs are recorded by
+many small jobs run at once on a small machine, declares no TmpDisk (Slurm's default) and
+a count-only ``tmpspace`` gres. Finished jobs are recorded by
 ``jobcomp/filetxt`` (``sacct -c``); there is no slurmdbd.
 
 A second cluster, ``slurm_accounting``, started only for the tests that use it, keeps
@@ -34,6 +35,8 @@ from seqera_core.backends import Backend, JobHandle, JobStatus
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 SCRIPT = Path(__file__).parent / "slurm" / "slurm-up.sh"
 CONF_LINES = (
+    # a count-only generic resource, for the gres key (gres=tmpspace:10G)
+    "GresTypes=tmpspace",
     "JobAcctGatherParams=OverMemoryKill",
     "JobAcctGatherFrequency=task=1",
     "DefMemPerCPU=64",
@@ -108,6 +111,8 @@ def _start(directory: Path, **knobs: str) -> SlurmCluster:
         "EXTRA_CONF": "\n".join(CONF_LINES),
         "SLURMCTLD_PORT": str(_free_port()),
         "SLURMD_PORT": str(_free_port()),
+        # no TmpDisk on the node (Slurm's default): --tmp is refused there
+        "NODE_EXTRA": "Gres=tmpspace:10G",
         **knobs,
     }
     try:
@@ -152,6 +157,19 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
         _down(directory)
 
 
+@pytest.fixture(scope="session")
+def slurm_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """Two slurmd on this machine (Debian's Slurm is built with multiple-slurmd), nodes
+    ``n1`` and ``n2`` with 2 CPUs each, for real two-node jobs; clients reach it through
+    ``cluster.env``. Started only for the tests that use it."""
+    directory = tmp_path_factory.mktemp("slurm-pair")
+    try:
+        ports = f"{_free_port()} {_free_port()}"
+        yield _start(directory, PAIR_PORTS=ports, SLURM_CPUS="2", NODE_EXTRA="")
+    finally:
+        _down(directory)
+
+
 def _wait_for_accounting(cluster: SlurmCluster, limit: float = 120) -> None:
     # A fresh slurmctld first registers its cluster with slurmdbd, holding job records
     # back until then: wait until slurm-up.sh's smoke job (a --wrap, job 1) is recorded.
@@ -180,6 +198,7 @@ def slurm_accounting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm
             SLURM_CPUS="4",
             SELECT_PARAMS="CR_Core",
             EXTRA_CONF="JobAcctGatherFrequency=task=1",
+            NODE_EXTRA="",
             DBD_PORT=str(_free_port()),
             MARIADB_PORT=str(_free_port()),
         )

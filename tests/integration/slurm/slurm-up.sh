@@ -11,6 +11,10 @@
 #        SELECT_PARAMS=CR_Core (CR_Core_Memory makes --mem a consumable, enforced resource)
 #        EXTRA_CONF='Key=Value<newline>...' (more slurm.conf lines)   SLURMCTLD_PORT=6817 SLURMD_PORT=6818
 #        DBD_PORT=6819 MARIADB_PORT=3306 (with WITH_DBD=1; a second cluster needs its own)
+#        NODE_EXTRA="Gres=tmpspace:10G TmpDisk=0" (more words on the node line)
+#        PAIR_PORTS="6820 6821": instead of the one node, one slurmd per port on this machine
+#          (Debian builds multiple-slurmd), nodes n1 n2 ... with 2 CPUs each, for real
+#          multi-node jobs (a node named localhost cannot share the machine with them)
 set -euo pipefail
 SLURM_DIR=${SLURM_DIR:-/tmp/slurm}
 CONF=$SLURM_DIR/slurm.conf
@@ -18,7 +22,7 @@ export SLURM_CONF=$CONF
 R=$SLURM_DIR/run
 
 down() {
-  pids="$R/slurmd.pid $R/slurmctld.pid $R/slurmdbd.pid $R/mariadbd.pid"
+  pids="$(echo "$R"/slurmd*.pid) $R/slurmctld.pid $R/slurmdbd.pid $R/mariadbd.pid"
   [ -e "$R/munged.ours" ] && pids="$pids /run/munge/munged.pid" && rm -f "$R/munged.ours"
   for p in $pids; do
     [ -s "$p" ] || continue
@@ -43,7 +47,7 @@ if [ -n "$PKGS" ]; then
 fi
 
 down
-rm -rf "$SLURM_DIR"/{state,spool,log,db}        # fresh cluster: job ids restart at 1
+rm -rf "$SLURM_DIR"/{state,spool,log,db} "$SLURM_DIR"/spool-*   # fresh cluster: job ids restart at 1
 mkdir -p "$SLURM_DIR"/{state,spool,log,run}
 
 # 2. munge (the Debian package already created /etc/munge/munge.key)
@@ -96,9 +100,9 @@ AuthType=auth/munge
 CredType=cred/munge
 MpiDefault=none
 StateSaveLocation=$SLURM_DIR/state
-SlurmdSpoolDir=$SLURM_DIR/spool
+SlurmdSpoolDir=$SLURM_DIR/spool-%n
 SlurmctldPidFile=$R/slurmctld.pid
-SlurmdPidFile=$R/slurmd.pid
+SlurmdPidFile=$R/slurmd-%n.pid
 SlurmctldLogFile=$SLURM_DIR/log/slurmctld.log
 SlurmdLogFile=$SLURM_DIR/log/slurmd.log
 ProctrackType=proctrack/linuxproc
@@ -122,17 +126,29 @@ MaxJobCount=100000
 MaxArraySize=100001
 $OVERRIDE
 ${EXTRA_CONF:-}
-NodeName=localhost NodeAddr=127.0.0.1 $NODE State=UNKNOWN
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
+NODES=localhost
+if [ -n "${PAIR_PORTS:-}" ]; then
+  MEM=$(echo "$HW" | grep -o 'RealMemory=[0-9]*' | cut -d= -f2)
+  i=0; NODES=""
+  for port in $PAIR_PORTS; do
+    i=$((i + 1)); NODES="$NODES n$i"
+    echo "NodeName=n$i NodeAddr=127.0.0.1 Port=$port CPUs=2 RealMemory=$((MEM / 4)) State=UNKNOWN" >> "$CONF"
+  done
+else
+  echo "NodeName=localhost NodeAddr=127.0.0.1 $NODE ${NODE_EXTRA:-} State=UNKNOWN" >> "$CONF"
+fi
+echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP" >> "$CONF"
 # PBS_JOBID/PBS_O_WORKDIR inside jobs when the slurm-wlm-torque qsub/qstat wrappers are used
 echo "optional /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_pbs.so" > "$SLURM_DIR/plugstack.conf"
 if [ "${LINK_ETC:-0}" = 1 ]; then ln -sf "$CONF" /etc/slurm/slurm.conf; fi
 
 # 5. daemons (they daemonize and write PID files under $R)
 slurmctld -f "$CONF"
-slurmd -f "$CONF" -N localhost
-for _ in $(seq 100); do [ "$(sinfo -h -n localhost -o %t 2>/dev/null)" = idle ] && break; sleep 0.1; done
+for n in $NODES; do slurmd -f "$CONF" -N "$n"; done
+for n in $NODES; do
+  for _ in $(seq 100); do [ "$(sinfo -h -n "$n" -o %t 2>/dev/null)" = idle ] && break; sleep 0.1; done
+done
 
 # 6. smoke test
 cd "$SLURM_DIR"

@@ -262,8 +262,18 @@ def job_script(spec: JobSpec, files: JobFiles) -> str:
     exit_file = shell_word(str(files.exit_file))
     partial = shell_word(f"{files.exit_file}.part")
     lines += [
-        " ".join(shell_word(arg) for arg in spec.command),
+        # USR1/USR2 reach the command: a scheduler's warning before the time limit goes
+        # to the batch shell (sbatch --signal=B:USR2@30, as Nextflow asks), whose default
+        # action would end this script and lose the exit file while the command runs on.
+        # A caught signal's trap is reset in the command (exec), so it gets the default.
+        "trap 'kill -USR1 \"$__seqera_child\" 2>/dev/null' USR1",
+        "trap 'kill -USR2 \"$__seqera_child\" 2>/dev/null' USR2",
+        " ".join(shell_word(arg) for arg in spec.command) + " &",
+        "__seqera_child=$!",
+        'wait "$__seqera_child"',
         "status=$?",
+        # a trapped signal ends wait early (status > 128): wait again for the real end
+        'while kill -0 "$__seqera_child" 2>/dev/null; do wait "$__seqera_child"; status=$?; done',
         # Written then renamed, so a reader never sees half a number.
         f"printf '%s\\n' \"$status\" > {partial} && mv {partial} {exit_file}",
         'exit "$status"',

@@ -14,8 +14,9 @@ Snakemake's default ``disk_mb`` would cause. The Slurm plugin never sends it. Wi
 a node declaring that much; ``always`` sends it, ``never`` drops it.
 
 The account, when none is given, is the user's default association's (``sacctmgr show
-user``), as the Slurm plugin's ``accounts.py`` guesses it first; one given is checked against ``sacctmgr``'s list once. Where accounting is off both
-commands fail, and nothing is added or refused.
+user``), as the Slurm plugin's ``accounts.py`` guesses it first; one given is checked
+against ``sacctmgr``'s list once. Where accounting is off ``sacctmgr`` fails, and nothing
+is added or refused.
 """
 
 from __future__ import annotations
