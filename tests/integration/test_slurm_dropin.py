@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -180,3 +181,37 @@ def test_qos_clusters_and_account_where_slurmdbd_answers(
     # a given account is checked against sacctmgr's list before anything is sent
     with pytest.raises(Exception, match="slurm_account 'nosuch' is not one of"):
         backend.submit([JobSpec("a", ["true"], ResourceRequest(cpus=1, account="nosuch"))])
+
+
+MPI_TOOL = """\
+cwlVersion: v1.2
+class: CommandLineTool
+$namespaces: {cwltool: "http://commonwl.org/cwltool#"}
+requirements:
+  cwltool:MPIRequirement: {processes: 2}
+  ResourceRequirement: {coresMin: 1, ramMin: 100}
+baseCommand: [bash, -c, 'echo rank=$SLURM_PROCID']
+stdout: ranks.txt
+inputs: []
+outputs:
+  ranks: {type: stdout}
+"""
+
+
+def test_a_cwl_mpi_requirement_runs_its_processes_as_slurm_tasks(
+    slurm: SlurmCluster, tmp_path: Path
+) -> None:
+    # cwltool prepends its MPI runner (here srun -n 2, --mpi-config-file) to the command;
+    # cwltool hands the tool a clean environment: srun finds the cluster by SLURM_CONF
+    (tmp_path / "mpi.cwl").write_text(MPI_TOOL)
+    (tmp_path / "mpi.yml").write_text("runner: srun\nnproc_flag: -n\nenv_pass: [SLURM_CONF]\n")
+    command = str(Path(sys.executable).parent / "cwltool-seqera")
+    done = subprocess.run(
+        [command, "--executor", "slurm", "--no-container", "--enable-ext",
+         "--mpi-config-file", "mpi.yml", "--outdir", "out", "mpi.cwl"],
+        cwd=tmp_path, env={**os.environ, **slurm.env}, capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    ranks = sorted((tmp_path / "out" / "ranks.txt").read_text().split())
+    assert ranks == ["rank=0", "rank=1"]

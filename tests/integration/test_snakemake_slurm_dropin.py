@@ -53,8 +53,9 @@ def test_an_ordinary_profile_runs_mpi_and_per_cpu_rules_to_the_end(
     assert ranks == ["rank=0", "rank=1"]
     hybrid = (workdir / "hybrid.txt").read_text()
     # 200 MB per CPU is 190.7 MiB, rounded up; the node declares no TmpDisk
-    for field in ("NumTasks=2", "CPUs/Task=2", "MinMemoryCPU=191M", "MinTmpDiskNode=0",
-                  "Partition=debug", "Account=genomics", "TresPerNode=gres:tmpspace:1G"):  # fmt: skip
+    fields = ("NumTasks=2", "CPUs/Task=2", "MinMemoryCPU=191M", "MinTmpDiskNode=0",
+              "Partition=debug", "Account=genomics", "TresPerNode=gres:tmpspace:1G")  # fmt: skip
+    for field in fields:
         assert field in hybrid, hybrid
     calls = sbatch_log.read_text()
     # Snakemake's default disk_mb never becomes a --tmp no node can meet

@@ -107,6 +107,14 @@ class DispatchingJob(JobBase):
     def _dispatch(
         self, runtime: list[str], env: dict[str, str], context: RuntimeContext
     ) -> tuple[dict[str, Any], str]:
+        if self.mpi_procs:
+            # What cwltool's own JobBase._execute does for cwltool:MPIRequirement (this
+            # class replaces it): its MPI runner and the process count go first.
+            menv = context.mpi_config
+            runtime = [menv.runner, menv.nproc_flag, str(self.mpi_procs), *menv.extra_flags,
+                       *runtime]  # fmt: skip
+            menv.pass_through_env_vars(env)
+            menv.set_env_vars(env)
         command = [str(part) for part in runtime + self.command_line]
         if not command:
             raise WorkflowException(f"[job {self.name}] the command line is empty")
@@ -277,6 +285,11 @@ class DispatchingJob(JobBase):
             input_bytes=self._input_bytes(),
             self_sizing=references_memory(self.builder.bindings, self.requirements, self.hints),
         )
+        if self.mpi_procs:
+            # cwltool:MPIRequirement's processes: cwltool prepends its MPI runner (mpirun
+            # -n N, cwltool/job.py) to the command; the scheduler allots that many tasks,
+            # each with the cores ResourceRequirement asks for.
+            request = attrs.evolve(request, tasks=int(self.mpi_procs))
         declared, _ = self.get_requirement("ResourceRequirement")
         if not any(k.startswith(("tmpdir", "outdir")) for k in declared or {}):
             # CWL's implicit 1 GiB tmpdir + outdir would become e.g. sbatch --tmp, which a

@@ -115,6 +115,12 @@ def _human(
     if request.accelerator is not None:
         kind = f" x {request.accelerator.type}" if request.accelerator.type else ""
         lines.append(f"  gpus    {request.accelerator.count}{kind}")
+    if request.memory_per_cpu is not None:
+        per_cpu = request.memory_per_cpu
+        lines.append(f"  memory per cpu  {per_cpu} bytes ({format_bytes(per_cpu)})")
+    for name in ("nodes", "tasks", "tasks_per_node", "mpi"):
+        if (value := getattr(request, name)) is not None:
+            lines.append(f"  {name.replace('_', ' '):<7} {value}")
     lines.append(f"native submission ({result.backend}):")
     command = {"slurm": "sbatch", "pbs": "qsub", "torque": "qsub"}.get(result.backend)
     if command:
