@@ -39,6 +39,11 @@ requests = st.builds(
     attempt=st.integers(1, 10),
     task_index=st.none() | st.integers(0, 10**6),
     labels=st.dictionaries(st.text(), st.text(), max_size=3),
+    nodes=optional_int,
+    tasks=optional_int,
+    tasks_per_node=optional_int,
+    memory_per_cpu=optional_int,
+    mpi=st.none() | st.text(),
 )
 responses = st.builds(
     ResourceResponse,
