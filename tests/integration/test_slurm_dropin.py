@@ -215,3 +215,28 @@ def test_a_cwl_mpi_requirement_runs_its_processes_as_slurm_tasks(
     assert done.returncode == 0, done.stderr[-3000:]
     ranks = sorted((tmp_path / "out" / "ranks.txt").read_text().split())
     assert ranks == ["rank=0", "rank=1"]
+
+
+def test_a_platform_generated_from_the_cluster_validates_and_chooses_queues(
+    slurm: SlurmCluster, slurm_pair: SlurmCluster, tmp_path: Path
+) -> None:
+    seqera = str(Path(sys.executable).parent / "seqera")
+    for cluster, name in ((slurm, "one"), (slurm_pair, "pair")):
+        env = {**os.environ, **cluster.env}
+        out = tmp_path / f"{name}.yaml"
+        done = subprocess.run([seqera, "platform", "generate", "--from", "slurm", "--name", name,
+                               "-o", str(out)], env=env, capture_output=True, text=True,
+                              check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        text = out.read_text()
+        assert "scheduler: slurm" in text and "default_queue: debug" in text, text
+    one, pair = (tmp_path / "one.yaml").read_text(), (tmp_path / "pair.yaml").read_text()
+    assert "max_cpus: 16" in one and "max_cpus: 2" in pair
+    # a job the pair's 2-CPU nodes cannot hold is refused, naming the queue's limit
+    argv = [seqera, "validate", "--engine", "snakemake", "--set", "threads=4"]
+    small = subprocess.run([*argv, "--platform", str(tmp_path / "pair.yaml")],
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    assert small.returncode == 2 and "debug" in small.stdout + small.stderr, small
+    fits = subprocess.run([*argv, "--platform", str(tmp_path / "one.yaml")],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert fits.returncode == 0 and "debug" in fits.stdout, fits

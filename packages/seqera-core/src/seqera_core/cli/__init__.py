@@ -20,7 +20,7 @@ __all__ = ["main", "printable_stdout"]
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
 # the modules of the subcommands, in the order `seqera --help` lists them
-_COMMANDS = ("explain", "run", "validate", "config", "plan", "squash", "report")
+_COMMANDS = ("explain", "run", "validate", "config", "plan", "squash", "report", "platform")
 
 
 def printable_stdout() -> None:

@@ -28,12 +28,14 @@ if TYPE_CHECKING:
         parse,
         read_document,
     )
+    from ._generate import platform_yaml
     from ._limits import Capped, apply_limits, cap
     from ._validation import ValidationReport, validate
 
 # each public name and the module that defines it
 _HOMES = {
     "suspicious": "_checks",
+    "platform_yaml": "_generate",
     "SCHEDULERS": "_definitions",
     "CostRates": "_definitions",
     "Multipliers": "_definitions",
@@ -61,6 +63,7 @@ __all__ = [
     "cap",
     "load",
     "parse",
+    "platform_yaml",
     "read_document",
     "suspicious",
     "validate",

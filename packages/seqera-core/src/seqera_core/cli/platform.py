@@ -1,0 +1,59 @@
+"""``seqera platform generate --from slurm``: a platform definition from the cluster itself."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import yaml
+
+from .. import platforms
+from ..backends.batch._commands import run_command
+from ..errors import SeqeraError, UsageError
+from ..platforms._generate import SCONTROL, SINFO
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``seqera platform``."""
+    parser = commands.add_parser(
+        "platform",
+        help="write a platform definition from what the scheduler says of itself",
+        description=(
+            "generate --from slurm: partitions, their limits (CPUs, memory, time), GPUs "
+            "and node features from scontrol and sinfo, as a platform YAML that seqera "
+            "validate and queue choice then use (review it; cost rates are not in Slurm)."
+        ),
+    )
+    parser.set_defaults(run=run)
+    parser.add_argument("action", choices=("generate",))
+    parser.add_argument("--from", dest="source", choices=("slurm",), required=True)
+    parser.add_argument("--name", default=None, help="the platform's name (default: cluster)")
+    parser.add_argument("-o", "--output", type=Path, help="write here (default: stdout)")
+
+
+def _ask(argv: list[str]) -> str:
+    result = run_command(argv, 30.0, None, None)
+    if not result.ok:
+        raise SeqeraError(f"{argv[0]} failed: {result.describe()}")
+    return result.stdout
+
+
+def run(args: argparse.Namespace) -> int:
+    """Ask scontrol and sinfo once each; print or write the YAML."""
+    scontrol = _ask(SCONTROL)
+    sinfo = _ask(SINFO)
+    name = args.name or os.environ.get("SLURM_CLUSTER_NAME") or "slurm"
+    text = platforms.platform_yaml(name, scontrol, sinfo)
+    platforms.parse(yaml.safe_load(text), "generated")  # what it wrote loads as written
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        args.output.write_text(text)
+    except OSError as exc:
+        raise UsageError(f"--output: cannot write {args.output}: {exc.strerror}") from None
+    return 0
