@@ -157,6 +157,7 @@ class Resume:
                 [*adopted.values(), *exc.submitted],
                 positions=[*adopted, *(rest[p] for p in exc.positions)],
                 unknown=[rest[p] for p in exc.unknown],
+                errors={rest[p]: why for p, why in exc.errors.items()},  # each job's own
             ) from exc
         self._own(specs, rest, sent)
         placed = dict(adopted)
