@@ -71,6 +71,17 @@ for _name, (_packages, _folder, _extra) in PACKAGES.items():
 
 
 @nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site, built with --strict; the reference pages come from the code."""
+    packages = tuple(
+        dict.fromkeys(p for spec in PACKAGES.values() for p in spec[0] if not p.startswith("tests"))
+    )
+    session.install(*(arg for package in packages for arg in ("-e", package)), SNAKEMAKE)
+    session.install("mkdocs>=1.6", "mkdocs-material>=9.5")
+    session.run("mkdocs", "build", "--strict", "--site-dir", session.create_tmp() + "/site")
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff and mypy over every package and the tests."""
     _install(session, tuple(dict.fromkeys(p for spec in PACKAGES.values() for p in spec[0])), ())

@@ -128,10 +128,10 @@ def test_the_console_script(history: Path) -> None:
 
 
 def _readme_jq_lines() -> list[tuple[list[str], str]]:
-    """The README's ``seqera report ... --json | jq FILTER`` lines: the report's arguments
-    and the filter, from the ``seqera report`` section's code blocks."""
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("## `seqera report`", 1)[1].split("\n## ", 1)[0]
+    """The documented ``seqera report ... --json | jq FILTER`` lines (the ``seqera report``
+    page of the docs, where the README sends its readers): the report's arguments and the
+    filter, from the page's code blocks."""
+    section = (REPO / "docs" / "commands" / "report.md").read_text()
     found = []
     for block in re.findall(r"```sh\n(.*?)```", section, re.S):
         for line in block.splitlines():
@@ -172,7 +172,7 @@ def test_the_readmes_jq_lines_print_what_they_promise(
     history: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lines = _readme_jq_lines()
-    assert len(lines) >= 2, "the README shows its JSON through jq"
+    assert len(lines) >= 2, "the report's page shows its JSON through jq"
     # and one attempt as a Slurm without slurmdbd records it: no run time, no peak, no CPU
     store = open_history(history)
     store.record([TaskRecord("late", "unmeasured", "bwa", True, cpus=2, memory=4 * GIB,
