@@ -26,7 +26,7 @@ from seqera_core.session import Session
 from ._containers import ContainerPolicy
 from ._executor import DispatchingExecutor
 from ._job import RunSettings
-from ._options import SeqeraOptions, parse_options
+from ._options import SeqeraOptions, help_text, parse_options
 from ._poller import JobPoller
 from ._resume import resume
 from ._staging import S3Staging
@@ -163,6 +163,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args: list[str]) -> int:
+    cut = args.index("--") if "--" in args else len(args)
+    if {"-h", "--help"} & set(args[:cut]):
+        # this command's options first, then cwltool's own help (which exits 0)
+        print(help_text())
+        print("cwltool options:", flush=True)
+        try:
+            return int(cwltool.main.main(argsl=["--help"]))
+        except SystemExit as done:  # argparse's help ends with it
+            return done.code if isinstance(done.code, int) else 0
     try:
         options, rest = parse_options(args)
         workdir = (options.workdir or Path.cwd() / "cwltool-seqera-work").absolute()
