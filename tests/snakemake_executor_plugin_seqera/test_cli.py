@@ -228,3 +228,21 @@ rule one:
     resources: mem_mb=300, runtime=2
     shell: "echo one > {output}"
 """
+
+
+def test_every_run_prints_its_summary_and_seqera_report_finds_it(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    # No --seqera-history: the run is recorded in the one default home, ~/.seqera/history.db
+    # (here the test's own HOME), which `seqera report` reads by default (issue 29).
+    workdir = _workflow(tmp_path / "wf", ONE_JOB)
+    done = _snakemake(workdir, env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "\nseqera: " in done.stderr, done.stderr[-2000:]
+    assert (Path(env["HOME"]) / ".seqera" / "history.db").is_file()
+    seqera = str(Path(sys.executable).parent / "seqera")
+    report = subprocess.run(
+        [seqera, "report", "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert report.returncode == 0, report.stderr
+    assert "one" in report.stdout  # the rule's name

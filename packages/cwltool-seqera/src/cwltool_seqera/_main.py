@@ -14,13 +14,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
-import attrs
 import cwltool.main
 from cwltool.context import LoadingContext
 
 from seqera_core.backends.registry import entry
 from seqera_core.config import Config, load_config
 from seqera_core.errors import SeqeraError, UsageError
+from seqera_core.history import DEFAULT_HISTORY
 from seqera_core.session import Session
 
 from ._containers import ContainerPolicy
@@ -71,10 +71,6 @@ def make_session(
     ``ecs.*`` settings with ``--seqera-ecs`` on top.
     """
     config = config or _config(options)
-    if options.report is not None and not config.get("history"):
-        # A report needs what the jobs used: keep it beside the run's job files.
-        with_history = attrs.evolve(options, history=str(workdir / "history.db"))
-        config = _config(with_history)
     backend = entry(str(config.get("backend")))
     if options.backend_options and not backend.batch:
         hint = " (use --seqera-ecs KEY=VALUE)" if backend.section == "ecs" else ""
@@ -103,6 +99,9 @@ def make_session(
         backend_options=options.backend_options,
         warn=lambda message: _log.warning("seqera: %s", message),
         ledger=workdir / "runs",
+        # recorded for the summary and `seqera report` even without --seqera-history,
+        # which alone makes jobs sized from the history
+        record_to=DEFAULT_HISTORY,
     )
     try:
         session.backend  # noqa: B018 - open it now: a bad setting is an error before cwltool starts

@@ -17,7 +17,7 @@ from seqera_core.config import Config, load_config
 from seqera_core.dialects.nextflow import request_from_directives
 from seqera_core.documents import read_bounded
 from seqera_core.errors import ResourceError, SeqeraError, UsageError
-from seqera_core.history import History
+from seqera_core.history import DEFAULT_HISTORY, History
 from seqera_core.pipeline import DEFAULTS
 from seqera_core.resolvers import MaximumResolver, PredictiveResolver, Resolver, resolve
 from seqera_core.session import Session
@@ -25,8 +25,6 @@ from seqera_core.session import Session
 from .nextflow_config import directives, process_config
 
 __all__ = ["main"]
-
-DEFAULT_HISTORY = "~/.seqera/history.db"
 
 
 def _settings(args: argparse.Namespace) -> Config:

@@ -38,6 +38,7 @@ from seqera_core.backends import (
 from seqera_core.backends.local import ForkServer
 from seqera_core.config import Config, key_value, load_config
 from seqera_core.errors import SeqeraError
+from seqera_core.history import DEFAULT_HISTORY
 from seqera_core.outcomes import failure_message
 from seqera_core.pipeline import Prepared
 from seqera_core.session import Finished, Session
@@ -62,21 +63,13 @@ def _labels(pairs: Sequence[str] | str | None) -> dict[str, str] | None:
     return dict(key_value("--seqera-labels", pair.strip()) for pair in pairs)
 
 
-def _config(settings: ExecutorSettings, jobdir: Path) -> Config:
-    config = _layered(settings, None)
-    if settings.report is not None and not config.get("history"):
-        # A report needs what the jobs used: keep it beside the job files.
-        config = _layered(settings, str(jobdir / "history.db"))
-    return config
-
-
-def _layered(settings: ExecutorSettings, default_history: str | None) -> Config:
+def _config(settings: ExecutorSettings) -> Config:
     flags = {
         "backend": settings.backend,
         "platform": None if settings.platform is None else str(settings.platform),
         "resolver.url": settings.resolver_url,
         "resolver.token": settings.resolver_token,
-        "history": settings.history or default_history,
+        "history": settings.history,
         "local.cpus": settings.local_cores,
         "labels": _labels(settings.labels),
         "ecs.cluster": settings.ecs_cluster,
@@ -244,7 +237,7 @@ class Executor(RemoteExecutor):
         server: ForkServer | None,
     ) -> Session:
         return Session(
-            _config(settings, jobdir),
+            _config(settings),
             "snakemake",
             run_id=run_id,
             work_dir=jobdir,
@@ -260,6 +253,9 @@ class Executor(RemoteExecutor):
             fork_server=server,
             warn=lambda message: self.logger.warning(f"seqera: {message}"),
             ledger=jobdir / "runs",
+            # recorded for the summary and `seqera report` even without --seqera-history,
+            # which alone makes jobs sized from the history
+            record_to=DEFAULT_HISTORY,
         )
 
     # -- submission ------------------------------------------------------------------
