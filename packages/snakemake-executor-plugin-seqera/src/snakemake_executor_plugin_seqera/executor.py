@@ -162,6 +162,11 @@ def _exiting() -> bool:
     )
 
 
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():  # a timeout may have cancelled it
+        waiter.set_result(None)
+
+
 class Executor(RemoteExecutor):
     """``snakemake --executor seqera``."""
 
@@ -469,7 +474,7 @@ class Executor(RemoteExecutor):
         if idle is not None:
             loop, waiter = idle
             with contextlib.suppress(RuntimeError):  # the loop has closed
-                loop.call_soon_threadsafe(lambda: waiter.done() or waiter.set_result(None))
+                loop.call_soon_threadsafe(_resolve, waiter)
 
     def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]) -> None:
         """Cancel every active job with one backend call."""
