@@ -20,3 +20,11 @@ def require(module: str, why: str) -> ModuleType:
         if IN_CI:
             pytest.fail(message)
         pytest.skip(message)
+
+
+@pytest.fixture(autouse=True)
+def _own_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A home of each test's own: every engine records its runs in
+    ``~/.seqera/history.db`` by default, and no test may read what another (or the
+    developer) left there. Tests that need another set ``HOME`` themselves."""
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))

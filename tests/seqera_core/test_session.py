@@ -179,3 +179,22 @@ def test_a_real_job_through_the_session(tmp_path: Path) -> None:
     (row,) = open_history(tmp_path / "h.db").records()
     assert row.succeeded and row.process == "echo" and row.memory == 64 * MIB
     assert row.realtime is not None and row.engine == "seqera-run"
+
+
+def test_the_default_history_is_recorded_to_but_never_sized_from(tmp_path: Path) -> None:
+    default = tmp_path / "home" / ".seqera" / "history.db"
+    with Session(_config(tmp_path, {}), "snakemake", record_to=str(default)) as session:
+        assert session.history is not None and default.exists()
+        assert not any(isinstance(r, PredictiveResolver) for r in session.resolvers)
+    named = _config(tmp_path, {"SEQERA_HISTORY": str(tmp_path / "named.db")})
+    with Session(named, "snakemake", record_to=str(default)) as session:
+        assert any(isinstance(r, PredictiveResolver) for r in session.resolvers)
+
+
+def test_a_default_history_that_cannot_open_is_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    warnings: list[str] = []
+    where = str(tmp_path / "file" / "history.db")  # under a file: no directory there
+    with Session(_config(tmp_path, {}), "cwltool", record_to=where, warn=warnings.append) as s:
+        assert s.history is None
+    assert len(warnings) == 1 and "not recorded" in warnings[0]

@@ -187,3 +187,14 @@ def test_dev_zero_as_a_trace_or_a_token_file_is_read_to_a_bound(
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2, done.stderr[-2000:]
     assert "Traceback" not in done.stderr and "/dev/zero" in done.stderr, done.stderr
+
+
+def test_serve_says_where_it_listens_and_whether_it_needs_a_token(tmp_path: Path) -> None:
+    # the default --log-level warning hides uvicorn's own line: a user saw nothing (issue 29)
+    for token, guard in ((None, "no token"), ("s3cret", "requests need the bearer token")):
+        process, served = start_sidecar(tmp_path / "h.db", token)
+        stop_sidecar(process)
+        assert process.stderr is not None
+        said = process.stderr.read()
+        assert f"seqera-sidecar: listening on {served.url} ({guard}" in said, said
+        assert "s3cret" not in said

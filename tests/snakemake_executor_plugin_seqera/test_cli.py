@@ -195,3 +195,54 @@ def test_ctrl_c_cancels_every_running_job(tmp_path: Path, env: dict[str, str]) -
         pid = int(path.read_text())
         assert ends(pid, within=30.0), f"job shell {pid} still running after Ctrl-C"
     assert "Cancelling" in stderr or "cancel" in stderr.lower()
+
+
+# Snakemake with an exit hook that takes 3 s (longer than the local status cadence of
+# 1 s), as a real environment's (logging, plotting libraries) may take a while: the
+# window in which a status loop that Snakemake never shut down would run on.
+SLOW_EXIT = (
+    "import atexit, sys, time; atexit.register(time.sleep, 3); "
+    "from snakemake.cli import main; sys.argv[0] = 'snakemake'; main()"
+)
+
+
+def test_a_run_with_nothing_to_do_is_quiet(tmp_path: Path, env: dict[str, str]) -> None:
+    # Nothing to be done: Snakemake builds the executor but never shuts it down; the
+    # status loop ran on into the interpreter's exit and printed `cannot schedule new
+    # futures after shutdown` after the last line (issue 29).
+    workdir = _workflow(tmp_path / "wf", ONE_JOB)
+    first = _snakemake(workdir, env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    again = subprocess.run(
+        [sys.executable, "-c", SLOW_EXIT, "--executor", "seqera", "--jobs", "4"],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    last = "Nothing to be done (all requested files are present and up to date)."
+    assert again.stderr.strip().endswith(last), again.stderr[-2000:]
+
+
+ONE_JOB = """
+rule one:
+    output: "one.txt"
+    resources: mem_mb=300, runtime=2
+    shell: "echo one > {output}"
+"""
+
+
+def test_every_run_prints_its_summary_and_seqera_report_finds_it(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    # No --seqera-history: the run is recorded in the one default home, ~/.seqera/history.db
+    # (here the test's own HOME), which `seqera report` reads by default (issue 29).
+    workdir = _workflow(tmp_path / "wf", ONE_JOB)
+    done = _snakemake(workdir, env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "\nseqera: " in done.stderr, done.stderr[-2000:]
+    assert (Path(env["HOME"]) / ".seqera" / "history.db").is_file()
+    seqera = str(Path(sys.executable).parent / "seqera")
+    report = subprocess.run(
+        [seqera, "report", "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert report.returncode == 0, report.stderr
+    assert "one" in report.stdout  # the rule's name

@@ -28,6 +28,8 @@ from seqera_core.planning._planner import (
     schedule,
 )
 from seqera_core.planning.catalogue import Catalogue, InstanceType
+from seqera_core.planning.catalogue import default as default_catalogue
+from seqera_core.planning.jobsfile import parse_jobs
 from seqera_core.units import GIB
 
 SMALL = InstanceType("small", vcpus=2, memory=4 * GIB, price=0.10)
@@ -355,6 +357,32 @@ def test_the_lookahead_variant_makes_valid_plans(problem: tuple[Catalogue, list[
         assert instance.jobs
         assert all(room >= 0 for room in _room(instance))
         assert all(j.instance_type in (None, instance.type.name) for j in instance.jobs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(problems())
+def test_the_lookahead_is_never_dearer_than_the_published_plan(
+    problem: tuple[Catalogue, list[Job], int],
+) -> None:
+    catalogue, jobs, _ = problem
+    published = schedule(catalogue, jobs).hourly_cost
+    assert schedule(catalogue, jobs, lookahead=True).hourly_cost <= published + 1e-12
+
+
+def test_the_readmes_jobs_cost_no_more_with_the_lookahead() -> None:
+    # README's `seqera plan jobs.json --lookahead` on the shipped EC2 catalogue: the greedy
+    # lookahead alone costs $1.3443/h there, the published plan $1.3399/h (issue 29).
+    jobs = parse_jobs(
+        [
+            {"name": "align", "cpus": 4, "memory": "16 GiB"},
+            {"name": "call", "cpus": 2, "memory": "8 GB", "gpus": 1},
+            {"name": "merge", "cpus": 1, "memory": 2000000000, "instance_type": "r7i.large"},
+        ]
+    )
+    catalogue = default_catalogue()
+    published = schedule(catalogue, jobs)
+    assert published.hourly_cost == pytest.approx(1.3399)
+    assert schedule(catalogue, jobs, lookahead=True).hourly_cost == pytest.approx(1.3399)
 
 
 def test_lookahead_pairs_a_memory_job_with_compute_jobs() -> None:

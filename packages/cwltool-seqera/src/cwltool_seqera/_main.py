@@ -14,19 +14,19 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
-import attrs
 import cwltool.main
 from cwltool.context import LoadingContext
 
 from seqera_core.backends.registry import entry
 from seqera_core.config import Config, load_config
 from seqera_core.errors import SeqeraError, UsageError
+from seqera_core.history import DEFAULT_HISTORY
 from seqera_core.session import Session
 
 from ._containers import ContainerPolicy
 from ._executor import DispatchingExecutor
 from ._job import RunSettings
-from ._options import SeqeraOptions, parse_options
+from ._options import SeqeraOptions, help_text, parse_options
 from ._poller import JobPoller
 from ._resume import resume
 from ._staging import S3Staging
@@ -71,10 +71,6 @@ def make_session(
     ``ecs.*`` settings with ``--seqera-ecs`` on top.
     """
     config = config or _config(options)
-    if options.report is not None and not config.get("history"):
-        # A report needs what the jobs used: keep it beside the run's job files.
-        with_history = attrs.evolve(options, history=str(workdir / "history.db"))
-        config = _config(with_history)
     backend = entry(str(config.get("backend")))
     if options.backend_options and not backend.batch:
         hint = " (use --seqera-ecs KEY=VALUE)" if backend.section == "ecs" else ""
@@ -103,6 +99,9 @@ def make_session(
         backend_options=options.backend_options,
         warn=lambda message: _log.warning("seqera: %s", message),
         ledger=workdir / "runs",
+        # recorded for the summary and `seqera report` even without --seqera-history,
+        # which alone makes jobs sized from the history
+        record_to=DEFAULT_HISTORY,
     )
     try:
         session.backend  # noqa: B018 - open it now: a bad setting is an error before cwltool starts
@@ -163,6 +162,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args: list[str]) -> int:
+    cut = args.index("--") if "--" in args else len(args)
+    if {"-h", "--help"} & set(args[:cut]):
+        # this command's options first, then cwltool's own help (which exits 0)
+        print(help_text())
+        print("cwltool options:", flush=True)
+        try:
+            return int(cwltool.main.main(argsl=["--help"]))
+        except SystemExit as done:  # argparse's help ends with it
+            return done.code if isinstance(done.code, int) else 0
     try:
         options, rest = parse_options(args)
         workdir = (options.workdir or Path.cwd() / "cwltool-seqera-work").absolute()

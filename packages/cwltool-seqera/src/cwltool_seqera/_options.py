@@ -13,7 +13,7 @@ from seqera_core.backends.registry import BACKENDS
 from seqera_core.config import key_value
 from seqera_core.errors import UsageError
 
-__all__ = ["SeqeraOptions", "parse_options"]
+__all__ = ["SeqeraOptions", "help_text", "parse_options"]
 
 
 @attrs.frozen
@@ -47,25 +47,76 @@ def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    parser.add_argument("--executor")
-    parser.add_argument("--seqera-platform", type=Path)
-    parser.add_argument("--seqera-resolver-url")
-    parser.add_argument("--seqera-label", action="append", default=[])
-    parser.add_argument("--seqera-workdir", type=Path)
-    parser.add_argument("--seqera-poll-interval")
-    parser.add_argument("--seqera-backend-option", action="append", default=[])
-    parser.add_argument("--seqera-local-cpus")
-    parser.add_argument("--seqera-local-memory")
-    parser.add_argument("--seqera-ecs", action="append", default=[])
-    parser.add_argument("--seqera-s3-prefix")
-    parser.add_argument("--seqera-image")
-    parser.add_argument("--seqera-unknown-timeout")
-    parser.add_argument("--seqera-history")
-    parser.add_argument("--seqera-report", type=Path)
-    parser.add_argument("--seqera-pull-first", action="store_true")
-    parser.add_argument("--seqera-shrink-self-sizing", action="store_true")
-    return parser
+    parser = argparse.ArgumentParser(
+        prog="cwltool-seqera",
+        usage="cwltool-seqera [--executor BACKEND] [--seqera-* ...] [cwltool options] "
+        "WORKFLOW [INPUTS]",
+        description="cwltool with every job sent through seqera-core. Unset options fall "
+        "back to seqera's configuration (seqera.yaml, $SEQERA_*); every other argument "
+        "goes to cwltool, whose options follow.",
+        add_help=False,
+        allow_abbrev=False,
+    )
+    add = parser.add_argument_group("cwltool-seqera options").add_argument
+    add("--executor", metavar="BACKEND", help=f"where jobs run: {', '.join(BACKENDS)}")
+    add(
+        "--seqera-platform",
+        type=Path,
+        metavar="YAML",
+        help="platform definition: a job no queue can run fails before submission",
+    )
+    add("--seqera-resolver-url", metavar="URL", help="an HTTP resolver (seqera-sidecar serve)")
+    add("--seqera-label", action="append", default=[], metavar="K=V", help="a run label")
+    add(
+        "--seqera-workdir",
+        type=Path,
+        metavar="DIR",
+        help="job files and logs (default ./cwltool-seqera-work)",
+    )
+    add(
+        "--seqera-poll-interval",
+        metavar="SECONDS",
+        help="between status checks (0.1 local, 1 on a cluster)",
+    )
+    add(
+        "--seqera-backend-option",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="a batch scheduler's setting",
+    )
+    add("--seqera-local-cpus", metavar="N", help="cores the local backend shares")
+    add("--seqera-local-memory", metavar="BYTES", help="memory the local backend shares")
+    add("--seqera-ecs", action="append", default=[], metavar="K=V", help="an ECS setting")
+    add(
+        "--seqera-s3-prefix",
+        metavar="S3URL",
+        help="s3://BUCKET[/PREFIX] for jobs without a shared filesystem (ECS)",
+    )
+    add("--seqera-image", metavar="IMAGE", help="ECS: image of a tool without DockerRequirement")
+    add(
+        "--seqera-unknown-timeout",
+        metavar="SECONDS",
+        help="of unknown status before a job fails (default 300)",
+    )
+    add(
+        "--seqera-history",
+        metavar="PATH|URL",
+        help="task history to size jobs from (SQLite path or postgresql:// URL)",
+    )
+    add("--seqera-report", type=Path, metavar="HTML", help="write the run's report at the end")
+    add("--seqera-pull-first", action="store_true", help="pull container images before jobs")
+    add(
+        "--seqera-shrink-self-sizing",
+        action="store_true",
+        help="size tools given $(runtime.ram) below what they declare",
+    )
+    return parser  # fmt: skip
+
+
+def help_text() -> str:
+    """This command's own options, printed before cwltool's in ``--help``."""
+    return _parser().format_help()
 
 
 def _number(flag: str, text: str | None, kind: type[float] | type[int]) -> float | None:

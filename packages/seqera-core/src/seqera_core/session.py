@@ -35,7 +35,7 @@ from . import platforms
 from .backends.base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from .backends.registry import BackendEntry, entry, open_backend
 from .config import Config
-from .errors import HistoryError, UsageError
+from .errors import HistoryError, SeqeraError, UsageError
 from .history import History, TaskRecord, open_history
 from .labels import run_labels
 from .models import ResourceRequest
@@ -99,6 +99,11 @@ class Session:
             that forks (local); the session closes it if the backend does not take it.
         sizing: builds the history's resolver (default: the learning right-sizer).
         label_prefix: the prefix of automatic labels (``snakemake/run-id``).
+        record_to: where finished attempts are recorded when config names no history
+            (an engine's entry point passes ``history.DEFAULT_HISTORY``, the home ``seqera
+            report`` and the sidecar read by default). Recorded only: jobs are sized from
+            a history only when the user names one (``history`` in config, a flag), so a
+            run never starts sizing from what earlier runs happened to leave there.
         warn: where warnings go (default: this module's logger); the engine's logger
             keeps them in its own log.
         ledger: where the run keeps its ledger of submission keys (``runs/`` of the
@@ -121,6 +126,7 @@ class Session:
         label_prefix: str | None = None,
         warn: Callable[[str], None] | None = None,
         ledger: Path | None = None,
+        record_to: str | None = None,
     ) -> None:
         self.config = config
         self.engine = engine
@@ -169,8 +175,10 @@ class Session:
                     self._deferred = os.path.expanduser(str(location))
                     self._warn(f"{exc}; the run goes on without its sizing and records "
                                "its tasks once the history opens")  # fmt: skip
+            elif record_to:
+                self.history = self._record_only(record_to)
             self.resolvers = configured(config)
-            if self.history is not None:
+            if location and self.history is not None:
                 shrink = bool(config.get("sizing.shrink_self_sizing", False))
                 history = self.history
                 self.resolvers.append(
@@ -181,6 +189,17 @@ class Session:
         except BaseException:
             self.close()
             raise
+
+    def _record_only(self, location: str) -> History | None:
+        """The default history, for the summary and ``seqera report``; a run goes on
+        without it (with a warning) where it cannot be opened (a read-only home)."""
+        path = Path(os.path.expanduser(location))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return open_history(str(path))
+        except (OSError, SeqeraError) as exc:
+            self._warn(f"no task history at {path}: {exc}; this run is not recorded")
+            return None
 
     # -- what the run holds ---------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from seqera_core.config import Config, load_config
 from seqera_core.dialects.nextflow import request_from_directives
 from seqera_core.documents import read_bounded
 from seqera_core.errors import ResourceError, SeqeraError, UsageError
-from seqera_core.history import History
+from seqera_core.history import DEFAULT_HISTORY, History
 from seqera_core.pipeline import DEFAULTS
 from seqera_core.resolvers import MaximumResolver, PredictiveResolver, Resolver, resolve
 from seqera_core.session import Session
@@ -25,8 +25,6 @@ from seqera_core.session import Session
 from .nextflow_config import directives, process_config
 
 __all__ = ["main"]
-
-DEFAULT_HISTORY = "~/.seqera/history.db"
 
 
 def _settings(args: argparse.Namespace) -> Config:
@@ -147,14 +145,45 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"seqera-sidecar: warning: no token: any local user can write this "
                   f"sidecar's history and read its report on {args.host}:{args.port}; set "
                   "one with --token-file or $SEQERA_SIDECAR_TOKEN", file=sys.stderr)  # fmt: skip
-        uvicorn.run(
+        config = uvicorn.Config(
             app,
             host=args.host,
             port=args.port,
             log_level=args.log_level,
             **uvicorn_options(args.max_connections, args.header_timeout),
         )
+        _announcing_server()(config, token is not None).run()
     return 0
+
+
+def _listening(address: tuple[str, int], token: bool) -> str:
+    """The line ``serve`` prints once it accepts connections: where, and what guards it."""
+    host, port = address[0], address[1]
+    shown = f"[{host}]" if ":" in host else host
+    guard = "requests need the bearer token" if token else "no token"
+    return f"seqera-sidecar: listening on http://{shown}:{port} ({guard})"
+
+
+def _announcing_server() -> type:
+    import uvicorn
+
+    class Announcing(uvicorn.Server):
+        """uvicorn's server, saying where it listens once its sockets are bound (with
+        ``--port 0`` only then is the port known; uvicorn's own line is at info level,
+        below the default ``--log-level warning``)."""
+
+        def __init__(self, config: uvicorn.Config, token: bool) -> None:
+            super().__init__(config)
+            self._token = token
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                for server in self.servers:
+                    for sock in server.sockets:
+                        print(_listening(sock.getsockname(), self._token), file=sys.stderr)
+
+    return Announcing
 
 
 def _resolve(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ status cycle for every active job, one ``cancel`` call for all of them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import os
 import shlex
@@ -37,6 +38,7 @@ from seqera_core.backends import (
 from seqera_core.backends.local import ForkServer
 from seqera_core.config import Config, key_value, load_config
 from seqera_core.errors import SeqeraError
+from seqera_core.history import DEFAULT_HISTORY
 from seqera_core.outcomes import failure_message
 from seqera_core.pipeline import Prepared
 from seqera_core.session import Finished, Session
@@ -61,21 +63,13 @@ def _labels(pairs: Sequence[str] | str | None) -> dict[str, str] | None:
     return dict(key_value("--seqera-labels", pair.strip()) for pair in pairs)
 
 
-def _config(settings: ExecutorSettings, jobdir: Path) -> Config:
-    config = _layered(settings, None)
-    if settings.report is not None and not config.get("history"):
-        # A report needs what the jobs used: keep it beside the job files.
-        config = _layered(settings, str(jobdir / "history.db"))
-    return config
-
-
-def _layered(settings: ExecutorSettings, default_history: str | None) -> Config:
+def _config(settings: ExecutorSettings) -> Config:
     flags = {
         "backend": settings.backend,
         "platform": None if settings.platform is None else str(settings.platform),
         "resolver.url": settings.resolver_url,
         "resolver.token": settings.resolver_token,
-        "history": settings.history or default_history,
+        "history": settings.history,
         "local.cpus": settings.local_cores,
         "labels": _labels(settings.labels),
         "ecs.cluster": settings.ecs_cluster,
@@ -151,6 +145,28 @@ def _describe(prepared: Prepared) -> str:
     return " ".join(p for p in parts if p)
 
 
+def _exiting() -> bool:
+    """Whether the interpreter has begun to exit, so the status loop must stop for good.
+
+    With nothing to be done Snakemake builds the executor but never calls its
+    ``shutdown()`` (``Workflow.execute`` returns before ``JobScheduler.schedule``), and
+    the base class's status loop (a daemon thread, ``RemoteExecutor._wait_for_jobs``)
+    is still running when the interpreter exits. Past ``threading._shutdown`` the
+    ``concurrent.futures`` exit hook has stopped every pool's workers, the plugin
+    interface's lock pool among them (``utils.async_lock``), so the loop's next turn
+    fails with ``cannot schedule new futures after shutdown``, which the base class
+    prints. A loop that parks instead is frozen with its daemon thread, silently.
+    """
+    return bool(getattr(threading, "_SHUTTING_DOWN", False)) or not (
+        threading.main_thread().is_alive()
+    )
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():  # a timeout may have cancelled it
+        waiter.set_result(None)
+
+
 class Executor(RemoteExecutor):
     """``snakemake --executor seqera``."""
 
@@ -159,6 +175,8 @@ class Executor(RemoteExecutor):
         # starts before __post_init__) then stops waiting for jobs that are not there.
         self._woken = threading.Event()
         self._said: set[tuple[str | None, str]] = set()
+        # The status loop's idle wait, resolved from any thread by _wake (see sleep()).
+        self._idle: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
         super().__init__(workflow, logger)
 
     def __post_init__(self) -> None:
@@ -224,7 +242,7 @@ class Executor(RemoteExecutor):
         server: ForkServer | None,
     ) -> Session:
         return Session(
-            _config(settings, jobdir),
+            _config(settings),
             "snakemake",
             run_id=run_id,
             work_dir=jobdir,
@@ -240,6 +258,9 @@ class Executor(RemoteExecutor):
             fork_server=server,
             warn=lambda message: self.logger.warning(f"seqera: {message}"),
             ledger=jobdir / "runs",
+            # recorded for the summary and `seqera report` even without --seqera-history,
+            # which alone makes jobs sized from the history
+            record_to=DEFAULT_HISTORY,
         )
 
     # -- submission ------------------------------------------------------------------
@@ -280,7 +301,7 @@ class Executor(RemoteExecutor):
             self.report_job_submission(
                 SubmittedJobInfo(job, external_jobid=handle.native_id, aux=aux)
             )
-        self._woken.set()
+        self._wake()
 
     def _spec(self, job: JobExecutorInterface) -> JobSpec | None:
         try:
@@ -421,14 +442,39 @@ class Executor(RemoteExecutor):
             return
         if not handles:
             # Nothing to check: wait for the next submission (or the end), not a cadence.
-            every = self.next_seconds_between_status_checks
-            await asyncio.to_thread(self._woken.wait, every)
-            return
-        wait = getattr(self, "_wait", None)
-        if not callable(wait):
-            await super().sleep()
-            return
-        await asyncio.to_thread(wait, handles, self.next_seconds_between_status_checks)
+            await self._idle_wait(self.next_seconds_between_status_checks)
+        else:
+            wait = getattr(self, "_wait", None)
+            if callable(wait):
+                await asyncio.to_thread(wait, handles, self.next_seconds_between_status_checks)
+            else:
+                await super().sleep()
+        if _exiting():
+            await asyncio.get_running_loop().create_future()  # parked: see _exiting
+
+    async def _idle_wait(self, seconds: float) -> None:
+        """Wait in the event loop itself, not in a worker thread (``asyncio.to_thread``):
+        ``concurrent.futures``' exit hook joins every worker, so a wait in one held the
+        interpreter's exit up to ``seconds`` (see :func:`_exiting`)."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._idle = (loop, waiter)
+        try:
+            if not self._woken.is_set():  # a wake-up before _idle was set is not lost
+                await asyncio.wait_for(waiter, seconds)
+        except TimeoutError:
+            pass
+        finally:
+            self._idle = None
+
+    def _wake(self) -> None:
+        """Cut the status loop's idle wait short (a submission, or the end): any thread."""
+        self._woken.set()
+        idle = self._idle
+        if idle is not None:
+            loop, waiter = idle
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(_resolve, waiter)
 
     def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]) -> None:
         """Cancel every active job with one backend call."""
@@ -438,7 +484,7 @@ class Executor(RemoteExecutor):
     def shutdown(self) -> None:
         with self.lock:  # as the base class does, but before the wake-up: see sleep()
             self.wait = False
-        self._woken.set()
+        self._wake()
         super().shutdown()
         try:
             # what the dead run left and this one never asked for runs beside nothing

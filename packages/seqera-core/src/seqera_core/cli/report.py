@@ -10,14 +10,12 @@ from pathlib import Path
 
 from .. import platforms
 from ..errors import ResourceError
-from ..history import open_history
+from ..history import DEFAULT_HISTORY, open_history
 from ..redaction import redacted
 from ..report import build, document, headline, parse_since, render
 from ._args import settings
 
 __all__ = ["DEFAULT_HISTORY", "add_parser", "run"]
-
-DEFAULT_HISTORY = "~/.seqera/history.db"
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

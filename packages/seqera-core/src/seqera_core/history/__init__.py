@@ -18,8 +18,13 @@ from ._protocol import History
 from ._records import CAUSES, CpuUse, ProcessStats, TaskRecord, cause_of
 from ._sqlite import SqliteHistory
 
+#: The one default home of the task history: every engine's entry point records there
+#: when no history is configured, ``seqera report`` and the sidecar read it by default.
+DEFAULT_HISTORY = "~/.seqera/history.db"
+
 __all__ = [
     "CAUSES",
+    "DEFAULT_HISTORY",
     "CpuUse",
     "History",
     "ProcessStats",

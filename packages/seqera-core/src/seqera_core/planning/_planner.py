@@ -156,15 +156,26 @@ def schedule(
     state = State(catalogue, instances)
     if instances:
         priced = [entry for entry in priced if not state.fit(entry[1])]
-    made = fill_new_instances(
-        types, [entry[1] for entry in priced], [entry[2] for entry in priced], lookahead
-    )
+    waiting, required = [entry[1] for entry in priced], [entry[2] for entry in priced]
+    made = fill_new_instances(types, waiting, required)
+    if lookahead:
+        # The lookahead's choice is greedy, one instance at a time: on some queues (the
+        # README's three jobs) it ends dearer than the published loop. Both are cheap to
+        # compute, so it never returns the dearer one (issue 29); a tie keeps the
+        # published plan.
+        ahead = fill_new_instances(types, waiting, required, True)
+        if _price(ahead) < _price(made):
+            made = ahead
     start = state.next_id
     return Plan(
         catalogue,
         release_empty_instances(state.instances())
         + tuple(Instance(start + n, t, tuple(placed)) for n, (t, placed) in enumerate(made)),
     )
+
+
+def _price(made: Sequence[tuple[InstanceType, Sequence[Job]]]) -> float:
+    return sum(t.price for t, _ in made)
 
 
 def lower_bound(catalogue: Catalogue, jobs: Iterable[Job]) -> LowerBound:
