@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
@@ -67,7 +68,14 @@ class BackendEntry:
         ``settings`` are the site's (Grid Engine's memory resource), for writers that take them."""
         module, _, function = self.dialect.partition(":")
         writer: Callable[..., Submission] = getattr(importlib.import_module(module), function)
-        return writer(request, **settings) if settings else writer(request)
+        # A writer takes the site settings that change what it writes (Grid Engine's memory
+        # resource); others of the section (Slurm's reservation, signal) act at submission.
+        taken = inspect.signature(writer).parameters
+        every = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in taken.values())
+        keywords = {
+            k: v for k, v in (settings or {}).items() if every or (k in taken and k != "request")
+        }
+        return writer(request, **keywords)
 
 
 #: The entry-point group every backend registers under (this package's own among them).
