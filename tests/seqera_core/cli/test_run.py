@@ -316,3 +316,18 @@ def test_a_nameless_job_is_learned_as_its_whole_command(tmp_path: Path) -> None:
     processes = {r.process for r in store.records()}
     store.close()
     assert len(processes) == 2 and all("bytearray" in p for p in processes)
+
+
+def test_an_interrupt_before_the_job_is_one_line_and_130(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # Ctrl-C while the session is still being set up (before seqera run's own handling)
+    from seqera_core.cli import run as run_command
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_command, "run", interrupted)
+    assert main(["run", "--", "true"]) == 130
+    err = capfd.readouterr().err
+    assert err.strip() == "seqera: interrupted" and "Traceback" not in err

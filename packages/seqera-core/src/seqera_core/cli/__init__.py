@@ -32,10 +32,24 @@ def printable_stdout() -> None:
         reconfigure(errors="backslashreplace")
 
 
+# 128 + SIGINT, as a shell reports a command Ctrl-C ended
+EXIT_INTERRUPTED = 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``seqera`` command line; returns the exit status (2 for invalid input, 1 for
-    a failure such as an unreachable scheduler).
+    a failure such as an unreachable scheduler, 130 when interrupted).
     """
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C before a command installs its own handling (or under `uv run`, which
+        # forwards the terminal's SIGINT again): one line, no traceback, as a shell would.
+        print("seqera: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(
         prog="seqera", description="Resource translation and dispatch for workflow engines."
