@@ -60,7 +60,7 @@ def settings_from(parser: argparse.ArgumentParser, argv: list[str]) -> Any:
 
 def open_session(settings: ExecutorSettings, jobdir: Path) -> str:
     """What the executor's set-up does with the settings: config, session, backend."""
-    with Session(_config(settings, jobdir), "snakemake", work_dir=jobdir) as session:
+    with Session(_config(settings), "snakemake", work_dir=jobdir) as session:
         return session.backend.name
 
 
