@@ -43,8 +43,12 @@ def test_without_a_token_it_says_so_in_one_line_at_start(tmp_path: Path) -> None
     finally:
         stop_sidecar(process)
     assert process.stderr is not None
-    lines = [line for line in process.stderr.read().splitlines() if "no token" in line]
-    assert len(lines) == 1 and "any local user can write" in lines[0], lines
+    said = process.stderr.read().splitlines()
+    lines = [line for line in said if "any local user can write" in line]
+    assert len(lines) == 1 and "no token" in lines[0], said
+    # and the line that says where it listens names it too
+    listening = [line for line in said if "listening on" in line]
+    assert len(listening) == 1 and listening[0].endswith("(no token)"), said
 
 
 def test_the_connection_cap_follows_the_descriptor_limit() -> None:
