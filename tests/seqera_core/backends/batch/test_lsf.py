@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
 
 from seqera_core.backends.base import OUT_OF_MEMORY, TIME_LIMIT, JobSpec, JobState
-from seqera_core.backends.batch._base import CommandResult, SchedulerError
+from seqera_core.backends.batch._base import SchedulerError
 from seqera_core.backends.batch.lsf import (
     LsfBackend,
     lsf_exit,
@@ -28,6 +27,8 @@ from seqera_core.models import Accelerator, ResourceRequest
 from seqera_core.squash import SquashPolicy
 from seqera_core.units import GIB, MIB
 
+from .replies import Replies, result
+
 FIXTURES = Path(__file__).parents[4] / "shared" / "fixtures" / "lsf"
 
 
@@ -35,26 +36,7 @@ def fixture(name: str) -> str:
     return (FIXTURES / name).read_text()
 
 
-class FakeLsf:
-    """Answers each program from a list of replies (the last one repeats), recording argv."""
-
-    def __init__(self, replies: Mapping[str, Sequence[CommandResult]]) -> None:
-        self.replies = {name: list(items) for name, items in replies.items()}
-        self.argvs: list[list[str]] = []
-
-    def __call__(
-        self, argv: Sequence[str], timeout: float, cwd: str | None, env: Mapping[str, str] | None
-    ) -> CommandResult:
-        self.argvs.append(list(argv))
-        queue = self.replies[argv[0]]
-        return queue.pop(0) if len(queue) > 1 else queue[0]
-
-
-def result(stdout: str = "", stderr: str = "", code: int = 0) -> CommandResult:
-    return CommandResult(["x"], code, stdout, stderr)
-
-
-def lsf(tmp_path: Path, runner: FakeLsf, **options: object) -> LsfBackend:
+def lsf(tmp_path: Path, runner: Replies, **options: object) -> LsfBackend:
     # an empty LSF_ENVDIR: no lsf.conf, so IBM's defaults (KB, per-process -M) apply
     env = {"LSF_ENVDIR": str(tmp_path / "no-lsf")}
     return LsfBackend(work_dir=tmp_path / "jobs", runner=runner, sleep=lambda _: None,
@@ -140,7 +122,7 @@ REQUEST = ResourceRequest(
 
 
 def test_bsub_argv(tmp_path: Path) -> None:
-    runner = FakeLsf({"bsub": [result(fixture("bsub-brutus.txt"))]})
+    runner = Replies({"bsub": [result(fixture("bsub-brutus.txt"))]})
     spec = JobSpec("3 bad[name]", ["true"], REQUEST, labels={"team": "a b"})
     [handle] = lsf(tmp_path, runner).submit([spec])
     argv = runner.argvs[0]
@@ -163,7 +145,7 @@ def test_units_from_lsf_conf_and_settings(tmp_path: Path) -> None:
     conf = tmp_path / "conf"
     conf.mkdir()
     (conf / "lsf.conf").write_text('# site\nLSF_UNIT_FOR_LIMITS=MB\nLSB_JOB_MEMLIMIT="y"\n')
-    runner = FakeLsf({"bsub": [result(fixture("bsub-brutus.txt"))]})
+    runner = Replies({"bsub": [result(fixture("bsub-brutus.txt"))]})
     backend = LsfBackend(work_dir=tmp_path / "jobs", runner=runner, env={"LSF_ENVDIR": str(conf)},
                          reserve_per_task=True)  # fmt: skip
     assert (backend.settings.unit, backend.settings.job_memlimit) == ("MB", True)
@@ -185,7 +167,7 @@ def test_life_cycle_over_recordings(tmp_path: Path) -> None:
     """bsub answered by the Brutus recording, bjobs by DKFZ's finished job with its JOBID set
     to the one bsub printed (the only change): argv and parsing, not LSF."""
     done = fixture("bjobs-done-dkfz.json").replace('"22005"', '"473713"')
-    runner = FakeLsf({"bsub": [result(fixture("bsub-brutus.txt"))], "bjobs": [result(done)],
+    runner = Replies({"bsub": [result(fixture("bsub-brutus.txt"))], "bjobs": [result(done)],
                       "bkill": [result(stderr="Job <473713>: Job has already finished\n",
                                        code=255)]})  # fmt: skip
     backend = lsf(tmp_path, runner)
@@ -200,7 +182,7 @@ def test_life_cycle_over_recordings(tmp_path: Path) -> None:
 
 
 def test_array_argv_and_elements(tmp_path: Path) -> None:
-    runner = FakeLsf({"bsub": [result(fixture("bsub-brutus.txt"))]})
+    runner = Replies({"bsub": [result(fixture("bsub-brutus.txt"))]})
     backend = lsf(tmp_path, runner, squash=SquashPolicy("array"))
     specs = [JobSpec("sample", ["echo", str(i)], ResourceRequest(cpus=1)) for i in range(3)]
     handles = backend.submit(specs)
@@ -213,7 +195,7 @@ def test_array_argv_and_elements(tmp_path: Path) -> None:
 
 
 def test_find_asks_once_and_finds_nothing_unlisted(tmp_path: Path) -> None:
-    runner = FakeLsf({"bsub": [result(fixture("bsub-brutus.txt"))],
+    runner = Replies({"bsub": [result(fixture("bsub-brutus.txt"))],
                       "bjobs": [result(fixture("bjobs-list-dkfz.json"))]})  # fmt: skip
     backend = lsf(tmp_path, runner)
     backend.submit([JobSpec("a", ["true"], key="row-1")])

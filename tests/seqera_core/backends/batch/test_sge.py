@@ -4,13 +4,12 @@ tests/integration/sge)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
 
 from seqera_core.backends.base import JobSpec, JobState
-from seqera_core.backends.batch._base import CommandResult, SchedulerError
+from seqera_core.backends.batch._base import SchedulerError
 from seqera_core.backends.batch.sge import (
     SgeBackend,
     parse_qacct,
@@ -25,6 +24,8 @@ from seqera_core.models import Accelerator, ResourceRequest
 from seqera_core.squash import SquashPolicy
 from seqera_core.units import GIB, MIB
 
+from .replies import Replies, result
+
 DATA = Path(__file__).parent / "data" / "sge"
 
 
@@ -32,26 +33,7 @@ def recorded(name: str) -> str:
     return (DATA / name).read_text()
 
 
-class FakeSge:
-    """Answers each program from a list of replies (the last one repeats), recording argv."""
-
-    def __init__(self, replies: Mapping[str, Sequence[CommandResult]]) -> None:
-        self.replies = {name: list(items) for name, items in replies.items()}
-        self.argvs: list[list[str]] = []
-
-    def __call__(
-        self, argv: Sequence[str], timeout: float, cwd: str | None, env: Mapping[str, str] | None
-    ) -> CommandResult:
-        self.argvs.append(list(argv))
-        queue = self.replies[argv[0]]
-        return queue.pop(0) if len(queue) > 1 else queue[0]
-
-
-def result(stdout: str = "", stderr: str = "", code: int = 0) -> CommandResult:
-    return CommandResult(["x"], code, stdout, stderr)
-
-
-def sge(tmp_path: Path, runner: FakeSge, **options: object) -> SgeBackend:
+def sge(tmp_path: Path, runner: Replies, **options: object) -> SgeBackend:
     return SgeBackend(work_dir=tmp_path / "jobs", runner=runner, sleep=lambda _: None,
                       **options)  # type: ignore[arg-type]  # fmt: skip
 
@@ -69,7 +51,7 @@ REQUEST = ResourceRequest(
 
 
 def test_submit_argv_gives_every_path_the_key_and_memory_per_slot(tmp_path: Path) -> None:
-    runner = FakeSge({"qsub": [result("17\n")]})
+    runner = Replies({"qsub": [result("17\n")]})
     spec = JobSpec("rule/a b", ["echo", "hi"], REQUEST, labels={"team": "a,b"})
     [handle] = sge(tmp_path, runner, memory="m_mem_free").submit([spec])
     argv = runner.argvs[0]
@@ -93,7 +75,7 @@ def test_submit_argv_gives_every_path_the_key_and_memory_per_slot(tmp_path: Path
 
 
 def test_sge_extra_cannot_move_the_outputs(tmp_path: Path) -> None:
-    runner = FakeSge({"qsub": [result("1\n")]})
+    runner = Replies({"qsub": [result("1\n")]})
     bad = ResourceRequest(extra={"sge.extra": "-o /elsewhere"})
     with pytest.raises(UsageError, match="sge_extra"):
         sge(tmp_path, runner).submit([JobSpec("x", ["true"], bad)])
@@ -106,7 +88,7 @@ def test_a_site_resource_name_is_checked() -> None:
 
 
 def test_an_array_numbers_its_tasks_from_one(tmp_path: Path) -> None:
-    runner = FakeSge({"qsub": [result("6.1-3:1\n")]})
+    runner = Replies({"qsub": [result("6.1-3:1\n")]})
     backend = sge(tmp_path, runner, squash=SquashPolicy("array", max_jobs=10))
     specs = [JobSpec(f"e{i}", ["true"], ResourceRequest(memory=64 * MIB)) for i in range(3)]
     handles = backend.submit(specs)
@@ -190,7 +172,7 @@ def test_a_deleted_job_and_one_that_never_started() -> None:
 
 
 def test_a_job_in_error_is_failed_with_its_reason_and_deleted(tmp_path: Path) -> None:
-    runner = FakeSge({
+    runner = Replies({
         "qsub": [result("7\n")],
         "qstat": [result(recorded("qstat-eqw.xml")), result(recorded("qstat-j-eqw.xml"))],
         "qdel": [result("root has deleted job 7\n")],
@@ -206,7 +188,7 @@ def test_a_job_in_error_is_failed_with_its_reason_and_deleted(tmp_path: Path) ->
 
 
 def test_one_qstat_per_poll_and_one_qacct_for_what_ended(tmp_path: Path) -> None:
-    runner = FakeSge({
+    runner = Replies({
         "qsub": [result("4\n"), result("5\n"), result("8\n")],
         "qstat": [result(recorded("qstat-running-pending-array.xml"))],
         "qacct": [result(recorded("qacct-h_rt-kill.txt") + recorded("qacct-h_vmem-kill.txt"))],
@@ -223,7 +205,7 @@ def test_one_qstat_per_poll_and_one_qacct_for_what_ended(tmp_path: Path) -> None
 
 def test_qdel_of_jobs_that_already_ended_is_not_an_error(tmp_path: Path) -> None:
     qdel = result(recorded("qdel-mixed.stdout"), recorded("qdel-mixed.stderr"), code=1)
-    runner = FakeSge({"qsub": [result("8\n"), result("7\n"), result("1\n")], "qdel": [qdel]})
+    runner = Replies({"qsub": [result("8\n"), result("7\n"), result("1\n")], "qdel": [qdel]})
     backend = sge(tmp_path, runner)
     handles = backend.submit([JobSpec(n, ["true"], ResourceRequest()) for n in "abc"])
     backend.cancel(handles)
