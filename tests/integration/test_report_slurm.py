@@ -27,7 +27,12 @@ from .conftest import SlurmCluster, wait
 
 pytestmark = pytest.mark.integration
 
-SPIN = "import time\nwhile time.process_time() < {cpu}: pass\nx = b'x' * ({mb} * 2**20)"
+# The memory is held for 2 s: Slurm samples a job's memory once a second
+# (JobAcctGatherFrequency=task=1), and a job that allocates and exits at once is never seen.
+SPIN = (
+    "import time\nwhile time.process_time() < {cpu}: pass\n"
+    "x = b'x' * ({mb} * 2**20)\ntime.sleep(2)"
+)
 SCIENTIFIC = re.compile(r"\d(?:\.\d+)?[eE][-+]?\d")
 
 
@@ -87,7 +92,7 @@ def test_with_accounting_cpu_is_measured_and_reserved_counts_every_attempt(
     db = tmp_path / "history.db"
     _run(backend, db, [("align", SPIN.format(cpu=1.0, mb=50), 512),
                        ("align", SPIN.format(cpu=1.0, mb=50), 512),
-                       ("qc", "import sys; sys.exit(3)", 256)])  # fmt: skip
+                       ("qc", "import sys, time; time.sleep(2); sys.exit(3)", 256)])  # fmt: skip
     history = open_history(db)
     rows = history.records()
     history.close()

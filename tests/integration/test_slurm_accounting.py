@@ -85,9 +85,10 @@ def test_a_second_run_asks_for_what_the_first_used(
     assert second.memory == -(-first.peak_memory * 12 // 10)
     # what Slurm itself holds for the job: slurmctld keeps it for MinJobAge (300 s); the
     # accounting row can still lack the job's request this soon after it ended
-    shown = subprocess.run(
-        ["scontrol", "show", "job", "-o", second.task_id],
-        capture_output=True, text=True, env=env, check=True,
-    ).stdout  # fmt: skip
+    # (the history keys a seqera run task by the run, not the job: the last job is the second)
+    jobs = subprocess.run(
+        ["scontrol", "show", "job", "-o"], capture_output=True, text=True, env=env, check=True
+    ).stdout.splitlines()
+    shown = max(jobs, key=lambda line: int(line.split()[0].removeprefix("JobId=")))
     mib = -(-second.memory // MIB)
     assert f"MinMemoryNode={mib}M" in shown.split(), shown
