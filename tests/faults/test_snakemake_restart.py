@@ -110,9 +110,17 @@ def left_in_squeue(under: Path, limit: float = 0.0) -> list[str]:
     their name, waiting up to ``limit`` s for the list to empty (drained allocations end
     on their own)."""
     deadline = time.monotonic() + limit
+    patience = time.monotonic() + max(limit, 10.0)
     while True:
         argv = ["squeue", "-h", "-O", "JobID:|,Name:200|,WorkDir:1000"]
-        listed = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            # a busy slurmctld times out a query now and then (Socket timed out on
+            # send/recv): ask again, and fail with Slurm's words only if it keeps failing
+            assert time.monotonic() < patience, f"squeue failed: {done.stderr}"
+            time.sleep(0.5)
+            continue
+        listed = done.stdout
         ids = [line.split("|", 1)[0].strip() for line in listed.splitlines()
                if str(under) in line]  # fmt: skip
         if not ids or time.monotonic() >= deadline:
