@@ -30,8 +30,7 @@ pytestmark = pytest.mark.integration
 # The memory is held for 2 s: Slurm samples a job's memory once a second
 # (JobAcctGatherFrequency=task=1), and a job that allocates and exits at once is never seen.
 SPIN = (
-    "import time\nwhile time.process_time() < {cpu}: pass\n"
-    "x = b'x' * ({mb} * 2**20)\ntime.sleep(2)"
+    "import time\nwhile time.process_time() < {cpu}: pass\nx = b'x' * ({mb} * 2**20)\ntime.sleep(2)"
 )
 SCIENTIFIC = re.compile(r"\d(?:\.\d+)?[eE][-+]?\d")
 
