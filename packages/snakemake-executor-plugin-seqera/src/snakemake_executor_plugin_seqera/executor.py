@@ -12,6 +12,7 @@ import getpass
 import os
 import shlex
 import threading
+import time
 import uuid
 from collections.abc import AsyncGenerator, Sequence
 from importlib import metadata
@@ -44,6 +45,7 @@ from seqera_core.pipeline import Prepared
 from seqera_core.session import Finished, Session
 from seqera_core.units import format_bytes, format_seconds
 
+from ._logs import DEFAULT_DAYS, LogRetention
 from ._preload import PRELOAD
 from ._restart import hangup_cancels, submission_key, unfinished
 from .resources import RUNNER_MEMORY, job_request
@@ -200,6 +202,12 @@ class Executor(RemoteExecutor):
         self._run_id = run_id
         self._settings = settings
         self._jobdir = jobdir
+        days = settings.delete_logfiles_older_than
+        self._retention = LogRetention(
+            jobdir / "logs",
+            keep_successful=settings.keep_successful_logs,
+            older_than_days=DEFAULT_DAYS if days is None else days,
+        )
         self._backend_name = self._session.backend_name
         self._squashed = isinstance(self._session.backend, SquashBackend)
         # Jobs go as argv where they can start as forks of a preloaded Snakemake.
@@ -297,7 +305,7 @@ class Executor(RemoteExecutor):
             for job, _ in ready:
                 self.report_job_error(SubmittedJobInfo(job), msg=f"submission failed: {exc}. ")
         for (job, spec), handle in sent:
-            aux = {"handle": handle, "request": spec.request}
+            aux = {"handle": handle, "request": spec.request, "logs": (spec.stdout, spec.stderr)}
             self.report_job_submission(
                 SubmittedJobInfo(job, external_jobid=handle.native_id, aux=aux)
             )
@@ -334,7 +342,8 @@ class Executor(RemoteExecutor):
         name = f"{job.name}-{job.jobid}" if not job.is_group() else f"group-{job.jobid}"
         logdir = self._jobdir / "logs" / name
         logdir.mkdir(parents=True, exist_ok=True)
-        log = logdir / f"{self._run_id[:8]}.log"
+        # one log per attempt: a failed attempt's log is kept when a retry succeeds
+        log = logdir / f"{self._run_id[:8]}.{job.attempt}.log"
         shared = self._session.entry.shared_fs
         # One log for both streams, as the Slurm plugin keeps it; PBS copies each stream
         # back on its own, so there the errors get their own file.
@@ -383,6 +392,7 @@ class Executor(RemoteExecutor):
                 yield info
             elif status.state is JobState.SUCCEEDED:
                 self.report_job_success(info)
+                self._retention.succeeded(info.aux.get("logs", ()), self._warn)
             elif (rescued := self._rescued(info, status)) is not False:
                 if rescued:
                     yield info  # sent again at once, under the same Snakemake job
@@ -390,6 +400,9 @@ class Executor(RemoteExecutor):
                 message = failure_message(status, info.aux["request"])
                 # Snakemake appends its own hint right after the message.
                 self.report_job_error(info, msg=f"{message}. ", aux_logs=self._logs(status))
+
+    def _warn(self, message: str) -> None:
+        self.logger.warning(f"seqera: {message}")
 
     def _rescued(self, info: SubmittedJobInfo, status: JobStatus) -> bool | None:
         """Never a gate: a job the right-sizer gave less than it declared, killed for
@@ -491,6 +504,9 @@ class Executor(RemoteExecutor):
             self._session.cancel_orphans()
         except SeqeraError as exc:
             self.logger.warning(f"seqera: could not cancel an earlier run's jobs: {exc}")
+        days = self._retention.older_than_days
+        if deleted := self._retention.sweep(time.time(), self._warn):
+            self.logger.info(f"seqera: {deleted} job logs older than {days} days deleted")
         try:
             self._report()
         finally:
