@@ -11,6 +11,8 @@ import contextlib
 import getpass
 import os
 import shlex
+import signal
+import sys
 import threading
 import time
 import uuid
@@ -47,7 +49,7 @@ from seqera_core.units import format_bytes, format_seconds
 
 from ._logs import DEFAULT_DAYS, LogRetention
 from ._preload import PRELOAD
-from ._restart import hangup_cancels, submission_key, unfinished
+from ._restart import Interrupts, submission_key, unfinished
 from .resources import RUNNER_MEMORY, job_request
 from .settings import ExecutorSettings
 
@@ -227,7 +229,7 @@ class Executor(RemoteExecutor):
             left = 0
         if left:
             self.logger.info(f"seqera: {left} jobs an earlier run left are adopted if asked for")
-        hangup_cancels()
+        self._interrupts = Interrupts()  # SIGHUP cancels as Ctrl-C does; see _restart
         self._image = settings.image or _snakemake_image()
         if self._backend_name == "local":
             # A local poll is a look at this process's own table: no need to wait long.
@@ -489,12 +491,36 @@ class Executor(RemoteExecutor):
             with contextlib.suppress(RuntimeError):  # the loop has closed
                 loop.call_soon_threadsafe(_resolve, waiter)
 
+    def cancel(self) -> None:
+        """Snakemake's way out on Ctrl-C (and on an error): every active job cancelled,
+        then the executor shut down. After Ctrl-C (or SIGHUP) the run then ends at once
+        with one line and 130 (129), as ``seqera run`` does, where Snakemake would go on
+        to report the cancelled jobs as a failure (``At least one job did not complete
+        successfully``, exit 1; its ``onerror`` handler is not run). Further SIGINTs are
+        ignored meanwhile."""
+        interrupted = isinstance(sys.exc_info()[1], KeyboardInterrupt)
+        self._interrupts.cancelling = True
+        with self.lock:
+            count = sum(1 for info in self.active_jobs if info.aux)
+        try:
+            super().cancel()
+        finally:
+            if not interrupted:
+                self._interrupts.restore()
+        if interrupted:
+            signum = self._interrupts.signum
+            how = "interrupted" if signum == signal.SIGINT else signal.Signals(signum).name
+            self.logger.warning(f"seqera: {how}; the run's {count} active jobs cancelled")
+            raise SystemExit(self._interrupts.exit_status)
+
     def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]) -> None:
         """Cancel every active job with one backend call."""
         handles = [info.aux["handle"] for info in active_jobs if info.aux]
         self._session.cancel(handles)
 
     def shutdown(self) -> None:
+        if not self._interrupts.cancelling:  # else the run ends at once: see cancel()
+            self._interrupts.restore()
         with self.lock:  # as the base class does, but before the wake-up: see sleep()
             self.wait = False
         self._wake()
