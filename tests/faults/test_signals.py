@@ -4,8 +4,9 @@
 Ctrl-C does, and exit 128+N. Snakemake keeps its own documented SIGTERM: no new job is
 submitted and the running ones are waited for (its FAQ, "How do I exit a running
 Snakemake workflow?"; ``exit_gracefully`` in snakemake/scheduling/job_scheduler.py);
-SIGHUP, which killed it at once, now cancels as Ctrl-C does. Each case ends with no job
-of the run left in ``squeue``.
+SIGHUP, which killed it at once, now cancels as Ctrl-C does and ends with 129. Ctrl-C
+sent twice (a terminal's to the group, and the copy ``uv run`` forwards) ends with one
+line and 130, no traceback. Each case ends with no job of the run left in ``squeue``.
 
 Reproduce: ``uvx nox -s faults -- -k signals``
 """
@@ -166,7 +167,40 @@ def test_signals_to_snakemake(
         assert outputs == 4, err[-3000:]  # the four it had were waited for
         assert "Will exit after finishing currently running jobs" in err, err[-3000:]
     else:
+        assert run.returncode == 129 and "seqera: SIGHUP; the run's 4 active" in err, err[-3000:]
         assert "Terminating processes on user request" in err, err[-3000:]
         (workdir / "gate").touch()  # a job that survived would now write its output
         time.sleep(2)
         assert not list(workdir.glob("out/*.txt")), err[-3000:]
+
+
+def test_ctrl_c_twice_to_snakemake(
+    slurm: SlurmCluster, tmp_path: Path, fault_table: FaultTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The group's SIGINT, then a copy 0.1 s later (``uv run`` forwards one at once)."""
+    _clean(monkeypatch, tmp_path)
+    workdir = tmp_path / "wf"
+    runs = workdir / "runs"
+    runs.mkdir(parents=True)
+    (workdir / "Snakefile").write_text(SNAKEFILE)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--executor", "seqera", "--seqera-backend",
+         "slurm", "--jobs", "4", "--seconds-between-status-checks", "1"],
+        cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # a group of its own, as a terminal's job
+    )  # fmt: skip
+    _wait_for(lambda: len(list(runs.iterdir())) >= 4, run)
+    os.killpg(run.pid, signal.SIGINT)
+    time.sleep(0.1)
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=180)
+    left = left_in_squeue(tmp_path, limit=20)
+    (workdir / "gate").touch()  # a job that survived would now write its output
+    time.sleep(2)
+    outputs = len(list((workdir / "out").glob("*.txt"))) if (workdir / "out").exists() else 0
+    _row(fault_table, "snakemake --executor seqera on slurm, SIGINT twice", 12, outputs, left)
+    assert run.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+    assert err.count("seqera: interrupted; the run's 4 active jobs cancelled") == 1, err[-3000:]
+    assert not left, left
+    assert outputs == 0

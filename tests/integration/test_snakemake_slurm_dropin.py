@@ -4,8 +4,10 @@ resources nothing reads, and each refused rule's own error (issue 32)."""
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -95,3 +97,49 @@ def test_two_refused_rules_of_one_batch_each_show_their_own_sbatch_error(
     assert gpu and part, done.stderr[-3000:]
     assert all("gres" in line.lower() and "partition" not in line for line in gpu), gpu
     assert all("invalid partition" in line.lower() for line in part), part
+
+
+LOGGED = """
+rule all:
+    input: "ok1.txt", "ok2.txt", "bad.txt"
+
+rule ok:
+    output: "ok{i}.txt"
+    shell: "echo fine; touch {output}"
+
+rule bad:
+    output: "bad.txt"
+    shell: "echo about to fail; exit 3"
+"""
+
+
+def _plant(logs: Path, name: str, days: float) -> Path:
+    """A log an earlier run left ``days`` ago."""
+    path = logs / name / "earlier.1.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("earlier\n")
+    then = time.time() - days * 86400
+    os.utime(path, (then, then))
+    return path
+
+
+def _logs_left(logs: Path) -> list[str]:
+    return sorted(str(p.relative_to(logs).parent) for p in logs.rglob("*.log"))
+
+
+def test_log_retention_as_the_slurm_plugin_keeps_its_logs(tmp_path: Path, sbatch_log: Path) -> None:
+    workdir = tmp_path / "wf"
+    workdir.mkdir()
+    (workdir / "Snakefile").write_text(textwrap.dedent(LOGGED))
+    shims = sbatch_log.parent / "shims"
+    logs = workdir / ".snakemake" / "seqera" / "logs"
+    _plant(logs, "eleven-days", 11)
+    _plant(logs, "nine-days", 9)
+    done = _snakemake(workdir, shims, "--keep-going")
+    assert done.returncode != 0 and (workdir / "ok2.txt").exists(), done.stderr[-3000:]
+    # the Slurm plugin's defaults: each successful job's log goes, the failed one's stays,
+    # and the end of the run deletes what is older than 10 days
+    left = _logs_left(logs)
+    assert len(left) == 2 and left[0].startswith("bad-") and left[1] == "nine-days", left
+    assert "about to fail" in next(logs.glob("bad-*/*.log")).read_text()
+    assert len(sbatch_log.read_text().splitlines()) == 3

@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 
+from seqera_core.dialects.groovy import groovy_string
 from seqera_core.history import TaskRecord, open_history
 from seqera_core.labels import decode_labels, encode_labels
 from seqera_sidecar.cli import main
-from seqera_sidecar.pertask import groovy_string
+from seqera_sidecar.pertask import Declared, Settings, per_task_config
 
 from .conftest import Served, start_sidecar, stop_sidecar
 
@@ -294,12 +295,16 @@ def test_a_retry_is_sized_from_the_kill_it_reports(tmp_path: Path) -> None:
 
 
 def test_groovy_string_escapes() -> None:
-    assert groovy_string("a'b\\c\n$x") == "'a\\'b\\\\c\\n$x'"
-    assert groovy_string("é😀") == "'\\u00e9\\ud83d\\ude00'"
+    # the per-task config's literals: the core's escaping, in printable ASCII alone
+    assert groovy_string("a'b\\c\n$x", ascii_only=True) == "'a\\'b\\\\c\\n$x'"
+    assert groovy_string("é😀", ascii_only=True) == "'\\u00e9\\ud83d\\ude00'"
+    config = per_task_config({"é😀": Declared(cpus=1)}, Settings(url="http://h/é'"))
+    assert config.isascii() and "withName: '\\u00e9\\ud83d\\ude00'" in config
+    assert "?: 'http://h/\\u00e9\\''" in config
 
 
 def test_declared_values_are_the_first_attempt_first_seen(tmp_path: Path) -> None:
-    from seqera_sidecar.pertask import Declared, declared_values
+    from seqera_sidecar.pertask import declared_values
 
     store = open_history(str(tmp_path / "h.db"))
     store.record([

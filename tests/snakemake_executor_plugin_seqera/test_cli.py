@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -195,6 +196,54 @@ def test_ctrl_c_cancels_every_running_job(tmp_path: Path, env: dict[str, str]) -
         pid = int(path.read_text())
         assert ends(pid, within=30.0), f"job shell {pid} still running after Ctrl-C"
     assert "Cancelling" in stderr or "cancel" in stderr.lower()
+
+
+SLEEPERS = """
+rule all:
+    input: expand("slept.{i}", i=range(2))
+
+rule sleeper:
+    output: "slept.{i}"
+    resources: mem_mb=300
+    shell: "echo $$ > pid.{wildcards.i}; sleep 300; touch {output}"
+"""
+
+
+@pytest.mark.parametrize("how", ["uv run", "twice"])
+def test_ctrl_c_twice_is_one_line_130_and_no_job_left(
+    tmp_path: Path, env: dict[str, str], how: str
+) -> None:
+    """A terminal's Ctrl-C reaches every process of the group; ``uv run`` (with no
+    terminal) forwards its own copy to Snakemake: two SIGINTs. Without uv, the second is
+    sent by hand, as an impatient user would."""
+    workdir = _workflow(tmp_path / "wf", SLEEPERS)
+    argv = [*SNAKEMAKE, "--executor", "seqera", "--jobs", "4"]
+    if how == "uv run":
+        uv = shutil.which("uv")
+        if uv is None:
+            if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+                pytest.fail("uv is not on PATH")
+            pytest.skip("uv is not on PATH")
+        argv = [uv, "run", "--no-project", "--python", sys.executable, "python", *argv[1:]]
+    process = subprocess.Popen(
+        argv, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,  # a group of its own, as a terminal's job
+    )  # fmt: skip
+    pids = [workdir / f"pid.{i}" for i in range(2)]
+    deadline = time.monotonic() + 120
+    while not all(p.exists() and p.read_text().strip() for p in pids):
+        assert process.poll() is None and time.monotonic() < deadline, "jobs did not start"
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGINT)
+    if how == "twice":
+        time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
+    assert stderr.count("seqera: interrupted; the run's 2 active jobs cancelled") == 1
+    left = [int(p.read_text()) for p in pids if not ends(int(p.read_text()), within=30.0)]
+    assert left == [], f"job shells still running after Ctrl-C: {left}"
 
 
 # Snakemake with an exit hook that takes 3 s (longer than the local status cadence of

@@ -35,6 +35,10 @@ def checks(names: list[str], config: Path) -> str:
     matching it as Nextflow matches one, then the config at ``config`` parsed."""
     lines = [
         f"assert java.util.regex.Pattern.matches({name_selector(n)}, {groovy_string(n)})\n"
+        # the ASCII-only forms (the sidecar's per-task config) are the same string and regex
+        f"assert {groovy_string(n, ascii_only=True)} == {groovy_string(n)}\n"
+        f"assert java.util.regex.Pattern.matches({name_selector(n, ascii_only=True)}, "
+        f"{groovy_string(n)})\n"
         f"println({groovy_string(n)}.chars().collect {{ Integer.toHexString(it) }}.join(','))"
         for n in names
     ]
@@ -51,6 +55,14 @@ def test_names_survive_as_groovy_strings_and_selectors(tmp_path: Path) -> None:
     (tmp_path / "generated.config").write_text(config, encoding="utf-8")
     lines = run_groovy(checks(HOSTILE, tmp_path / "generated.config"), tmp_path)
     assert lines == [units(n) for n in HOSTILE] + ["parsed"]
+
+
+def test_ascii_only_escapes_everything_past_printable_ascii() -> None:
+    for name in HOSTILE:
+        assert groovy_string(name, ascii_only=True).isascii()
+        assert name_selector(name, ascii_only=True).isascii()
+    assert groovy_string("é ✓", ascii_only=True) == "'\\u00e9 \\u2713'"
+    assert groovy_string("é ✓") == "'é ✓'"
 
 
 def test_a_selector_matches_only_its_own_name() -> None:

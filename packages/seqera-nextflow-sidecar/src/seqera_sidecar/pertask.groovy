@@ -3,7 +3,7 @@
     withName: '.*' {
         ext.seqeraSidecar = {
             def declared = task.ext.seqeraDeclared ?: [:]
-            def url = System.getenv('SEQERA_SIDECAR_URL') ?: '@URL@'
+            def url = System.getenv('SEQERA_SIDECAR_URL') ?: @URL@
             def timeout = (System.getenv('SEQERA_SIDECAR_TIMEOUT_MS') ?: '@TIMEOUT@') as Integer
             def ttl = (System.getenv('SEQERA_SIDECAR_CACHE_MS') ?: '@TTL@') as Long
             def backoff = (System.getenv('SEQERA_SIDECAR_BACKOFF_MS') ?: '@BACKOFF@') as Long

@@ -23,17 +23,17 @@ Nextflow's environment and never written into the file.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Mapping
 
 from attrs import frozen
 
+from seqera_core.dialects.groovy import groovy_string, name_selector
 from seqera_core.history import History
 from seqera_core.labels import METADATA, SLURM_COMMENT_MAX
 
 from ._pertask_groovy import SHARED
 
-__all__ = ["Declared", "Settings", "declared_values", "groovy_string", "per_task_config"]
+__all__ = ["Declared", "Settings", "declared_values", "per_task_config"]
 
 
 @frozen
@@ -70,26 +70,9 @@ def declared_values(history: History) -> dict[str, Declared]:
     return found
 
 
-_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def groovy_string(text: str) -> str:
-    """``text`` as a single-quoted Groovy string (no interpolation), control characters
-    and anything outside ASCII escaped as ``\\uXXXX``."""
-    out = []
-    for char in text:
-        if char in _ESCAPES:
-            out.append(_ESCAPES[char])
-        elif " " <= char <= "~":
-            out.append(char)
-        else:
-            out.extend(f"\\u{unit:04x}" for unit in _utf16(char))
-    return "'" + "".join(out) + "'"
-
-
-def _utf16(char: str) -> list[int]:
-    data = char.encode("utf-16-be", "surrogatepass")
-    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+def _literal(text: str) -> str:
+    # printable ASCII alone: the file reads the same whatever charset its reader assumes
+    return groovy_string(text, ascii_only=True)
 
 
 def _number(value: float | None) -> str:
@@ -105,8 +88,7 @@ def _declared_map(declared: Declared, cluster_options: str | None) -> str:
         f"cpus: {_number(declared.cpus)}",
         f"memory: {_number(declared.memory)}",
         f"time: {_number(declared.time)}",
-        "clusterOptions: "
-        + ("null" if cluster_options is None else groovy_string(cluster_options)),
+        "clusterOptions: " + ("null" if cluster_options is None else _literal(cluster_options)),
     ]
     return "[" + ", ".join(entries) + "]"
 
@@ -116,17 +98,12 @@ def _comment(text: str) -> str:
     return "".join(c if " " <= c <= "~" else "?" for c in text)
 
 
-def _selector(process: str) -> str:
-    # withName is a Java regex over the whole name (ConfigSelectorResolver.matchesName)
-    return groovy_string(re.escape(process))
-
-
 def _shared(settings: Settings) -> str:
-    auto = "[" + ", ".join(groovy_string(name) for name in sorted(settings.auto_labels)) + "]"
-    labels = ", ".join(f"{groovy_string(k)}: {groovy_string(v)}"
+    auto = "[" + ", ".join(_literal(name) for name in sorted(settings.auto_labels)) + "]"
+    labels = ", ".join(f"{_literal(k)}: {_literal(v)}"
                        for k, v in sorted(settings.labels.items()))  # fmt: skip
     replacements = {
-        "@URL@": settings.url.replace("\\", "\\\\").replace("'", "\\'"),
+        "@URL@": _literal(settings.url),
         "@TIMEOUT@": str(settings.timeout_ms),
         "@TTL@": str(settings.cache_ms),
         "@BACKOFF@": str(settings.backoff_ms),
@@ -159,7 +136,7 @@ def per_task_config(
         if process in notes:
             lines.append(f"    // {_comment(notes[process])}")
         lines += [
-            f"    withName: {_selector(process)} {{",
+            f"    withName: {name_selector(process, ascii_only=True)} {{",
             f"        ext.seqeraDeclared = {_declared_map(declared, settings.cluster_options)}",
             "        cpus = { task.ext.seqeraSidecar.cpus }",
             "        memory = { task.ext.seqeraSidecar.memory }",

@@ -10,14 +10,25 @@ installs ``exit_gracefully`` for SIGTERM; its FAQ, "How do I exit a running Snak
 workflow?": Ctrl-C kills the running jobs, a TERM signal stops the scheduling of new
 jobs and waits for the running ones): SIGTERM keeps that meaning. SIGHUP (the terminal
 closed) had none and killed Snakemake at once, leaving every job it had submitted to run
-unwatched; it now does what Ctrl-C does (:func:`hangup_cancels`): the scheduler's
-``KeyboardInterrupt`` path cancels every active job through the executor.
+unwatched; it now does what Ctrl-C does (:class:`Interrupts`): the scheduler's
+``KeyboardInterrupt`` path cancels every active job through the executor, and the run
+ends with 128 + the signal (130, 129), as ``seqera run`` and cwltool-seqera end.
+
+Ctrl-C often comes twice: ``uv run`` forwards a SIGINT it gets to its child when it is
+not attached to a terminal (astral-sh/uv#13925), so a group's SIGINT reaches Snakemake
+once from the sender and once from uv; an impatient user presses it again. A second
+``KeyboardInterrupt`` raised while the first is being handled (in the middle of the
+cancellation) printed its traceback and could leave jobs running. :class:`Interrupts`
+lets the first SIGINT raise as Python's own handler does and ignores the others while
+the run's jobs are cancelled (and for a moment after the first, so a forwarded copy that
+lands before the cancellation begins is not a second interrupt).
 """
 
 from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -26,7 +37,13 @@ from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
 from seqera_core.resume import job_key
 
-__all__ = ["hangup_cancels", "submission_key", "unfinished"]
+__all__ = ["Interrupts", "submission_key", "unfinished"]
+
+# The handlers replaced: Python's own for SIGINT (KeyboardInterrupt), the default for
+# SIGHUP (the process ends at once, its jobs left running).
+_OWN: dict[int, Any] = {signal.SIGINT: signal.default_int_handler, signal.SIGHUP: signal.SIG_DFL}
+# How long after the first SIGINT another one is taken for its copy (uv forwards at once).
+_COPY_SECONDS = 2.0
 
 
 def submission_key(job: JobExecutorInterface, workdir: Path) -> str:
@@ -56,12 +73,40 @@ def unfinished(persistence: Any, jobs: Iterable[JobExecutorInterface]) -> set[in
     return found
 
 
-def _hangup(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+class Interrupts:
+    """The run's SIGINT and SIGHUP handlers (see the module's docstring), installed from
+    the main thread only and only over Python's own (an embedding program's handler, or
+    ``nohup``'s SIG_IGN, is left alone); ``cancelling`` is set by the executor while it
+    cancels the run's jobs, :meth:`restore` puts the earlier handlers back."""
 
+    def __init__(self, clock: Any = time.monotonic) -> None:
+        self._clock = clock
+        self.first: float | None = None
+        self.signum: int = signal.SIGINT
+        self.cancelling = False
+        self._installed: dict[int, Any] = {}
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum, default in _OWN.items():
+            if signal.getsignal(signum) is default:
+                self._installed[signum] = default
+                signal.signal(signum, self._handle)
 
-def hangup_cancels() -> None:
-    """SIGHUP raises KeyboardInterrupt in the main thread, as Ctrl-C does (see the
-    module's docstring); nothing where the executor is not built in the main thread."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGHUP, _hangup)
+    @property
+    def exit_status(self) -> int:
+        """128 + the signal, as a shell reports a command it ended (130 for Ctrl-C)."""
+        return 128 + self.signum
+
+    def restore(self) -> None:
+        """The handlers from before (the run is over)."""
+        if threading.current_thread() is threading.main_thread():
+            for signum, handler in self._installed.items():
+                signal.signal(signum, handler)
+            self._installed = {}
+
+    def _handle(self, signum: int, frame: object) -> None:
+        now = self._clock()
+        if self.cancelling or (self.first is not None and now - self.first < _COPY_SECONDS):
+            return  # the same Ctrl-C again: the cancellation goes on
+        self.first, self.signum = now, signum
+        raise KeyboardInterrupt

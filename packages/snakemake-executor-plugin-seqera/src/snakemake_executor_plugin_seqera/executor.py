@@ -11,7 +11,10 @@ import contextlib
 import getpass
 import os
 import shlex
+import signal
+import sys
 import threading
+import time
 import uuid
 from collections.abc import AsyncGenerator, Sequence
 from importlib import metadata
@@ -44,8 +47,9 @@ from seqera_core.pipeline import Prepared
 from seqera_core.session import Finished, Session
 from seqera_core.units import format_bytes, format_seconds
 
+from ._logs import DEFAULT_DAYS, LogRetention
 from ._preload import PRELOAD
-from ._restart import hangup_cancels, submission_key, unfinished
+from ._restart import Interrupts, submission_key, unfinished
 from .resources import RUNNER_MEMORY, job_request
 from .settings import ExecutorSettings
 
@@ -200,6 +204,12 @@ class Executor(RemoteExecutor):
         self._run_id = run_id
         self._settings = settings
         self._jobdir = jobdir
+        days = settings.delete_logfiles_older_than
+        self._retention = LogRetention(
+            jobdir / "logs",
+            keep_successful=settings.keep_successful_logs,
+            older_than_days=DEFAULT_DAYS if days is None else days,
+        )
         self._backend_name = self._session.backend_name
         self._squashed = isinstance(self._session.backend, SquashBackend)
         # Jobs go as argv where they can start as forks of a preloaded Snakemake.
@@ -219,7 +229,7 @@ class Executor(RemoteExecutor):
             left = 0
         if left:
             self.logger.info(f"seqera: {left} jobs an earlier run left are adopted if asked for")
-        hangup_cancels()
+        self._interrupts = Interrupts()  # SIGHUP cancels as Ctrl-C does; see _restart
         self._image = settings.image or _snakemake_image()
         if self._backend_name == "local":
             # A local poll is a look at this process's own table: no need to wait long.
@@ -297,7 +307,7 @@ class Executor(RemoteExecutor):
             for job, _ in ready:
                 self.report_job_error(SubmittedJobInfo(job), msg=f"submission failed: {exc}. ")
         for (job, spec), handle in sent:
-            aux = {"handle": handle, "request": spec.request}
+            aux = {"handle": handle, "request": spec.request, "logs": (spec.stdout, spec.stderr)}
             self.report_job_submission(
                 SubmittedJobInfo(job, external_jobid=handle.native_id, aux=aux)
             )
@@ -334,7 +344,8 @@ class Executor(RemoteExecutor):
         name = f"{job.name}-{job.jobid}" if not job.is_group() else f"group-{job.jobid}"
         logdir = self._jobdir / "logs" / name
         logdir.mkdir(parents=True, exist_ok=True)
-        log = logdir / f"{self._run_id[:8]}.log"
+        # one log per attempt: a failed attempt's log is kept when a retry succeeds
+        log = logdir / f"{self._run_id[:8]}.{job.attempt}.log"
         shared = self._session.entry.shared_fs
         # One log for both streams, as the Slurm plugin keeps it; PBS copies each stream
         # back on its own, so there the errors get their own file.
@@ -383,6 +394,7 @@ class Executor(RemoteExecutor):
                 yield info
             elif status.state is JobState.SUCCEEDED:
                 self.report_job_success(info)
+                self._retention.succeeded(info.aux.get("logs", ()), self._warn)
             elif (rescued := self._rescued(info, status)) is not False:
                 if rescued:
                     yield info  # sent again at once, under the same Snakemake job
@@ -390,6 +402,9 @@ class Executor(RemoteExecutor):
                 message = failure_message(status, info.aux["request"])
                 # Snakemake appends its own hint right after the message.
                 self.report_job_error(info, msg=f"{message}. ", aux_logs=self._logs(status))
+
+    def _warn(self, message: str) -> None:
+        self.logger.warning(f"seqera: {message}")
 
     def _rescued(self, info: SubmittedJobInfo, status: JobStatus) -> bool | None:
         """Never a gate: a job the right-sizer gave less than it declared, killed for
@@ -476,12 +491,36 @@ class Executor(RemoteExecutor):
             with contextlib.suppress(RuntimeError):  # the loop has closed
                 loop.call_soon_threadsafe(_resolve, waiter)
 
+    def cancel(self) -> None:
+        """Snakemake's way out on Ctrl-C (and on an error): every active job cancelled,
+        then the executor shut down. After Ctrl-C (or SIGHUP) the run then ends at once
+        with one line and 130 (129), as ``seqera run`` does, where Snakemake would go on
+        to report the cancelled jobs as a failure (``At least one job did not complete
+        successfully``, exit 1; its ``onerror`` handler is not run). Further SIGINTs are
+        ignored meanwhile."""
+        interrupted = isinstance(sys.exc_info()[1], KeyboardInterrupt)
+        self._interrupts.cancelling = True
+        with self.lock:
+            count = sum(1 for info in self.active_jobs if info.aux)
+        try:
+            super().cancel()
+        finally:
+            if not interrupted:
+                self._interrupts.restore()
+        if interrupted:
+            signum = self._interrupts.signum
+            how = "interrupted" if signum == signal.SIGINT else signal.Signals(signum).name
+            self.logger.warning(f"seqera: {how}; the run's {count} active jobs cancelled")
+            raise SystemExit(self._interrupts.exit_status)
+
     def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]) -> None:
         """Cancel every active job with one backend call."""
         handles = [info.aux["handle"] for info in active_jobs if info.aux]
         self._session.cancel(handles)
 
     def shutdown(self) -> None:
+        if not self._interrupts.cancelling:  # else the run ends at once: see cancel()
+            self._interrupts.restore()
         with self.lock:  # as the base class does, but before the wake-up: see sleep()
             self.wait = False
         self._wake()
@@ -491,6 +530,9 @@ class Executor(RemoteExecutor):
             self._session.cancel_orphans()
         except SeqeraError as exc:
             self.logger.warning(f"seqera: could not cancel an earlier run's jobs: {exc}")
+        days = self._retention.older_than_days
+        if deleted := self._retention.sweep(time.time(), self._warn):
+            self.logger.info(f"seqera: {deleted} job logs older than {days} days deleted")
         try:
             self._report()
         finally:

@@ -3,8 +3,10 @@
 Snakemake's own resource names (``mem_mb``, ``mem``, ``disk_mb``, ``runtime``, ``threads``,
 ``gpu``, ...) and the names users write for snakemake-executor-plugin-slurm
 (``slurm_partition``, ``slurm_account``, ``slurm_extra``, ``constraint``, ``qos``) and for
-snakemake-executor-plugin-sge (``sge_queue``, ``sge_project``, ``sge_pe``, ``sge_extra``) are
-read by ``seqera_core.dialects.snakemake``; this module adds what only a job knows.
+snakemake-executor-plugin-sge (``sge_queue``, ``sge_project``, ``sge_pe``, ``sge_extra``) and
+snakemake-executor-plugin-lsf (``lsf_queue``, ``lsf_project``, ``lsf_extra``, ``time_min``,
+``span``/``ptile``/``cpus_per_node``) are read by ``seqera_core.dialects.snakemake``; this
+module adds what only a job knows.
 """
 
 from __future__ import annotations

@@ -90,6 +90,21 @@ class ExecutorSettings(ExecutorSettingsBase):
             "(default .snakemake/seqera in the working directory)."
         ),
     )
+    keep_successful_logs: bool = field(
+        default=False,
+        metadata=_setting(
+            "Keep the log of every successful job (by default it is deleted once the job "
+            "succeeds, as --slurm-keep-successful-logs does; a failed job's is kept). Also "
+            "turns off --seqera-delete-logfiles-older-than."
+        ),
+    )
+    delete_logfiles_older_than: Optional[int] = field(
+        default=None,
+        metadata=_setting(
+            "At the end of each run, delete the job logs older than this many days "
+            "(default 10; 0 or less: none), as --slurm-delete-logfiles-older-than does."
+        ),
+    )
     local_cores: Optional[int] = field(
         default=None,
         metadata=_setting("Cores the local backend shares between jobs (default: all)."),

@@ -22,6 +22,8 @@ from seqera_core.backends.batch.lsf import (
     parse_submit,
     submission_keys,
 )
+from seqera_core.dialects.snakemake import request_from_resources
+from seqera_core.errors import UsageError
 from seqera_core.labels import decode_labels
 from seqera_core.models import Accelerator, ResourceRequest
 from seqera_core.squash import SquashPolicy
@@ -202,3 +204,31 @@ def test_find_asks_once_and_finds_nothing_unlisted(tmp_path: Path) -> None:
     fresh = lsf(tmp_path, runner)  # a later process: only the work directory
     assert fresh.find(["row-1", "never-sent"]) == {}
     assert runner.argvs[-1] == ["bjobs", "-a", "-json", "-o", "jobid job_description"]
+
+
+def test_a_snakemake_rule_with_the_lsf_plugins_names(tmp_path: Path) -> None:
+    """What snakemake-executor-plugin-lsf's users write reaches bsub as that plugin sends it."""
+    resources = {"mem_mb_per_cpu": 1000, "lsf_queue": "long", "lsf_project": "genomics",
+                 "lsf_extra": "-R 'select[a100]' -u me@example.org", "time_min": 30,
+                 "mpi": "mpirun", "tasks": 4, "ptile": 2}  # fmt: skip
+    translation = request_from_resources(resources, threads=4, rule="calc_pi")
+    assert translation.ignored == ()
+    runner = Replies({"bsub": [result(fixture("bsub-brutus.txt"))]})
+    [handle] = lsf(tmp_path, runner).submit([JobSpec("calc_pi", ["true"], translation.request)])
+    argv = runner.argvs[0]
+    at = argv.index("-n")
+    kb = -(-4 * 1000 * 10**6 // 1024)  # 4 x 1000 MB per CPU, in KB (the default unit)
+    assert argv[at : at + 10] == ["-n", "4", "-R", "span[ptile=2]", "-R", f"rusage[mem={kb}]",
+                                  "-M", str(kb), "-W", "30"]  # fmt: skip
+    at = argv.index("-q")
+    assert argv[at : at + 8] == ["-q", "long", "-P", "genomics", "-R", "select[a100]",
+                                 "-u", "me@example.org"]  # fmt: skip
+    assert handle.native_id == "473713"
+
+
+def test_lsf_extra_cannot_move_the_outputs(tmp_path: Path) -> None:
+    runner = Replies({"bsub": [result(fixture("bsub-brutus.txt"))]})
+    bad = ResourceRequest(cpus=1, extra={"lsf.extra": "-oo /elsewhere"})
+    with pytest.raises(UsageError, match="lsf_extra"):
+        lsf(tmp_path, runner).submit([JobSpec("x", ["true"], bad)])
+    assert runner.argvs == []  # nothing sent

@@ -9,7 +9,9 @@ its surrogate pair). :func:`name_selector` is that, for a ``withName:`` selector
 Nextflow matches as a Java regular expression over the whole name (``!`` in front negates;
 ``ProcessConfig.matchesSelector``, nextflow ``modules/nextflow/src/main/groovy/nextflow/
 script/ProcessConfig.groovy``): the regular expression's metacharacters are escaped, so
-the selector matches that one name.
+the selector matches that one name. With ``ascii_only`` every character outside printable
+ASCII is escaped too: the file is then plain ASCII, the same whatever charset its reader
+assumes (the sidecar's per-task config is written so).
 
 Every writer of Groovy in the project uses these two (the sidecar's ``config`` and per-task
 generators, the report's snippets).
@@ -25,10 +27,16 @@ _ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _REGEX_META = frozenset("\\.[]{}()*+?^$|!")
 
 
-def _escaped(char: str) -> str:
+def _plain(char: str, ascii_only: bool) -> bool:
+    if ascii_only:
+        return " " <= char <= "~"
+    return char.isprintable() and not 0xD800 <= ord(char) <= 0xDFFF
+
+
+def _escaped(char: str, ascii_only: bool) -> str:
     if char in _ESCAPES:
         return _ESCAPES[char]
-    if char.isprintable() and not 0xD800 <= ord(char) <= 0xDFFF:
+    if _plain(char, ascii_only):
         return char
     code = ord(char)
     if code > 0xFFFF:  # UTF-16: a surrogate pair, each escaped
@@ -37,11 +45,13 @@ def _escaped(char: str) -> str:
     return f"\\u{code:04x}"
 
 
-def groovy_string(text: str) -> str:
-    """``text`` as a single-quoted Groovy string literal that evaluates to ``text``."""
-    return "'" + "".join(_escaped(c) for c in text) + "'"
+def groovy_string(text: str, *, ascii_only: bool = False) -> str:
+    """``text`` as a single-quoted Groovy string literal that evaluates to ``text``
+    (with ``ascii_only``, written in printable ASCII alone)."""
+    return "'" + "".join(_escaped(c, ascii_only) for c in text) + "'"
 
 
-def name_selector(name: str) -> str:
+def name_selector(name: str, *, ascii_only: bool = False) -> str:
     """A ``withName:`` selector (a Groovy literal) matching exactly the process ``name``."""
-    return groovy_string("".join("\\" + c if c in _REGEX_META else c for c in name))
+    pattern = "".join("\\" + c if c in _REGEX_META else c for c in name)
+    return groovy_string(pattern, ascii_only=ascii_only)

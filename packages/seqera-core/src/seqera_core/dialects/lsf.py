@@ -15,8 +15,12 @@ what the task asked for, but the processes together are not capped (``explain`` 
 reserved there; the ``reserve_per_task`` setting divides it by the task count instead.
 
 ``-W`` is ``[hour:]minute`` (IBM, ``bsub -W``): written in whole minutes, rounded up.
-``-n N`` with ``-R "span[hosts=1]"`` keeps a task's slots on one host. GPUs: ``-gpu
-"num=N[:gmodel=TYPE]"`` (LSF 10.1.0.3+, ``bsub -gpu``).
+``-n N`` with ``-R "span[hosts=1]"`` keeps a task's slots on one host; an MPI rule's
+``lsf.span`` (``ptile=4``...) replaces it, as snakemake-executor-plugin-lsf's ``get_span``
+does. Memory per CPU is that times ``N`` for the whole job (that plugin's
+``mem_mb_per_cpu``). GPUs: ``-gpu "num=N[:gmodel=TYPE]"`` (LSF 10.1.0.3+, ``bsub -gpu``).
+``lsf.extra`` (Snakemake's ``lsf_extra``) is bsub options split as a shell would, never
+one of those the backend sets itself.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -36,6 +41,8 @@ from ..units import ceil_div
 __all__ = [
     "UNITS",
     "LsfSettings",
+    "check_span",
+    "extra_options",
     "format_limit",
     "read_lsf_conf",
     "site_settings",
@@ -46,7 +53,12 @@ __all__ = [
 UNITS: Mapping[str, int] = {
     unit: 1024 ** (power + 1) for power, unit in enumerate(("KB", "MB", "GB", "TB", "PB", "EB"))
 }
+# IBM LSF 10.1, "span string": hosts=1 (or -1), ptile=N (or '!' and host types), block=N,
+# stripe[=N]
+_SPAN = re.compile(r"hosts=-?1|ptile=[A-Za-z0-9_!',:]+|block=\d+|stripe(=\d+)?", re.ASCII)
 _PASS = re.compile(r"[A-Za-z0-9_.:/@+-]+", re.ASCII)
+# what the backend sets itself (backends/batch/lsf.py): names, description, outputs, cwd
+_RESERVED = ("-J", "-Jd", "-o", "-oo", "-e", "-eo", "-cwd")
 _CONF_LINE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$", re.ASCII)
 
 
@@ -118,19 +130,56 @@ def format_limit(size: int, unit: str) -> int:
     return ceil_div(size, UNITS[unit])
 
 
+def extra_options(value: str) -> list[str]:
+    """``lsf_extra`` split into bsub options as a shell would split it, and checked.
+
+    Raises:
+        ResourceError: unbalanced quotes, or an option the backend sets itself.
+    """
+    try:
+        args = shlex.split(value)
+    except ValueError as exc:
+        raise ResourceError(
+            "lsf_extra", value, f"bsub options a shell can split ({str(exc).lower()})"
+        ) from None
+    for arg in args:
+        if arg in _RESERVED:
+            raise ResourceError("lsf_extra", value, f"bsub options other than "
+                                f"{', '.join(_RESERVED)}, which seqera sets")  # fmt: skip
+    return args
+
+
 def _pass_through(request: ResourceRequest) -> list[str]:
     args: list[str] = []
     for key, value in sorted(request.extra.items()):
-        if not key.startswith("lsf."):
+        if not key.startswith("lsf.") or key == "lsf.span":
             continue
         name = key.removeprefix("lsf.")
         if name in ("project", "group") and _PASS.fullmatch(value):
             args += ["-P" if name == "project" else "-G", value]
         elif name == "resource" and "\n" not in value:
             args += ["-R", value]
+        elif name == "extra":
+            args += extra_options(value)
         else:
-            raise ResourceError(key, value, "lsf.project, lsf.group (a name) or lsf.resource")
+            raise ResourceError(
+                key, value, "lsf.project, lsf.group (a name), lsf.resource, lsf.extra or lsf.span"
+            )
     return args
+
+
+def check_span(value: object, field: str = "lsf.span") -> str:
+    """An LSF span string as IBM documents it (``hosts=1``, ``ptile=4``, ``block=2``,
+    ``stripe``), stripped; else ResourceError naming ``field``."""
+    span = str(value).strip()
+    if not _SPAN.fullmatch(span):
+        raise ResourceError(field, value, "an LSF span string: hosts=1, ptile=N, block=N or "
+                            "stripe[=N] (IBM LSF, span string)")  # fmt: skip
+    return span
+
+
+def _span(request: ResourceRequest) -> str:
+    return f"span[{check_span(request.extra.get('lsf.span', 'hosts=1'))}]"
 
 
 def submission(
@@ -147,9 +196,14 @@ def submission(
     args: list[str] = []
     if request.cpus is not None:
         native["n"] = tasks
-        args += ["-n", str(tasks), "-R", "span[hosts=1]"]
-    if request.memory is not None:
-        limit = format_limit(request.memory, site.unit)
+        args += ["-n", str(tasks), "-R", _span(request)]
+    memory = request.memory
+    if request.memory_per_cpu is not None:
+        memory = request.memory_per_cpu * tasks
+        if request.memory is not None:
+            notes.append("memory per CPU replaces the job's memory (-M and rusage from it)")
+    if memory is not None:
+        limit = format_limit(memory, site.unit)
         reserve = ceil_div(limit, tasks) if site.reserve_per_task else limit
         native["M"], native["rusage_mem"] = limit, reserve
         args += ["-R", f"rusage[mem={reserve}]", "-M", str(limit)]

@@ -8,6 +8,14 @@ GPU and scheduler keys are read as snakemake-executor-plugin-slurm reads them, a
 Grid Engine ones as snakemake-executor-plugin-sge does (``submit_string.py``): ``sge_queue``
 and ``sge_project`` are the queue and project (where no ``slurm_partition`` or
 ``slurm_account`` names one), ``sge_pe`` the parallel environment, ``sge_extra`` qsub options.
+
+The LSF ones as snakemake-executor-plugin-lsf 0.3 reads them (``__init__.py``, ``run_job``,
+``get_span``; ``docs/further.md``): ``lsf_queue`` and ``lsf_project`` are the queue (``-q``)
+and project (``-P``) where no Slurm or Grid Engine name is given, ``lsf_extra`` bsub
+options, ``time_min`` whole minutes of run time after ``runtime`` and ``walltime``; for a
+rule with ``mpi`` only, ``span`` (an LSF span string), else ``ptile``, else
+``cpus_per_node`` (``ptile=N``) replace ``span[hosts=1]``. Without ``mpi`` that plugin
+ignores those three, and so they are named among the resources nothing reads.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from ..errors import ResourceError
 from ..models import Accelerator, ResourceRequest, Translation
 from ..units import MB, MIB, ceil_scale, format_bytes
 from ._values import at_most_largest, number, short_digits
+from .lsf import check_span
 
 __all__ = [
     "READ_KEYS",
@@ -53,8 +62,12 @@ READ_KEYS = frozenset(
         "mpi", "tasks", "tasks_per_node", "nodes", "cpus_per_task", "mem_mb_per_cpu",
         "mem_mib_per_cpu", "gres", "cpus_per_gpu", "tasks_per_gpu", "clusters", "cluster",
         "slurm_cluster", "slurm_requeue", "reservation", "slurm_reservation",
+        # snakemake-executor-plugin-lsf's own (placement: see _LSF_SPAN)
+        "lsf_queue", "lsf_project", "lsf_extra", "time_min",
     }
 )  # fmt: skip
+# Read for an MPI rule only, the first one given (snakemake-executor-plugin-lsf get_span).
+_LSF_SPAN = ("span", "ptile", "cpus_per_node")
 # resource -> sbatch option (the request's extra "slurm.<option>"), as the Slurm plugin
 # writes them (submit_string.py); a false-like slurm_requeue sends nothing.
 _PASSED = (
@@ -206,6 +219,10 @@ def request_from_resources(
     disk = _suffixed(resources, "disk")
     runtime = get("runtime", get("walltime"))
     time = None if runtime is None else parse_runtime_seconds(runtime)
+    if time is None and get("time_min") is not None:
+        # the LSF plugin's time_min: a whole number of minutes (it refuses anything else)
+        minutes = number("time_min", get("time_min"), "a whole number of minutes", integer=True)
+        time = at_most_largest("time_min", get("time_min"), int(minutes) * 60, "a duration")
     gpus = get("gpu", get("gpus", get("nvidia_gpu")))
     accelerator = None
     if gpus is not None:
@@ -215,9 +232,11 @@ def request_from_resources(
             Accelerator(int(count), None if model is None else str(model)) if count else None
         )
     extra = _passed(resources)
-    for key, name in (("sge_pe", "sge.pe"), ("sge_extra", "sge.extra")):
+    for key, name in (("sge_pe", "sge.pe"), ("sge_extra", "sge.extra"), ("lsf_extra", "lsf.extra")):
         if get(key):
             extra[name] = str(get(key))
+    if get("mpi") and (span := _lsf_span(resources)):
+        extra["lsf.span"] = span
     if accelerator is not None or "gpu" in str(get("gres", "")):
         # --cpus-per-gpu and --ntasks-per-gpu only for a GPU job, and only when > 0
         # (further.md, "CPU Allocation per GPU")
@@ -240,8 +259,8 @@ def request_from_resources(
         time=time or None,
         accelerator=accelerator,
         machine_type=get("machine_type"),
-        queue=get("slurm_partition") or get("sge_queue"),
-        account=get("slurm_account") or get("sge_project"),
+        queue=get("slurm_partition") or get("sge_queue") or get("lsf_queue"),
+        account=get("slurm_account") or get("sge_project") or get("lsf_project"),
         process=rule,
         attempt=attempt,
         extra=extra,
@@ -253,8 +272,20 @@ def request_from_resources(
         memory_per_cpu=per_cpu,
         mpi=str(get("mpi")) if get("mpi") else None,
     )
-    ignored = tuple(sorted(k for k in resources if k not in READ_KEYS))
+    read = READ_KEYS | set(_LSF_SPAN) if get("mpi") else READ_KEYS
+    ignored = tuple(sorted(k for k in resources if k not in read))
     return Translation(request, ignored)
+
+
+def _lsf_span(resources: Mapping[str, Any]) -> str | None:
+    """The span string of an MPI rule's ``span``, ``ptile`` or ``cpus_per_node``."""
+    span = resources.get("span")
+    if span:
+        return check_span(span, "span")
+    for key in ("ptile", "cpus_per_node"):
+        if resources.get(key):
+            return f"ptile={_count(resources, key)}"
+    return None
 
 
 # Every job runs Snakemake itself around its command (about 140 MB resident, measured
