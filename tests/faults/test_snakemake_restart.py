@@ -34,7 +34,9 @@ N = range({JOBS})
 rule all:
     input: expand("out/{{i}}.txt", i=N)
 
-rule work:
+# A rule name of its own: Slurm's completion log is the cluster's, and the other fault
+# tests' Snakemake runs (signals, kill -9) send rules named "work" to the same cluster.
+rule survive:
     output: "out/{{i}}.txt"
     resources: runtime=5
     shell: "echo $SLURM_JOB_ID >> runs/{{wildcards.i}}; echo {{wildcards.i}} > {{output}}"
@@ -64,7 +66,7 @@ def test_survives_a_controller_restart(
         (workdir / "runs" / str(i)).read_text().split() if (workdir / "runs" / str(i)).exists()
         else [] for i in range(JOBS)
     ]  # fmt: skip
-    names = accepted_by_slurm("smk-work-")  # the executor's job names
+    names = accepted_by_slurm("smk-survive-")  # the executor's job names
     fault_table.rows.append(
         FaultRow(
             fault=f"slurmctld down {DOWN_SECONDS:.0f} s in a {JOBS}-job Snakemake run",
