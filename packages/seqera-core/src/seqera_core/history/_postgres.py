@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from ..errors import HistoryError, ResourceError
+from ..errors import HistoryError
 from ..redaction import masked, redacted
 from . import _sql
 from ._records import CpuUse, ProcessStats, TaskRecord
@@ -60,9 +60,13 @@ class PostgresHistory:
         try:
             return psycopg.connect(self._url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
+            # A server that is down or restarting is the normal case of a shared history
+            # (issue 34), not bad input: a HistoryError, so a run goes on and records its
+            # tasks once the server is back; a command that needs the rows fails (exit 1).
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ResourceError(
-                "history", self.path, f"a reachable PostgreSQL ({masked(reason, self._url)})"
+            raise HistoryError(
+                f"history: {self.path!r} could not be reached; expected a reachable "
+                f"PostgreSQL ({masked(reason, self._url)})"
             ) from None
 
     def _call(self, work: Callable[[Any], _T]) -> _T:
@@ -78,10 +82,7 @@ class PostgresHistory:
                         raise HistoryError(
                             f"history {self.path}: {masked(str(exc), self._url)}"
                         ) from None
-                    try:
-                        self._pg = self._connect()
-                    except ResourceError as err:
-                        raise HistoryError(str(err)) from None
+                    self._pg = self._connect()
                 except psycopg.Error as exc:
                     raise HistoryError(
                         f"history {self.path}: {masked(str(exc), self._url)}"
