@@ -26,7 +26,7 @@ def moto_batch_server() -> Iterator[Emulator]:
 
 @pytest.fixture
 def batch_emulator(moto_batch_server: Emulator, monkeypatch: pytest.MonkeyPatch) -> BatchEmulator:
-    """A clean emulator with job queue ``seqera`` (m5.large and r5.2xlarge instances)."""
+    """A clean emulator with job queue ``seqera`` (m5.large, r5.2xlarge, g4dn.xlarge)."""
     from tests.integration.awsbatch.emulator import BatchEmulator
 
     for name in ("AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):

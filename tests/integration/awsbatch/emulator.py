@@ -44,6 +44,10 @@ from tests.integration.ecs.emulator import ACCOUNT, REGION, Emulator
 __all__ = ["QUEUE", "BatchEmulator"]
 
 QUEUE = "seqera"
+TYPES = ("m5.large", "r5.2xlarge", "g4dn.xlarge")  # the default queue's instance types
+_CLIENTS: dict[
+    tuple[str, str], Any
+] = {}  # one per service for the session: each takes a while to make
 SERVICE_ROLE = f"arn:aws:iam::{ACCOUNT}:role/AWSBatchServiceRole"
 
 
@@ -68,11 +72,15 @@ class BatchEmulator:
 
     def client(self, service: str) -> Any:
         """A boto3 client of the emulator, over HTTP like the backend's."""
-        keys = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
-        return boto3.client(service, endpoint_url=self.url, region_name=REGION, **keys)
+        if (service, self.url) not in _CLIENTS:
+            keys = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+            _CLIENTS[service, self.url] = boto3.client(
+                service, endpoint_url=self.url, region_name=REGION, **keys
+            )
+        return _CLIENTS[service, self.url]
 
     def create_queue(
-        self, name: str = QUEUE, instance_types: tuple[str, ...] = ("m5.large", "r5.2xlarge"),
+        self, name: str = QUEUE, instance_types: tuple[str, ...] = TYPES,
         max_vcpus: int = 64, kind: str = "EC2", state: str = "ENABLED",
     ) -> str:  # fmt: skip
         """A managed compute environment of ``instance_types`` and a job queue on it,

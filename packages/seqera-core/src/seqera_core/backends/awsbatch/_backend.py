@@ -115,11 +115,12 @@ class AwsBatchBackend(Backend):
         once = botocore.config.Config(region_name=region, retries={"total_max_attempts": 1})
         self.batch: Any = session.client("batch", config=config)
         self.submitter: Any = session.client("batch", config=once)  # SubmitJob: never resent
-        self.ec2: Any = session.client("ec2", config=config)
         self.cloudwatch_logs: Any = session.client("logs", config=config)
-        for client in (self.batch, self.submitter, self.ec2, self.cloudwatch_logs):
+        for client in (self.batch, self.submitter, self.cloudwatch_logs):
             # once per API call (botocore's retries of it are not counted again)
             client.meta.events.register("before-call", self._count)
+        self._session, self._config = session, config
+        self._ec2: Any = None
         self._limits: dict[str, QueueLimits] = {}
         self._definitions: dict[str, str] = {}  # definition name -> ARN
         self._jobs: dict[str, _Job] = {}
@@ -140,6 +141,19 @@ class AwsBatchBackend(Backend):
         if queue not in self._limits:
             self._limits[queue] = queue_limits(self._call, self.batch, self.ec2, queue)
         return self._limits[queue]
+
+    def queues(self) -> list[dict[str, Any]]:
+        """Every job queue of the account (DescribeJobQueues, paginated)."""
+        return describe_queues(self._call, self.batch, None)
+
+    @property
+    def ec2(self) -> Any:
+        """An EC2 client, made on first use: only instance types' sizes are read from it
+        (EC2's service model takes a while to load)."""
+        if self._ec2 is None:
+            self._ec2 = self._session.client("ec2", config=self._config)
+            self._ec2.meta.events.register("before-call", self._count)
+        return self._ec2
 
     def _definition(self, body: dict[str, Any]) -> str:
         name = str(body["jobDefinitionName"])
@@ -279,7 +293,7 @@ class AwsBatchBackend(Backend):
         Raises:
             AwsBatchError: a call failed (after botocore's retries): nothing can be concluded.
         """
-        queues = [str(q["jobQueueName"]) for q in describe_queues(self._call, self.batch, None)]
+        queues = [str(q["jobQueueName"]) for q in self.queues()]
         found: dict[str, JobHandle] = {}
         for key in dict.fromkeys(keys):
             for queue in queues:

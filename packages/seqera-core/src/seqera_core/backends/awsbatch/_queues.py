@@ -18,34 +18,69 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import attrs
 from attrs import frozen
 
 from ...errors import ResourceError, UsageError
 from ...units import GIB, MIB
 
-__all__ = ["FARGATE_LIMITS", "QueueLimits", "describe_queues", "queue_limits"]
+__all__ = ["FARGATE_LIMITS", "Instance", "QueueLimits", "describe_queues", "queue_limits"]
+
+
+@frozen
+class Instance:
+    """One instance type a queue may launch: vCPUs, memory bytes, GPUs."""
+
+    name: str
+    cpus: float
+    memory: int
+    gpus: int = 0
 
 
 @frozen
 class QueueLimits:
-    """A job queue's largest job: vCPUs, memory bytes and GPUs (None: not known)."""
+    """A job queue's instance types (none: their sizes are not known here) and the largest
+    job any of them holds: vCPUs, memory bytes and GPUs, each the most of any type."""
 
     name: str
-    cpus: float | None = None
-    memory: int | None = None
-    gpus: int | None = None
+    instances: tuple[Instance, ...] = ()
     fargate: bool = False
-    instance: str | None = None  # the instance type the limits come from
+
+    @property
+    def cpus(self) -> float | None:
+        """The most vCPUs one job can have, None when not known."""
+        return max((i.cpus for i in self.instances), default=None)
+
+    @property
+    def memory(self) -> int | None:
+        """The most memory (bytes) one job can have, None when not known."""
+        return max((i.memory for i in self.instances), default=None)
+
+    @property
+    def gpus(self) -> int | None:
+        """The most GPUs one job can have, None when not known."""
+        return max((i.gpus for i in self.instances), default=None)
 
     def check(self, cpus: float, memory: int, gpus: int) -> None:
-        """Refuse a job no instance of this queue can hold (it would stay RUNNABLE)."""
-        where = f"job queue {self.name}" + (f" (largest: {self.instance})" if self.instance else "")
-        if self.cpus is not None and cpus > self.cpus:
-            raise ResourceError("cpus", cpus, f"at most {self.cpus:g} vCPUs on {where}")
-        if self.memory is not None and memory > self.memory:
-            raise ResourceError("memory", memory, f"at most {self.memory // MIB} MiB on {where}")
-        if gpus and self.gpus is not None and gpus > self.gpus:
-            raise ResourceError("accelerator", gpus, f"at most {self.gpus} GPUs on {where}")
+        """Refuse a job no instance type of this queue can hold (it would stay RUNNABLE)."""
+        if not self.instances or any(
+            cpus <= i.cpus and memory <= i.memory and gpus <= i.gpus for i in self.instances
+        ):
+            return
+        sizes = ", ".join(
+            f"{i.name} ({i.cpus:g} vCPUs, {i.memory // MIB} MiB, {i.gpus} GPUs)"
+            for i in sorted(self.instances, key=lambda i: (i.gpus, i.cpus, i.memory))
+        )
+        # Name what is missing on the instances that have everything asked before it.
+        with_gpus = [i for i in self.instances if i.gpus >= gpus]
+        with_cpus = [i for i in with_gpus if i.cpus >= cpus]
+        field, value = (
+            ("accelerator", gpus) if not with_gpus
+            else ("cpus", cpus) if not with_cpus else ("memory", memory)
+        )  # fmt: skip
+        raise ResourceError(
+            field, value, f"a job one instance type of job queue {self.name} holds: {sizes}"
+        )
 
 
 FARGATE_LIMITS = (16.0, 120 * GIB)
@@ -81,14 +116,15 @@ def queue_limits(call: Callable[..., Any], batch: Any, ec2: Any, name: str) -> Q
     order = sorted(queue.get("computeEnvironmentOrder") or [], key=lambda e: e.get("order", 0))
     arns = [e["computeEnvironment"] for e in order]
     found = call(batch.describe_compute_environments, computeEnvironments=arns) if arns else {}
-    best = QueueLimits(name, 0, 0, 0)
+    instances: list[Instance] = []
+    fargate = False
     for environment in found.get("computeEnvironments") or []:
         limits = _environment(call, ec2, name, environment.get("computeResources") or {})
         if limits is None:
             return QueueLimits(name)  # one environment of unknown size: no limit known
-        if (limits.cpus or 0, limits.memory or 0) > (best.cpus or 0, best.memory or 0):
-            best = limits
-    return best if best.cpus else QueueLimits(name)
+        instances += limits.instances
+        fargate = fargate or limits.fargate
+    return QueueLimits(name, tuple(instances), fargate)
 
 
 def _environment(
@@ -97,23 +133,21 @@ def _environment(
     kind = str(resources.get("type", ""))
     if kind.startswith("FARGATE"):
         cpus, memory = FARGATE_LIMITS
-        return QueueLimits(queue, cpus, memory, 0, fargate=True, instance=kind)
+        return QueueLimits(queue, (Instance(kind, cpus, memory),), fargate=True)
     wanted = [str(t) for t in resources.get("instanceTypes") or []]
     if not wanted or any(t == "optimal" or t.startswith("default_") for t in wanted):
         return None
     types = _instance_types(call, ec2, wanted)
     if not types:
         return None
-    largest = max(types, key=lambda t: (t[1], t[2]))
     cap = resources.get("maxvCpus")
-    cpus = float(min(largest[1], cap)) if isinstance(cap, int) and cap > 0 else float(largest[1])
-    return QueueLimits(queue, cpus, largest[2], max(t[3] for t in types), instance=largest[0])
+    if isinstance(cap, int) and cap > 0:  # the environment never has more vCPUs in all
+        types = [attrs.evolve(t, cpus=min(t.cpus, cap)) for t in types]
+    return QueueLimits(queue, tuple(types))
 
 
-def _instance_types(
-    call: Callable[..., Any], ec2: Any, wanted: list[str]
-) -> list[tuple[str, int, int, int]]:
-    """(name, vCPUs, memory bytes, GPUs) of each type, a family's (``m5``) every member."""
+def _instance_types(call: Callable[..., Any], ec2: Any, wanted: list[str]) -> list[Instance]:
+    """Each type's size, every member of a family (``m5``)."""
     exact = [t for t in wanted if "." in t]
     families = [f"{t}.*" for t in wanted if "." not in t]
     found: list[Any] = []
@@ -126,9 +160,9 @@ def _instance_types(
             found += page.get("InstanceTypes") or []
             params = {**params, "NextToken": page["NextToken"]} if page.get("NextToken") else None
     return [
-        (
+        Instance(
             str(t["InstanceType"]),
-            int(t.get("VCpuInfo", {}).get("DefaultVCpus", 0)),
+            float(t.get("VCpuInfo", {}).get("DefaultVCpus", 0)),
             int(t.get("MemoryInfo", {}).get("SizeInMiB", 0)) * MIB,
             sum(int(g.get("Count", 0)) for g in (t.get("GpuInfo") or {}).get("Gpus") or []),
         )
