@@ -110,11 +110,11 @@ def test_one_definition_per_shape_reused_by_a_second_backend(batch_emulator: Bat
     assert memory == ["1024", "2048"]
 
 
-def test_250_jobs_take_three_describe_calls_per_poll(batch_emulator: BatchEmulator) -> None:
+def test_101_jobs_take_two_describe_calls_per_poll(batch_emulator: BatchEmulator) -> None:
     batch = backend(report_usage=False)
-    handles = batch.submit([job(f"j{i}") for i in range(250)])
+    handles = batch.submit([job(f"j{i}") for i in range(101)])
     statuses = batch.poll(handles)
-    assert batch.calls["DescribeJobs"] == 3
+    assert batch.calls["DescribeJobs"] == 2
     assert all(s.state is JobState.SUCCEEDED for s in statuses)
 
 
