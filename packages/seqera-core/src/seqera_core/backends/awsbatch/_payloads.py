@@ -70,6 +70,10 @@ def _required(_: Any, attribute: Any, value: Any) -> None:
         raise ResourceError(f"batch.{attribute.name}", value, "a non-empty string")
 
 
+def _upper(value: object) -> str:
+    return str(value).upper()
+
+
 def _platform(_: Any, attribute: Any, value: Any) -> None:
     if value not in ("EC2", "FARGATE"):
         raise ResourceError(f"batch.{attribute.name}", value, "EC2 or FARGATE")
@@ -91,7 +95,7 @@ class BatchSettings:
     queue: str = field(validator=_required)
     job_role: str | None = None
     execution_role: str | None = None
-    platform: str = field(default="EC2", converter=lambda v: str(v).upper(), validator=_platform)
+    platform: str = field(default="EC2", converter=_upper, validator=_platform)
     assign_public_ip: bool = True
     logs_group: str = field(default=DEFAULT_LOGS_GROUP, validator=_required)
     max_spot_attempts: int = field(default=3, validator=_positive)

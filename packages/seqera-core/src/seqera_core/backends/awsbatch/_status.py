@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 from attrs import frozen
 
 from ..base import CANCELLED, OTHER, OUT_OF_MEMORY, PREEMPTED, TIME_LIMIT, JobState
@@ -71,23 +72,24 @@ def seen(job: Mapping[str, Any]) -> Seen:
     last: Mapping[str, Any] = (attempts[-1].get("container") or {}) if attempts else {}
     stream = container.get("logStreamName") or last.get("logStreamName")
     started = _seconds(job.get("startedAt"))
-    common = {"started_at": started, "log_stream": stream, "attempts": len(attempts)}
+    base = Seen(state, started_at=started, log_stream=stream, attempts=len(attempts))
     if not state.finished:
         reason = None if status in BATCH_STATES else f"Batch status {status or '(none)'}"
         if status == "RUNNABLE":
             reason = "RUNNABLE: waiting for capacity in the queue's compute environments"
-        return Seen(state, reason=reason, **common)
-    stopped = _seconds(job.get("stoppedAt"))
+        return attrs.evolve(base, reason=reason)
+    base = attrs.evolve(base, stopped_at=_seconds(job.get("stoppedAt")))
     code = container.get("exitCode", last.get("exitCode"))
     exit_code = int(code) if isinstance(code, int) else None
     if state is JobState.SUCCEEDED:
-        return Seen(state, 0 if exit_code is None else exit_code, stopped_at=stopped, **common)
+        return attrs.evolve(base, exit_code=0 if exit_code is None else exit_code)
     status_reason = str(job.get("statusReason") or "")
     container_reason = str(container.get("reason") or last.get("reason") or "")
     reason = "; ".join(r for r in (status_reason, container_reason) if r) or None
     if status_reason.startswith(CANCEL_REASON):
-        return Seen(JobState.CANCELLED, exit_code, reason, CANCELLED, stopped_at=stopped,
-                    **common)  # fmt: skip
+        return attrs.evolve(
+            base, state=JobState.CANCELLED, exit_code=exit_code, reason=reason, cause=CANCELLED
+        )
     if _OOM.search(container_reason) or _OOM.search(status_reason):
         cause = OUT_OF_MEMORY
     elif _TIMEOUT.search(status_reason):
@@ -97,4 +99,4 @@ def seen(job: Mapping[str, Any]) -> Seen:
     else:
         cause = OTHER
     why = reason or f"exit code {exit_code}"
-    return Seen(JobState.FAILED, exit_code, why, cause, stopped_at=stopped, **common)
+    return attrs.evolve(base, state=JobState.FAILED, exit_code=exit_code, reason=why, cause=cause)
