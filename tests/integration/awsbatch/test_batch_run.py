@@ -84,7 +84,7 @@ def test_run_says_what_is_missing(batch_emulator: BatchEmulator, tmp_path: Path)
 
 
 def test_platform_generate_then_validate(batch_emulator: BatchEmulator, tmp_path: Path) -> None:
-    batch_emulator.create_queue("off", state="DISABLED")
+    batch_emulator.create_queue("off", state="DISABLED")  # bare, "off" would read as false
     done = seqera(tmp_path, "platform", "generate", "--from", "batch", "-o", "batch.yaml")
     assert done.returncode == 0, done.stderr
     written = yaml.safe_load((tmp_path / "batch.yaml").read_text())

@@ -10,6 +10,7 @@ when a job names it. Prices are not in Batch: the reader adds cost rates.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from ...units import MIB
@@ -18,6 +19,11 @@ if TYPE_CHECKING:
     from ._backend import AwsBatchBackend
 
 __all__ = ["platform_yaml"]
+
+
+def _quoted(name: object) -> str:
+    # A queue may be called "off" or "1": as bare YAML those are a boolean and a number.
+    return json.dumps(str(name))
 
 
 def platform_yaml(name: str, backend: AwsBatchBackend) -> str:
@@ -33,11 +39,11 @@ def platform_yaml(name: str, backend: AwsBatchBackend) -> str:
     enabled = [q for q in queues if q.get("state") == "ENABLED"]
     if enabled:  # Batch has no default queue: the highest priority one stands for it
         best = max(enabled, key=lambda q: int(q.get("priority") or 0))
-        lines.append(f"default_queue: {best['jobQueueName']}")
+        lines.append(f"default_queue: {_quoted(best['jobQueueName'])}")
     lines.append("queues:" if queues else "queues: {}")
     for queue in queues:
         title = str(queue["jobQueueName"])
-        lines.append(f"  {title}:")
+        lines.append(f"  {_quoted(title)}:")
         if queue.get("state") != "ENABLED" or queue.get("status", "VALID") != "VALID":
             lines.append(f"    auto: false  # {queue.get('state')}/{queue.get('status')}")
             continue
