@@ -60,9 +60,14 @@ def test_a_missing_client_library_names_the_extra(
 
 def test_every_entry_names_its_kind_and_dialect() -> None:
     assert registry.BATCH == ("slurm", "pbs", "torque", "sge", "lsf")
-    assert [registry.entry(n).shared_fs for n in BACKENDS] == [True] * 6 + [False]
+    assert [registry.entry(n).shared_fs for n in BACKENDS] == [True] * 6 + [False] * 2
+    # AWS Batch is no batch scheduler of the registry's (no shared files, no squashing)
+    # but sends arrays itself
+    assert [n for n in BACKENDS if registry.entry(n).arrays] == ["batch"]
     request = ResourceRequest(cpus=2, memory=2**30, time=60)
     assert registry.entry("local").submission(request) == local_submission(request)
+    written = registry.entry("batch").submission(request)
+    assert written.native["timeout"] == {"attemptDurationSeconds": 60}
     assert registry.entry("slurm").submission(request).backend == "slurm"
     # Grid Engine's writer takes the site's settings (its memory resource)
     site = registry.entry("sge").submission(request, {"memory": "h_rss"})

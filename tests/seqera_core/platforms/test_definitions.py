@@ -20,10 +20,10 @@ PLATFORMS = Path(__file__).parents[3] / "shared" / "platforms"
 SLURM = load(PLATFORMS / "slurm-cluster.yaml")
 
 
-@pytest.mark.parametrize("name", ["slurm-cluster", "pbs-cluster", "ecs-account"])
+@pytest.mark.parametrize("name", ["slurm-cluster", "pbs-cluster", "ecs-account", "batch-account"])
 def test_examples_load(name: str) -> None:
     platform = load(PLATFORMS / f"{name}.yaml")
-    assert platform.queues and platform.scheduler in ("slurm", "pbs", "sge", "ecs")
+    assert platform.queues and platform.scheduler in ("slurm", "pbs", "sge", "ecs", "batch")
 
 
 def test_units_in_the_example() -> None:

@@ -221,8 +221,8 @@ class DispatchingJob(JobBase):
         image = str(pulled) if pulled else self.settings.image
         if not image:
             raise WorkflowException(
-                f"[job {self.name}] ECS runs every job in a container image: give the tool "
-                "a DockerRequirement with dockerPull, or pass --seqera-image"
+                f"[job {self.name}] ECS and AWS Batch run every job in a container image: give "
+                "the tool a DockerRequirement with dockerPull, or pass --seqera-image"
             )
         files = staging.job(f"{self.name}-{uuid.uuid4().hex[:8]}")
         # target (the path the command line names) -> where its content is on this machine

@@ -38,6 +38,10 @@ _log = logging.getLogger("cwltool")
 _STAGING_FLAGS = ("--tmpdir-prefix", "--tmp-outdir-prefix")
 
 
+# Config sections with a --seqera-<section> flag of their own.
+_FLAGGED = ("ecs", "batch")
+
+
 def _config(options: SeqeraOptions) -> Config:
     """seqera config with this command's flags on top (the same layers every engine reads)."""
     flags = {
@@ -49,6 +53,7 @@ def _config(options: SeqeraOptions) -> Config:
         "local.cpus": options.local_cpus,
         "local.memory": options.local_memory,
         **{f"ecs.{key}": value for key, value in options.ecs.items()},
+        **{f"batch.{key}": value for key, value in options.batch.items()},
         # a flag given turns the guard off; not given leaves the config's choice
         "sizing.shrink_self_sizing": options.shrink_self_sizing or None,
     }
@@ -67,13 +72,15 @@ def make_session(
     config (``seqera.yaml``, ``$SEQERA_*``) with ``--executor``/``--seqera-*`` on top.
 
     Batch schedulers take ``--seqera-backend-option`` keywords and keep job files under
-    ``workdir/jobs``; the local backend's logs go to ``workdir/logs``; ECS takes the core's
-    ``ecs.*`` settings with ``--seqera-ecs`` on top.
+    ``workdir/jobs``; the local backend's logs go to ``workdir/logs``; ECS and AWS Batch
+    take the core's ``ecs.*``/``batch.*`` settings with ``--seqera-ecs``/``--seqera-batch``
+    on top.
     """
     config = config or _config(options)
     backend = entry(str(config.get("backend")))
     if options.backend_options and not backend.batch:
-        hint = " (use --seqera-ecs KEY=VALUE)" if backend.section == "ecs" else ""
+        own = backend.section in _FLAGGED  # the cloud backends take their own flag
+        hint = f" (use --seqera-{backend.section} KEY=VALUE)" if own else ""
         raise UsageError(
             f"--seqera-backend-option {sorted(options.backend_options)[0]}: the "
             f"{backend.name} backend takes none{hint}"
@@ -107,8 +114,8 @@ def make_session(
         session.backend  # noqa: B018 - open it now: a bad setting is an error before cwltool starts
     except SeqeraError as err:
         session.close()
-        if backend.section == "ecs" and "ecs." in str(err):
-            raise UsageError(f"{err} (or --seqera-ecs KEY=VALUE)") from None
+        if backend.section in _FLAGGED and f"{backend.section}." in str(err):
+            raise UsageError(f"{err} (or --seqera-{backend.section} KEY=VALUE)") from None
         if backend.batch:
             raise UsageError(f"--seqera-backend-option for {backend.name}: {err}") from None
         raise

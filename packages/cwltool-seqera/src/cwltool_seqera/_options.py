@@ -30,6 +30,7 @@ class SeqeraOptions:
     local_cpus: float | None = None
     local_memory: int | None = None
     ecs: Mapping[str, str] = attrs.field(factory=dict)  # ecs.* config keys, without "ecs."
+    batch: Mapping[str, str] = attrs.field(factory=dict)  # AWS Batch's batch.* keys, the same
     s3_prefix: str | None = None  # where ECS jobs' inputs and outputs travel
     image: str | None = None  # ECS: the image of a tool without a DockerRequirement
     unknown_timeout: float = 300.0  # seconds of continuous UNKNOWN status before giving up
@@ -88,12 +89,17 @@ def _parser() -> argparse.ArgumentParser:
     add("--seqera-local-cpus", metavar="N", help="cores the local backend shares")
     add("--seqera-local-memory", metavar="BYTES", help="memory the local backend shares")
     add("--seqera-ecs", action="append", default=[], metavar="K=V", help="an ECS setting")
+    add("--seqera-batch", action="append", default=[], metavar="K=V", help="an AWS Batch setting")
     add(
         "--seqera-s3-prefix",
         metavar="S3URL",
-        help="s3://BUCKET[/PREFIX] for jobs without a shared filesystem (ECS)",
+        help="s3://BUCKET[/PREFIX] for jobs without a shared filesystem (ECS, AWS Batch)",
     )
-    add("--seqera-image", metavar="IMAGE", help="ECS: image of a tool without DockerRequirement")
+    add(
+        "--seqera-image",
+        metavar="IMAGE",
+        help="ECS, AWS Batch: image of a tool without DockerRequirement",
+    )
     add(
         "--seqera-unknown-timeout",
         metavar="SECONDS",
@@ -162,6 +168,7 @@ def parse_options(argv: Sequence[str]) -> tuple[SeqeraOptions, list[str]]:
         local_cpus=_number("--seqera-local-cpus", ours.seqera_local_cpus, float),
         local_memory=None if memory is None else int(memory),
         ecs=_pairs(ours.seqera_ecs, "--seqera-ecs"),
+        batch=_pairs(ours.seqera_batch, "--seqera-batch"),
         s3_prefix=ours.seqera_s3_prefix,
         image=ours.seqera_image,
         unknown_timeout=300.0 if unknown is None else unknown,

@@ -43,6 +43,11 @@ it declares (:mod:`seqera_core.sizing._guard`): the user's opt-out of that guard
 and ``security_groups`` (lists, or comma-separated text), ``assign_public_ip`` (boolean),
 ``logs_group``, ``capacity_provider``, ``max_spot_attempts`` (integer >= 1), ``region`` and
 ``report_usage`` (boolean) are optional.
+
+``batch.*`` keys configure the AWS Batch backend (``SEQERA_BATCH_<KEY>``): ``queue`` (the
+job queue, required), ``job_role``, ``execution_role`` (required on Fargate), ``platform``
+(``EC2`` or ``FARGATE``), ``assign_public_ip`` and ``report_usage`` (booleans),
+``logs_group``, ``max_spot_attempts`` (1 to 10) and ``region``.
 """
 
 from __future__ import annotations
@@ -96,6 +101,15 @@ KEYS: dict[str, str] = {
     "ecs.max_spot_attempts": "SEQERA_ECS_MAX_SPOT_ATTEMPTS",
     "ecs.region": "SEQERA_ECS_REGION",
     "ecs.report_usage": "SEQERA_ECS_REPORT_USAGE",
+    "batch.queue": "SEQERA_BATCH_QUEUE",
+    "batch.job_role": "SEQERA_BATCH_JOB_ROLE",
+    "batch.execution_role": "SEQERA_BATCH_EXECUTION_ROLE",
+    "batch.platform": "SEQERA_BATCH_PLATFORM",
+    "batch.assign_public_ip": "SEQERA_BATCH_ASSIGN_PUBLIC_IP",
+    "batch.logs_group": "SEQERA_BATCH_LOGS_GROUP",
+    "batch.max_spot_attempts": "SEQERA_BATCH_MAX_SPOT_ATTEMPTS",
+    "batch.region": "SEQERA_BATCH_REGION",
+    "batch.report_usage": "SEQERA_BATCH_REPORT_USAGE",
     "squash.mode": "SEQERA_SQUASH_MODE",
     "squash.max_jobs": "SEQERA_SQUASH_MAX_JOBS",
     "squash.max_time": "SEQERA_SQUASH_MAX_TIME",
@@ -271,13 +285,15 @@ def _check(key: str, value: Any, where: str) -> Any:
     if key in _LISTS:
         return _list(key, value, where)
     if key in ("ecs.assign_public_ip", "ecs.report_usage", "sizing.shrink_self_sizing",
-               "slurm.requeue", "slurm.no_account"):  # fmt: skip
+               "slurm.requeue", "slurm.no_account", "batch.assign_public_ip",
+               "batch.report_usage"):  # fmt: skip
         return _boolean(key, value, where)
     if key == "local.cpus":
         return _cores(key, value, where)
     if key == "local.memory":
         return _bytes(key, value, where)
-    if key in ("ecs.max_spot_attempts", "squash.max_jobs", "squash.cpus"):
+    if key in ("ecs.max_spot_attempts", "squash.max_jobs", "squash.cpus",
+               "batch.max_spot_attempts"):  # fmt: skip
         return _count(key, value, where)
     if key == "slurm.tmp" and str(value).strip().lower() not in ("auto", "always", "never"):
         raise ResourceError(f"{where}: {key}", value, "one of auto, always, never")

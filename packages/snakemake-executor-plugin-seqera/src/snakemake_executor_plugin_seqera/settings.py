@@ -182,7 +182,8 @@ class ExecutorSettings(ExecutorSettingsBase):
     image: Optional[str] = field(
         default=None,
         metadata=_setting(
-            "Container image of ECS jobs (default: snakemake/snakemake of this version)."
+            "Container image of ECS and AWS Batch jobs (default: snakemake/snakemake of "
+            "this version)."
         ),
     )
     ecs_cluster: Optional[str] = field(
@@ -210,6 +211,21 @@ class ExecutorSettings(ExecutorSettingsBase):
     )
     ecs_region: Optional[str] = field(
         default=None, metadata=_setting("AWS region (default: boto3's own chain).")
+    )
+    batch_queue: Optional[str] = field(
+        default=None, metadata=_setting("AWS Batch job queue (backend batch).")
+    )
+    batch_job_role: Optional[str] = field(
+        default=None, metadata=_setting("IAM role ARN AWS Batch jobs run as (backend batch).")
+    )
+    batch_execution_role: Optional[str] = field(
+        default=None, metadata=_setting("AWS Batch execution role ARN (needed on Fargate).")
+    )
+    batch_platform: Optional[str] = field(
+        default=None, metadata=_setting("AWS Batch job definitions' platform: EC2 or FARGATE.")
+    )
+    batch_region: Optional[str] = field(
+        default=None, metadata=_setting("AWS region of AWS Batch (default: boto3's chain).")
     )
 
     def __post_init__(self) -> None:

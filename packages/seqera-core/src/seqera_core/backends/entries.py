@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .registry import BackendEntry
 
-__all__ = ["ECS", "LOCAL", "LSF", "PBS", "SGE", "SLURM", "TORQUE"]
+__all__ = ["AWSBATCH", "ECS", "LOCAL", "LSF", "PBS", "SGE", "SLURM", "TORQUE"]
 
 _D = "seqera_core.dialects."
 _B = "seqera_core.backends."
@@ -34,4 +34,9 @@ SGE = BackendEntry("sge", f"{_B}batch.sge", "SgeBackend", batch=True, section="s
 LSF = BackendEntry("lsf", f"{_B}batch.lsf", "LsfBackend", batch=True, section="lsf",
                    dialect=f"{_D}lsf:submission")  # fmt: skip
 ECS = BackendEntry("ecs", f"{_B}ecs._backend", "EcsBackend", shared_fs=False, section="ecs",
-                   settings="EcsSettings", dialect=f"{_D}ecs:submission")  # fmt: skip
+                   settings="EcsSettings", dialect=f"{_D}ecs:submission",
+                   required=("cluster", "execution_role"))  # fmt: skip
+# AWS Batch (not the batch/ family of HPC schedulers): arrays natively, its batch.* keys
+AWSBATCH = BackendEntry("batch", f"{_B}awsbatch._backend", "AwsBatchBackend", shared_fs=False,
+                        section="batch", settings="BatchSettings", arrays=True,
+                        required=("queue",), dialect=f"{_D}awsbatch:submission")  # fmt: skip

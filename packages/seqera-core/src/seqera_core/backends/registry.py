@@ -60,6 +60,11 @@ class BackendEntry:
     dialect: str = ""
     #: Starts ``python -m`` jobs of the ``preload`` packages as forks of a preloaded process.
     forks: bool = False
+    #: Sends arrays natively without being a batch scheduler (AWS Batch): squash mode
+    #: ``array`` is allowed and the policy is passed as the ``squash`` keyword.
+    arrays: bool = False
+    #: Settings the backend cannot run without (``ecs.cluster``): said by name when missing.
+    required: tuple[str, ...] = ()
 
     def submission(
         self, request: ResourceRequest, settings: Mapping[str, Any] | None = None
@@ -81,7 +86,7 @@ class BackendEntry:
 #: The entry-point group every backend registers under (this package's own among them).
 GROUP = "seqera.backends"
 # The help lists this package's own backends in this order, then others by name.
-_OWN = ("local", "slurm", "pbs", "torque", "sge", "lsf", "ecs")
+_OWN = ("local", "slurm", "pbs", "torque", "sge", "lsf", "ecs", "batch")
 
 
 @functools.cache
@@ -168,7 +173,8 @@ def open_backend(
         fork_server.close()  # started on the chance that this backend would fork
         fork_server = None
     policy = squash or SquashPolicy()
-    if policy.mode is not SquashMode.OFF and not found.batch:
+    arrays_only = found.arrays and policy.mode is SquashMode.ARRAY
+    if policy.mode is not SquashMode.OFF and not found.batch and not arrays_only:
         raise UsageError(
             f"squash: {policy.mode.value!r} needs a batch scheduler "
             f"({', '.join(e.name for e in _installed().values() if e.batch)}); "
@@ -176,7 +182,7 @@ def open_backend(
         )
     factory = _factory(found)
     if found.settings is not None:
-        return _settings_object(found, factory, options)
+        return _settings_object(found, factory, options, policy if found.arrays else None)
     keywords = {**found.fixed, **options}
     if work_dir is not None:
         keywords["work_dir"] = work_dir
@@ -217,9 +223,12 @@ def _factory(found: BackendEntry) -> Any:
     return factory
 
 
-def _settings_object(found: BackendEntry, cls: Any, options: Mapping[str, Any]) -> Backend:
-    # ECS takes one settings object: the options are its fields (the config's ecs.* keys).
-    for key in ("cluster", "execution_role"):
+def _settings_object(
+    found: BackendEntry, cls: Any, options: Mapping[str, Any], squash: SquashPolicy | None
+) -> Backend:
+    # ECS and AWS Batch take one settings object: the options are its fields (the config's
+    # ecs.* or batch.* keys); AWS Batch also the squash policy, for its arrays.
+    for key in found.required:
         if not options.get(key):
             raise UsageError(
                 f"{found.section}.{key} is required for the {found.name} backend: set it in "
@@ -228,7 +237,8 @@ def _settings_object(found: BackendEntry, cls: Any, options: Mapping[str, Any]) 
             )
     module = importlib.import_module(cls.__module__)
     try:
-        backend: Backend = cls(getattr(module, str(found.settings))(**options))
+        settings = getattr(module, str(found.settings))(**options)
+        backend: Backend = cls(settings) if squash is None else cls(settings, squash=squash)
     except TypeError as exc:
         raise UsageError(f"{found.section} settings: {exc}") from None
     return backend

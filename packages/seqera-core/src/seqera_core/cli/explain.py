@@ -190,7 +190,7 @@ def _label_form(backend: str, labels: dict[str, str]) -> object:
         return " ".join(slurm_comment_args(labels))
     if backend == "pbs":
         return " ".join(pbs_args(labels))
-    if backend == "ecs":
+    if backend in ("ecs", "batch"):  # AWS tags, the same rules on a Batch job
         return ecs_tags(labels)
     if backend == "sge":
         return "-ac " + ",".join(sge_context(labels))

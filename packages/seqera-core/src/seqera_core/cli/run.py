@@ -113,7 +113,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--time", metavar="DURATION", help="time limit, e.g. 1h30m or 01:30:00")
     parser.add_argument("--disk", metavar="SIZE", help="scratch space, e.g. 20GB")
     parser.add_argument("--gpus", metavar="[TYPE:]N", help="accelerators, e.g. 1 or a100:2")
-    parser.add_argument("--image", metavar="IMAGE", help="container image (required on ecs)")
+    parser.add_argument(
+        "--image", metavar="IMAGE", help="container image (required on ecs and batch)"
+    )
     parser.add_argument(
         "--machine-type", metavar="TYPE", help="instance type hint, e.g. m5.large (ecs)"
     )
@@ -123,6 +125,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=[],
         metavar="KEY=VALUE",
         help="an ecs.* setting, e.g. cluster=genomics (repeatable; see seqera config)",
+    )
+    parser.add_argument(
+        "--batch",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a batch.* setting of AWS Batch, e.g. queue=genomics (repeatable)",
     )
     parser.add_argument("--queue", help="queue or partition")
     parser.add_argument("--account", help="account to charge")
@@ -292,11 +301,13 @@ def run(args: argparse.Namespace) -> int:
         # Said now, by name: a job started in a missing directory fails with exit 127.
         raise ResourceError("--workdir", args.workdir, "an existing directory")
     ecs = dict(key_value("--ecs", text) for text in args.ecs)
+    batch = dict(key_value("--batch", text) for text in args.batch)
     config = settings(
         backend=args.backend,
         platform=args.platform,
         history=args.history,
         **{f"ecs.{key}": value for key, value in ecs.items()},
+        **{f"batch.{key}": value for key, value in batch.items()},
     )
     request = _request(args)
     with tempfile.TemporaryDirectory(prefix="seqera-run-") as logdir:
@@ -318,8 +329,9 @@ def run(args: argparse.Namespace) -> int:
             try:
                 return _run(session, request, command, args, logdir)
             except UsageError as exc:
-                if session.backend_name == "ecs" and "ecs." in str(exc):
-                    raise UsageError(f"{exc} (or --ecs KEY=VALUE)") from None
+                flag = session.entry.section  # the settings a flag of this command gives
+                if flag in ("ecs", "batch") and f"{flag}." in str(exc):
+                    raise UsageError(f"{exc} (or --{flag} KEY=VALUE)") from None
                 raise
 
 

@@ -8,7 +8,7 @@ against a platform is :func:`validate` (from :mod:`seqera_core.platforms._valida
 
 ```yaml
 name: example-hpc
-scheduler: slurm                 # slurm | pbs | torque | sge | lsf | ecs | local
+scheduler: slurm                 # slurm | pbs | torque | sge | lsf | ecs | batch | local
 default_queue: normal
 multipliers: {memory: +10%}      # or 1.1; never below 1
 cost: {core_hour: 0.02, gib_hour: 0.004}   # defaults for every queue
@@ -56,7 +56,7 @@ __all__ = [
     "read_document",
 ]
 
-SCHEDULERS = ("local", "slurm", "pbs", "torque", "sge", "lsf", "ecs")
+SCHEDULERS = ("local", "slurm", "pbs", "torque", "sge", "lsf", "ecs", "batch")
 _MULTIPLIER_FORMS = "a factor >= 1 such as 1.1, or a percentage such as +10%"
 _PERCENT = re.compile(r"\+(\d+(?:\.\d+)?) ?%", re.ASCII)  # "10%" alone could mean either way
 

@@ -34,7 +34,7 @@ _SLURM_GATHER = (
 )
 _QSTAT = "{backend}'s qstat forgets what a job used once it ends: no {what} for {n}"
 _ECS = (
-    "the ECS usage line was not found for {n}: keep report_usage on (the default) and the "
+    "the {backend} usage line was not found for {n}: keep report_usage on (the default) and the "
     "awslogs driver, to see their {what}"
 )
 _OLDER = "no {what} was recorded for {n} (by an older seqera, or an engine that did not say)"
@@ -81,7 +81,8 @@ def missing(records: Sequence[TaskRecord]) -> tuple[str, ...]:
         elif backend in ("pbs", "torque"):
             words["backend"] = "PBS Pro" if backend == "pbs" else "Torque"
             template = _QSTAT
-        elif backend == "ecs":
+        elif backend in ("ecs", "batch"):
+            words["backend"] = "ECS" if backend == "ecs" else "AWS Batch"
             template = _ECS
         elif not backend:
             template = _OLDER
