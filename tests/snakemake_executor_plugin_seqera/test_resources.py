@@ -117,7 +117,7 @@ def test_labels_name_rule_and_wildcards_or_the_group() -> None:
     [["project=x", "team=y"], "[project=x, team=y]", "['project=x', 'team=y']", "project=x,team=y"],
 )
 def test_labels_in_every_form_configargparse_hands_over(given: object) -> None:
-    from snakemake_executor_plugin_seqera.executor import _labels
+    from snakemake_executor_plugin_seqera._configure import _labels
 
     assert _labels(given) == {"project": "x", "team": "y"}  # type: ignore[arg-type]
 

@@ -25,7 +25,7 @@ from snakemake_interface_executor_plugins.registry import ExecutorPluginRegistry
 
 from seqera_core.errors import SeqeraError
 from seqera_core.session import Session
-from snakemake_executor_plugin_seqera.executor import _config
+from snakemake_executor_plugin_seqera._configure import config_from
 from snakemake_executor_plugin_seqera.settings import ExecutorSettings
 from tests.hostile import BOUNDARIES, SETTINGS, arg_text, file_contents, invoke, place, scoped
 
@@ -60,7 +60,7 @@ def settings_from(parser: argparse.ArgumentParser, argv: list[str]) -> Any:
 
 def open_session(settings: ExecutorSettings, jobdir: Path) -> str:
     """What the executor's set-up does with the settings: config, session, backend."""
-    with Session(_config(settings), "snakemake", work_dir=jobdir) as session:
+    with Session(config_from(settings), "snakemake", work_dir=jobdir) as session:
         return session.backend.name
 
 

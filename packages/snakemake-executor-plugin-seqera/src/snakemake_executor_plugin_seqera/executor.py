@@ -9,19 +9,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import getpass
-import os
-import shlex
 import signal
 import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncGenerator, Sequence
-from importlib import metadata
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import attrs
-import yaml
 from snakemake_interface_common.exceptions import WorkflowError
 from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
@@ -39,141 +35,21 @@ from seqera_core.backends import (
     history_runtime,
 )
 from seqera_core.backends.local import ForkServer
-from seqera_core.config import Config, key_value, load_config
 from seqera_core.errors import SeqeraError
 from seqera_core.history import DEFAULT_HISTORY
 from seqera_core.outcomes import failure_message
-from seqera_core.pipeline import Prepared
 from seqera_core.session import Finished, Session
-from seqera_core.units import format_bytes, format_seconds
 
+from ._configure import config_from
+from ._jobcommand import command, describe, snakemake_image
 from ._logs import DEFAULT_DAYS, LogRetention
+from ._loop import exiting, resolve
 from ._preload import PRELOAD
 from ._restart import Interrupts, submission_key, unfinished
 from .resources import RUNNER_MEMORY, job_request
 from .settings import ExecutorSettings
 
 __all__ = ["Executor"]
-
-
-def _labels(pairs: Sequence[str] | str | None) -> dict[str, str] | None:
-    if not pairs:
-        return None
-    if isinstance(pairs, str):
-        # From $SNAKEMAKE_SEQERA_LABELS, ConfigArgParse may hand over the list as its text:
-        # "[project=x, team=y]" or "project=x,team=y".
-        loaded = yaml.safe_load(pairs) if pairs.lstrip().startswith("[") else None
-        pairs = [str(p) for p in loaded] if isinstance(loaded, list) else pairs.split(",")
-    return dict(key_value("--seqera-labels", pair.strip()) for pair in pairs)
-
-
-def _config(settings: ExecutorSettings) -> Config:
-    flags = {
-        "backend": settings.backend,
-        "platform": None if settings.platform is None else str(settings.platform),
-        "resolver.url": settings.resolver_url,
-        "resolver.token": settings.resolver_token,
-        "history": settings.history,
-        "local.cpus": settings.local_cores,
-        "labels": _labels(settings.labels),
-        "ecs.cluster": settings.ecs_cluster,
-        "ecs.execution_role": settings.ecs_execution_role,
-        "ecs.task_role": settings.ecs_task_role,
-        "ecs.subnets": settings.ecs_subnets,
-        "ecs.security_groups": settings.ecs_security_groups,
-        "ecs.capacity_provider": settings.ecs_capacity_provider,
-        "ecs.logs_group": settings.ecs_log_group,
-        "ecs.region": settings.ecs_region,
-        "batch.queue": settings.batch_queue,
-        "batch.job_role": settings.batch_job_role,
-        "batch.execution_role": settings.batch_execution_role,
-        "batch.platform": settings.batch_platform,
-        "batch.region": settings.batch_region,
-        "squash.mode": settings.squash,
-        "squash.max_jobs": settings.squash_max_jobs,
-        "squash.max_time": settings.squash_max_time,
-        "squash.cpus": settings.squash_cpus,
-        "sizing.shrink_self_sizing": settings.shrink_self_sizing or None,
-        "slurm.tmp": settings.slurm_tmp,
-        "slurm.qos": settings.slurm_qos,
-        "slurm.reservation": settings.slurm_reservation,
-        "slurm.clusters": settings.slurm_clusters,
-        "slurm.requeue": settings.slurm_requeue or None,
-        "slurm.signal": settings.slurm_signal,
-        "slurm.jobname_prefix": settings.slurm_jobname_prefix,
-        "slurm.no_account": settings.slurm_no_account or None,
-    }
-    return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
-
-
-# Shell syntax that makes a job command more than one program's argv.
-_SHELL = frozenset({"&&", "||", ";", "|", "&", ">", ">>", "<", "(", ")"})
-
-
-def _command(text: str, *, squashed: bool) -> tuple[str, ...]:
-    """The job's argv: Snakemake's command line through a shell, or as the argv itself
-    where a squashed allocation can start it as a fork (``python -m snakemake ...``)."""
-    if squashed:
-        try:
-            argv = shlex.split(text)
-        except ValueError:
-            argv = []
-        if argv[1:3] == ["-m", "snakemake"] and not _SHELL & set(argv):
-            return tuple(_one_job_scheduler(argv))
-    return ("/bin/sh", "-c", text)
-
-
-def _one_job_scheduler(argv: list[str]) -> list[str]:
-    # A job process runs the one job (or group) it was handed, yet Snakemake's ILP
-    # scheduler still starts a CBC solver process to choose it (snakemake/scheduling/
-    # milp.py, select_jobs); the greedy one chooses the same in-process. Measured on a
-    # forked squashed job: 0.051 s of CPU with ilp, 0.045 s with greedy.
-    for n, arg in enumerate(argv[:-1]):
-        if arg == "--scheduler" and argv[n + 1] == "ilp":
-            return [*argv[: n + 1], "greedy", *argv[n + 2 :]]
-    return argv
-
-
-def _snakemake_image() -> str:
-    # The job runs this same Snakemake inside the container.
-    try:
-        return f"snakemake/snakemake:v{metadata.version('snakemake')}"
-    except metadata.PackageNotFoundError:
-        return "snakemake/snakemake:latest"
-
-
-def _describe(prepared: Prepared) -> str:
-    request = prepared.request
-    parts = [f"cpus={request.cpus:g}" if request.cpus else ""]
-    if request.memory:
-        parts.append(f"memory={format_bytes(request.memory)}")
-    if request.time:
-        parts.append(f"time={format_seconds(request.time)}")
-    if request.queue:
-        parts.append(f"queue={request.queue}")
-    return " ".join(p for p in parts if p)
-
-
-def _exiting() -> bool:
-    """Whether the interpreter has begun to exit, so the status loop must stop for good.
-
-    With nothing to be done Snakemake builds the executor but never calls its
-    ``shutdown()`` (``Workflow.execute`` returns before ``JobScheduler.schedule``), and
-    the base class's status loop (a daemon thread, ``RemoteExecutor._wait_for_jobs``)
-    is still running when the interpreter exits. Past ``threading._shutdown`` the
-    ``concurrent.futures`` exit hook has stopped every pool's workers, the plugin
-    interface's lock pool among them (``utils.async_lock``), so the loop's next turn
-    fails with ``cannot schedule new futures after shutdown``, which the base class
-    prints. A loop that parks instead is frozen with its daemon thread, silently.
-    """
-    return bool(getattr(threading, "_SHUTTING_DOWN", False)) or not (
-        threading.main_thread().is_alive()
-    )
-
-
-def _resolve(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():  # a timeout may have cancelled it
-        waiter.set_result(None)
 
 
 class Executor(RemoteExecutor):
@@ -235,7 +111,7 @@ class Executor(RemoteExecutor):
         if left:
             self.logger.info(f"seqera: {left} jobs an earlier run left are adopted if asked for")
         self._interrupts = Interrupts()  # SIGHUP cancels as Ctrl-C does; see _restart
-        self._image = settings.image or _snakemake_image()
+        self._image = settings.image or snakemake_image()
         if self._backend_name == "local":
             # A local poll is a look at this process's own table: no need to wait long.
             every = self.workflow.remote_execution_settings.seconds_between_status_checks
@@ -257,7 +133,7 @@ class Executor(RemoteExecutor):
         server: ForkServer | None,
     ) -> Session:
         return Session(
-            _config(settings),
+            config_from(settings),
             "snakemake",
             run_id=run_id,
             work_dir=jobdir,
@@ -343,9 +219,9 @@ class Executor(RemoteExecutor):
         if retry:  # what this attempt really gets, in Snakemake's own log
             self.logger.info(
                 f"seqera: job {job.jobid} ({job.name}) attempt {job.attempt}: {retry[-1]}; "
-                f"{_describe(prepared)}"
+                f"{describe(prepared)}"
             )
-        self.logger.debug(f"seqera: job {job.jobid} {job.name}: {_describe(prepared)}")
+        self.logger.debug(f"seqera: job {job.jobid} {job.name}: {describe(prepared)}")
         name = f"{job.name}-{job.jobid}" if not job.is_group() else f"group-{job.jobid}"
         logdir = self._jobdir / "logs" / name
         logdir.mkdir(parents=True, exist_ok=True)
@@ -365,7 +241,7 @@ class Executor(RemoteExecutor):
             request = attrs.evolve(request, container=self._image)
         return JobSpec(
             name=f"smk-{name}",
-            command=_command(self.format_job_exec(job), squashed=self._forks),
+            command=command(self.format_job_exec(job), squashed=self._forks),
             request=request,
             workdir=str(Path(self.workflow.workdir_init).absolute()) if shared else None,
             env=self.envvars(),
@@ -469,13 +345,13 @@ class Executor(RemoteExecutor):
                 await asyncio.to_thread(wait, handles, self.next_seconds_between_status_checks)
             else:
                 await super().sleep()
-        if _exiting():
-            await asyncio.get_running_loop().create_future()  # parked: see _exiting
+        if exiting():
+            await asyncio.get_running_loop().create_future()  # parked: see _loop.exiting
 
     async def _idle_wait(self, seconds: float) -> None:
         """Wait in the event loop itself, not in a worker thread (``asyncio.to_thread``):
         ``concurrent.futures``' exit hook joins every worker, so a wait in one held the
-        interpreter's exit up to ``seconds`` (see :func:`_exiting`)."""
+        interpreter's exit up to ``seconds`` (see :func:`._loop.exiting`)."""
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
         self._idle = (loop, waiter)
@@ -494,7 +370,7 @@ class Executor(RemoteExecutor):
         if idle is not None:
             loop, waiter = idle
             with contextlib.suppress(RuntimeError):  # the loop has closed
-                loop.call_soon_threadsafe(_resolve, waiter)
+                loop.call_soon_threadsafe(resolve, waiter)
 
     def cancel(self) -> None:
         """Snakemake's way out on Ctrl-C (and on an error): every active job cancelled,

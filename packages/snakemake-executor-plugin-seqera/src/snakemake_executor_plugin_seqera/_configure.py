@@ -1,0 +1,67 @@
+"""The executor's ``--seqera-*`` settings as seqera-core's config keys (flags over the
+config files and ``SEQERA_*``, as every entry point merges them)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import yaml
+
+from seqera_core.config import Config, key_value, load_config
+
+from .settings import ExecutorSettings
+
+__all__ = ["config_from"]
+
+
+def _labels(pairs: Sequence[str] | str | None) -> dict[str, str] | None:
+    if not pairs:
+        return None
+    if isinstance(pairs, str):
+        # From $SNAKEMAKE_SEQERA_LABELS, ConfigArgParse may hand over the list as its text:
+        # "[project=x, team=y]" or "project=x,team=y".
+        loaded = yaml.safe_load(pairs) if pairs.lstrip().startswith("[") else None
+        pairs = [str(p) for p in loaded] if isinstance(loaded, list) else pairs.split(",")
+    return dict(key_value("--seqera-labels", pair.strip()) for pair in pairs)
+
+
+def config_from(settings: ExecutorSettings) -> Config:
+    """The run's config: the settings as flags over files and environment."""
+    flags = {
+        "backend": settings.backend,
+        "platform": None if settings.platform is None else str(settings.platform),
+        "resolver.url": settings.resolver_url,
+        "resolver.token": settings.resolver_token,
+        "history": settings.history,
+        "local.cpus": settings.local_cores,
+        "labels": _labels(settings.labels),
+        "ecs.cluster": settings.ecs_cluster,
+        "ecs.execution_role": settings.ecs_execution_role,
+        "ecs.task_role": settings.ecs_task_role,
+        "ecs.subnets": settings.ecs_subnets,
+        "ecs.security_groups": settings.ecs_security_groups,
+        "ecs.capacity_provider": settings.ecs_capacity_provider,
+        "ecs.logs_group": settings.ecs_log_group,
+        "ecs.region": settings.ecs_region,
+        "batch.queue": settings.batch_queue,
+        "batch.job_role": settings.batch_job_role,
+        "batch.execution_role": settings.batch_execution_role,
+        "batch.platform": settings.batch_platform,
+        "batch.region": settings.batch_region,
+        "squash.mode": settings.squash,
+        "squash.max_jobs": settings.squash_max_jobs,
+        "squash.max_time": settings.squash_max_time,
+        "squash.cpus": settings.squash_cpus,
+        "sizing.shrink_self_sizing": settings.shrink_self_sizing or None,
+        "slurm.tmp": settings.slurm_tmp,
+        "slurm.qos": settings.slurm_qos,
+        "slurm.reservation": settings.slurm_reservation,
+        "slurm.clusters": settings.slurm_clusters,
+        "slurm.requeue": settings.slurm_requeue or None,
+        "slurm.signal": settings.slurm_signal,
+        "slurm.jobname_prefix": settings.slurm_jobname_prefix,
+        "slurm.no_account": settings.slurm_no_account or None,
+    }
+    return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
