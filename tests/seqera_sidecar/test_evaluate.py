@@ -87,8 +87,9 @@ def test_a_replay_never_flags_a_process() -> None:
     runs = ((0, None), (4, Sample(12, 28)), (5, Sample(12, 28)))
     scores = [evaluate(records, seed, "predictive", sample) for seed, sample in runs]
     assert sum(s.retries for s in scores) > 0 and all(s.flagged == () for s in scores)
-    # the trace as it is shows the tracking itself, retried twice in the history
-    assert evaluate(full, 4, "predictive", Sample(12, 28)).flagged == ("markduplicates",)
+    # nor the trace as it is: its retries at 2x and 3x were killed first (chosen for
+    # needing more), so they are no evidence that the peaks follow the allocation
+    assert evaluate(full, 4, "predictive", Sample(12, 28)).flagged == ()
 
 
 def test_the_replay_records_its_own_allocation_as_the_tasks_memory() -> None:

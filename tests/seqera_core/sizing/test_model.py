@@ -192,3 +192,16 @@ def test_bad_settings_are_refused() -> None:
                     {"resolution": 2.0}):  # fmt: skip
         with pytest.raises(ValueError, match="alpha must be"):
             UsageModel(**options)  # type: ignore[arg-type]
+
+
+def test_a_retry_with_only_kills_and_a_pipeline_to_borrow_from() -> None:
+    # A process whose every attempt so far was killed: no use learned, but its pipeline
+    # lends a prior. The retry steps up from the kill (escalation), no division by zero.
+    pool = _pipeline([0.1, 0.2, 0.3])
+    model = UsageModel(pool=pool, escalation=2.0)
+    model.fail(10, 2e9)
+    assert model.upper(10) is None
+    assert model.retry(10, 2e9) == pytest.approx(4e9)
+    # and once a run has finished, the bound of few runs takes over again
+    model.learn(10, 3e9)
+    assert model.retry(10, 2e9) >= 3e9

@@ -301,6 +301,8 @@ class UsageModel:
         pipeline lends it (see the module's rules)."""
         values = [r.value for r in self._window]
         n = len(values)
+        if not n:
+            raise ValueError("no run learned: no bound to give")
         prior = None if self.pool is None else self.pool.prior(self._moments)
         if prior is None:  # a t bound on 1-3 dof alone is boundless: no better than this
             return self.largest * self.fallback_margin
@@ -318,7 +320,8 @@ class UsageModel:
         """The allocation for a retry after a kill at ``failed`` (see the module's rules)."""
         fit = self._fitted()
         least = failed * _RETRY_STEP
-        rungs = [self._few()] if fit is None else []
+        # Only kills so far (no run has finished): no use to bound from, only the step.
+        rungs = [self._few()] if fit is None and self._window else []
         spread = 0.0
         if fit is not None:
             best = fit.best_sized if input_bytes is not None and fit.best_sized else fit.best_all
