@@ -168,8 +168,10 @@ def test_leave_one_pipeline_out_scores_each_trace_with_settings_chosen_on_the_ot
     assert iwd.score == evaluate(traces["iwd"], 0, builds[iwd.chosen])
     assert iwd.maximum == evaluate(traces["iwd"], 0, "max")
     assert iwd.score.wasted_gbh < iwd.maximum.wasted_gbh and iwd.score.retry_share <= 0.01
-    # eager's self-sizing MarkDuplicates (peaks that followed 2x and 3x allocations)
-    assert held[0].score.wasted_gbh < held[0].maximum.wasted_gbh / 3
+    # eager's MarkDuplicates (retried at 2x and 3x in the trace) is sized from its input,
+    # not flagged: the replay's allocations are the model's, whose peaks cannot follow them
+    assert held[0].score.wasted_gbh < held[0].maximum.wasted_gbh * 0.6
+    assert all(h.score.flagged == () for h in held)
     assert all(h.time.killed_twice == 0 for h in held)
 
 
