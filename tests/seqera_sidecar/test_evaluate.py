@@ -87,8 +87,9 @@ def test_a_replay_never_flags_a_process() -> None:
     runs = ((0, None), (4, Sample(12, 28)), (5, Sample(12, 28)))
     scores = [evaluate(records, seed, "predictive", sample) for seed, sample in runs]
     assert sum(s.retries for s in scores) > 0 and all(s.flagged == () for s in scores)
-    # the trace as it is shows the tracking itself, retried twice in the history
-    assert evaluate(full, 4, "predictive", Sample(12, 28)).flagged == ("markduplicates",)
+    # nor the trace as it is: its retries at 2x and 3x were killed first (chosen for
+    # needing more), so they are no evidence that the peaks follow the allocation
+    assert evaluate(full, 4, "predictive", Sample(12, 28)).flagged == ()
 
 
 def test_the_replay_records_its_own_allocation_as_the_tasks_memory() -> None:
@@ -167,8 +168,10 @@ def test_leave_one_pipeline_out_scores_each_trace_with_settings_chosen_on_the_ot
     assert iwd.score == evaluate(traces["iwd"], 0, builds[iwd.chosen])
     assert iwd.maximum == evaluate(traces["iwd"], 0, "max")
     assert iwd.score.wasted_gbh < iwd.maximum.wasted_gbh and iwd.score.retry_share <= 0.01
-    # eager's self-sizing MarkDuplicates (peaks that followed 2x and 3x allocations)
-    assert held[0].score.wasted_gbh < held[0].maximum.wasted_gbh / 3
+    # eager's MarkDuplicates (retried at 2x and 3x in the trace) is sized from its input,
+    # not flagged: the replay's allocations are the model's, whose peaks cannot follow them
+    assert held[0].score.wasted_gbh < held[0].maximum.wasted_gbh * 0.6
+    assert all(h.score.flagged == () for h in held)
     assert all(h.time.killed_twice == 0 for h in held)
 
 

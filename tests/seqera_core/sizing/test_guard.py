@@ -108,11 +108,15 @@ def test_a_tightly_sized_outlier_is_not_a_self_sizing_tool() -> None:
 
 
 def test_retries_are_evidence_only_where_asked() -> None:
+    # A retry was killed first: it needed more than its neighbours whatever the tool
+    # does, so by default only first attempts count (issue 31: a replay never flags)
     retried = [Observed(int(6 * GB), 32.1 * GB, 34.4 * GB, False),
                Observed(int(6.4 * GB), 32.8 * GB, 34.4 * GB, False)]  # fmt: skip
     runs = [Observed(*run) for run in _eager()] + retried
-    assert tracks_allocation(runs)
-    assert not tracks_allocation(runs, retries=False)
+    assert not tracks_allocation(runs)
+    assert tracks_allocation(runs, retries=True)
+    # the same runs as first attempts given twice as much are evidence
+    assert tracks_allocation([*runs[:-2], *(r._replace(first=True) for r in retried)])
 
 
 def test_peaks_out_of_proportion_with_the_allocations_are_not() -> None:

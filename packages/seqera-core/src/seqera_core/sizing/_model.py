@@ -14,7 +14,8 @@ keeps the cheapest:
   use; without a pipeline to borrow from (or with almost nothing to go by: a prior of
   less than one degree of freedom and one run), the largest use x ``fallback_margin``;
 - within the inputs seen, never more than the calibrated per-process maximum; above
-  them, at least that; below them, at least the nearest inputs' bound;
+  them, at least the largest use seen (the plain maximum: the calibrated one's margin
+  was priced on the inputs seen); below them, at least the nearest inputs' bound;
 - a retry after a kill at ``failed`` gets the smallest of: the chosen candidate at the
   least miss rate (its error distribution's far tail), the calibrated maximum, the
   largest use seen, that exceeds ``failed`` by 5 % or more and by what the model's errors
@@ -126,7 +127,9 @@ class _Fit:
         # Where the per-process maximum (calibrated) is less, it is the better bound.
         bound = min(best.upper(key), self.quantile.upper(None))
         if key > self.high + _OUTSIDE:
-            bound = max(bound, self.quantile.upper(key))
+            # never below the largest use seen (what the plain maximum gives); the
+            # calibrated maximum's margin is priced for the inputs seen, not past them
+            bound = max(bound, self.quantile.intercept + self.quantile.resolution)
         elif key < self.low - _OUTSIDE and self.neighbours is not None:
             bound = max(bound, self.neighbours.upper(key))
         return bound
@@ -301,6 +304,8 @@ class UsageModel:
         pipeline lends it (see the module's rules)."""
         values = [r.value for r in self._window]
         n = len(values)
+        if not n:
+            raise ValueError("no run learned: no bound to give")
         prior = None if self.pool is None else self.pool.prior(self._moments)
         if prior is None:  # a t bound on 1-3 dof alone is boundless: no better than this
             return self.largest * self.fallback_margin
@@ -318,7 +323,8 @@ class UsageModel:
         """The allocation for a retry after a kill at ``failed`` (see the module's rules)."""
         fit = self._fitted()
         least = failed * _RETRY_STEP
-        rungs = [self._few()] if fit is None else []
+        # Only kills so far (no run has finished): no use to bound from, only the step.
+        rungs = [self._few()] if fit is None and self._window else []
         spread = 0.0
         if fit is not None:
             best = fit.best_sized if input_bytes is not None and fit.best_sized else fit.best_all
