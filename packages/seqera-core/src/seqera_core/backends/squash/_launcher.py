@@ -86,6 +86,9 @@ try:
     from ..local import _cgroup
     from . import _launcher_job as _child
 except ImportError:  # not in its package: the backend's copies on the shared filesystem
+    # (a launcher process alone: no __pycache__ beside them, which would be world-readable
+    # in the owner-only directory and raced by every node's launcher)
+    sys.dont_write_bytecode = True
     _child = _sibling("_launcher_job")
     _cgroup = _sibling("_cgroup")
 
