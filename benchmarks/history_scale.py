@@ -77,13 +77,15 @@ def _rows(base: list[tuple[str, TaskRecord]]) -> list[list[Any]]:
 
 def _copies(replays: int, param: str) -> Iterator[tuple[str, tuple[int, float]]]:
     """The statement (and its parameters) that copies replay 0 as replay ``i``."""
-    rest = ", ".join(_sql.FIELDS[1:-2])
     fmt = "printf('%05d', {p})" if param == "?" else "lpad(({p})::text, 5, '0')"
+    # the run id renamed and the finish time an hour on per replay, every other column kept
+    picked = {"run_id": f"'replay-' || {fmt.format(p=param)} || substr(run_id, 13)",
+              "finished": f"finished + {param}"}  # fmt: skip
+    select = ", ".join(picked.get(field, field) for field in _sql.FIELDS)
     for i in range(1, replays):
         yield (
-            f"INSERT INTO task_history ({_sql.COLUMNS}) SELECT 'replay-' || "
-            f"{fmt.format(p=param)} || substr(run_id, 13), {rest}, finished + {param}, cause "
-            "FROM base ORDER BY base.n",
+            f"INSERT INTO task_history ({_sql.COLUMNS}) SELECT {select} FROM base "
+            "ORDER BY base.n",
             (i, i * 3600.0),
         )
 
@@ -196,7 +198,8 @@ def _measure(
     run_id = "replay-00000-chipseq"  # in the large history and in the one of that run alone
     cases: list[tuple[str, Any]] = [
         ("seqera run -- true",
-         lambda h: lambda i: ([str(_BIN / "seqera"), "run", "--history", h, "--", "true"],)),
+         lambda h: lambda i: ([str(_BIN / "seqera"), "run", "--backend", "local",
+                               "--history", h, "--", "true"],)),
         ("Snakemake example (5 jobs)",
          lambda h: lambda i: ([sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "-q",
                                "--executor", "seqera", "--jobs", "4", "--seqera-history", h,
