@@ -84,8 +84,7 @@ def _copies(replays: int, param: str) -> Iterator[tuple[str, tuple[int, float]]]
     select = ", ".join(picked.get(field, field) for field in _sql.FIELDS)
     for i in range(1, replays):
         yield (
-            f"INSERT INTO task_history ({_sql.COLUMNS}) SELECT {select} FROM base "
-            "ORDER BY base.n",
+            f"INSERT INTO task_history ({_sql.COLUMNS}) SELECT {select} FROM base ORDER BY base.n",
             (i, i * 3600.0),
         )
 
@@ -132,20 +131,30 @@ def build_postgres(url: str, rows: int, base: list[tuple[str, TaskRecord]]) -> N
 
 
 def _timed(argv: Sequence[str], cwd: Path | None = None) -> tuple[float, int]:
-    """Wall seconds and peak resident MiB of one command (it must succeed)."""
-    started = time.perf_counter()
-    process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    stderr = process.stderr.read().decode() if process.stderr else ""
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{' '.join(argv)} failed:\n{stderr[-3000:]}")
-    return wall, usage.ru_maxrss // 1024
+    """Wall seconds and peak resident MiB of one command (it must succeed).
+
+    The peak is GNU time's (``%M``, its child's own ``wait4``): the benchmark's own
+    ``wait4`` would report the size of this process, which forked it, past the exec."""
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        started = time.perf_counter()
+        done = subprocess.run(
+            ["/usr/bin/time", "-f", "%M", "-o", rss.name, *argv],
+            cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False,
+        )  # fmt: skip
+        wall = time.perf_counter() - started
+        if done.returncode != 0:
+            sys.exit(f"{' '.join(argv)} failed:\n{done.stderr.decode()[-3000:]}")
+        return wall, int(rss.read().split()[-1]) // 1024
 
 
-def _median(argv_of: Any, repeat: int) -> tuple[float, int]:
-    runs = [_timed(*argv_of(i)) for i in range(repeat)]
-    return statistics.median(w for w, _ in runs), max(m for _, m in runs)
+def _paired(small_of: Any, large_of: Any, repeat: int) -> tuple[tuple[float, int], ...]:
+    """Medians of wall seconds and largest peaks, the two commands run in turn (a shared
+    machine's load changes while they run: each pair sees about the same)."""
+    runs: tuple[list[tuple[float, int]], list[tuple[float, int]]] = ([], [])
+    for i in range(repeat):
+        runs[0].append(_timed(*small_of(i)))
+        runs[1].append(_timed(*large_of(i)))
+    return tuple((statistics.median(w for w, _ in r), max(m for _, m in r)) for r in runs)
 
 
 def _serve(history: str, processes: list[str], requests: int) -> tuple[float, float, int]:
@@ -208,9 +217,12 @@ def _measure(
          lambda h: lambda i: ([str(_BIN / "seqera-sidecar"), "resolve", "--history", h,
                                "--process", processes[i % len(processes)], "--memory", "4 GB"],)),
     ]  # fmt: skip
-    for name, argv in cases:
-        small_wall, small_mem = _median(lambda i, a=argv: a(empty(i))(i), args.repeat)
-        wall, mem = _median(argv(big), args.repeat)
+    for (name, argv), case in zip(cases, ("run", "snakemake", "resolve"), strict=True):
+        if case in args.skip_case:
+            continue
+        (small_wall, small_mem), (wall, mem) = _paired(
+            lambda i, a=argv: a(empty(i))(i), argv(big), args.repeat
+        )
         lines.append(f"| {label} | {name} | {small_wall:.2f} s, {small_mem} MiB | "
                      f"{wall:.2f} s, {mem} MiB | {wall / small_wall:.2f} |")  # fmt: skip
         for size, w, m in ((0, small_wall, small_mem), (rows, wall, mem)):
@@ -218,13 +230,16 @@ def _measure(
             emit.figure(f"{name} peak RSS", m, "MiB", store=label, rows=size)
     report = lambda h: lambda i: ([str(_BIN / "seqera"), "report", "--history", h,  # noqa: E731
                                    "--run", run_id, "--json", "-o", os.devnull],)  # fmt: skip
-    small_wall, small_mem = _median(report(one), args.repeat)
-    wall, mem = _median(report(big), args.repeat)
+    if "report" in args.skip_case:
+        return lines
+    (small_wall, small_mem), (wall, mem) = _paired(report(one), report(big), args.repeat)
     lines.append(f"| {label} | seqera report --run ID --json (vs that run alone) | "
                  f"{small_wall:.2f} s, {small_mem} MiB | {wall:.2f} s, {mem} MiB | "
                  f"{wall / small_wall:.2f} |")  # fmt: skip
     emit.figure("report of one run", round(wall, 3), "s", store=label, rows=rows)
     emit.figure("report of one run", round(small_wall, 3), "s", store=label, rows=0)
+    if "serve" in args.skip_case:
+        return lines
     p50e, p99e, meme = _serve(empty(99), processes, args.requests)
     p50, p99, mem = _serve(big, processes, args.requests)
     lines.append(f"| {label} | sidecar HTTP resolve, warm: p50 / p99 | {p50e:.1f} / "
@@ -252,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--requests", type=int, default=500)
     parser.add_argument("--skip", choices=("sqlite", "postgresql"), action="append", default=[])
+    parser.add_argument("--skip-case", action="append", default=[],
+                        choices=("run", "snakemake", "resolve", "report", "serve"))  # fmt: skip
     add_argument(parser)
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
