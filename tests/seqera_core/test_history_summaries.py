@@ -19,6 +19,7 @@ from seqera_core.history import (
     _sql,
     open_history,
 )
+from seqera_core.history._sqlite import SqliteHistory
 from seqera_core.history._tally import fold
 from seqera_core.models import ResourceRequest
 from seqera_core.report import summary_lines
@@ -297,3 +298,29 @@ def test_a_run_reads_only_the_processes_it_sizes(store: tuple[History, str]) -> 
     # twice (the resolver, the summary's advice) ALIGN and its 5 strata (the kills have
     # no cpus): 200 runs that used memory, 200 that took time, 64 kills; the run's rows
     assert len(small) <= len(large) <= len(small) + 1 <= 2 * 6 * (200 + 200 + 64) + 2
+
+
+def test_a_window_stops_at_the_last_attempt_of_its_kind(tmp_path: Path) -> None:
+    # ALIGN ran out of memory often and never out of time: its time-limit window reads
+    # nothing, not every failure it ever had (the index walks them newest first).
+    history = SqliteHistory(tmp_path / "h.db")
+    steps = []
+    for n in range(3):
+        history.record(_mixed(f"run{n}", 500))
+        _, summaries = history.summaries("ALIGN")
+        whole = next(s for s in summaries if s.whole)
+        counted = [0]
+
+        def step(counted: list[int] = counted) -> int:
+            counted[0] += 1
+            return 0
+
+        history._db.set_progress_handler(step, 10)
+        assert history.window(whole, "time_limit", whole.last_seq, 64) == []
+        history._db.set_progress_handler(None, 0)
+        steps.append(counted[0])
+        assert len(history.window(whole, "out_of_memory", whole.last_seq, 64)) == min(
+            64, 56 * (n + 1)
+        )
+    assert steps == [0, 0, 0]
+    history.close()

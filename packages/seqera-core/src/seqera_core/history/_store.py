@@ -37,6 +37,13 @@ def _folded(record: TaskRecord) -> tuple[Any, ...]:
             record.cpu_percent, record.realtime)  # fmt: skip
 
 
+def _counted(summary: Summary, kind: str) -> int:
+    """At least how many attempts of ``summary`` count in the ``kind`` window."""
+    return {"memory": summary.memory.runs, "time": summary.time.runs,
+            "out_of_memory": summary.out_of_memory,
+            "time_limit": summary.time_limit}[kind]  # fmt: skip
+
+
 class SummaryStore:
     """The shared half of :class:`SqliteHistory` and :class:`PostgresHistory`."""
 
@@ -245,7 +252,14 @@ class SummaryStore:
 
     def window(self, summary: Summary, kind: str, through: int, limit: int) -> list[TaskRecord]:
         """The newest ``limit`` attempts of ``summary``'s process or stratum numbered up to
-        ``through`` that count in the right-sizer's ``kind`` window, oldest first."""
+        ``through`` that count in the right-sizer's ``kind`` window, oldest first.
+
+        The summary counts the attempts of each kind, so the scan stops at the last one
+        there is: a process that never ran out of time reads no row, not every failure
+        it ever had (the index walks a process's attempts newest first, not by kind)."""
+        limit = min(limit, _counted(summary, kind))
+        if limit <= 0:
+            return []
         query, params = _sql.window(kind, summary.cpus, summary.container, summary.whole,
                                     self._dialect)  # fmt: skip
         rows = self._rows(query, (summary.process, *params, through, limit))
