@@ -101,10 +101,10 @@ def test_the_replay_records_its_own_allocation_as_the_tasks_memory() -> None:
             super().__init__(history)
             self.built = True
 
-        def _learn(self, record: TaskRecord) -> None:
+        def _learn(self, seq: int, record: TaskRecord) -> None:
             if self.built:
                 self.online.append(record.memory)
-            super()._learn(record)
+            super()._learn(seq, record)
 
         def resolve(self, request: ResourceRequest) -> ResourceResponse | None:
             answer = super().resolve(request)

@@ -9,7 +9,9 @@ was too small.
 :class:`History` is the protocol; :class:`SqliteHistory` (the embedded default) and
 :class:`PostgresHistory` (a team's shared store, the ``postgresql`` extra) are its
 siblings over one module of shared SQL, and :func:`open_history` picks one from a
-location. Stores raise :class:`~seqera_core.errors.HistoryError`, never a driver's own
+location. Each keeps, beside the attempts, a summary of every process folded in as they
+are written (:mod:`._tally`), so a learner reads what it sizes, not what the history
+holds. Stores raise :class:`~seqera_core.errors.HistoryError`, never a driver's own
 exception.
 """
 
@@ -17,6 +19,7 @@ from ._open import open_history
 from ._protocol import History
 from ._records import CAUSES, CpuUse, ProcessStats, TaskRecord, cause_of
 from ._sqlite import SqliteHistory
+from ._tally import Fed, Summary, Tally, Totals
 
 #: The one default home of the task history: every engine's entry point records there
 #: when no history is configured, ``seqera report`` and the sidecar read it by default.
@@ -26,10 +29,14 @@ __all__ = [
     "CAUSES",
     "DEFAULT_HISTORY",
     "CpuUse",
+    "Fed",
     "History",
     "ProcessStats",
     "SqliteHistory",
+    "Summary",
+    "Tally",
     "TaskRecord",
+    "Totals",
     "cause_of",
     "open_history",
 ]

@@ -11,32 +11,35 @@ Needs the ``postgresql`` extra (psycopg).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from ..errors import HistoryError
 from ..redaction import masked, redacted
 from . import _sql
-from ._records import CpuUse, ProcessStats, TaskRecord
+from ._records import TaskRecord
+from ._store import Execute, SummaryStore
 
 __all__ = ["PostgresHistory"]
 
 # Advisory lock keys: creating the table, and writing rows (one writer at a time).
 _CREATE, _WRITERS = 7011, 7012
 _UPSERT = (
-    f"INSERT INTO task_history ({_sql.COLUMNS}) "
-    f"VALUES ({', '.join('%s' for _ in _sql.FIELDS)}) "
+    f"INSERT INTO task_history ({_sql.COLUMNS}, replay) "
+    f"VALUES ({', '.join('%s' for _ in _sql.FIELDS)}, %s) "
     "ON CONFLICT (run_id, task_id, attempt) DO UPDATE SET "
     + ", ".join(f"{f} = EXCLUDED.{f}" for f in _sql.FIELDS if f not in _sql.KEY)
-    + ", seq = nextval(pg_get_serial_sequence('task_history', 'seq'))"
+    + ", replay = TRUE, seq = nextval(pg_get_serial_sequence('task_history', 'seq')) "
+    "RETURNING seq"
 )
 _T = TypeVar("_T")
 
 
-class PostgresHistory:
+class PostgresHistory(SummaryStore):
     """The task-history table in a PostgreSQL database given as a URL."""
 
     local = False  # a server across the network: resolvers over it keep the chain's timeout
+    _dialect = "postgresql"
 
     def __init__(self, url: str) -> None:
         self._url = url
@@ -44,8 +47,11 @@ class PostgresHistory:
         self._lock = threading.Lock()
         self._pg = self._connect()
         with self._lock, self._pg.transaction():
-            # Several runs may open a fresh database at once: one creates the table.
+            # Several runs may open a fresh database at once: one creates the tables. It
+            # waits for writers first (the lock they take): DDL holding a table lock that
+            # a writer waits for while it waits for that writer would deadlock.
             self._pg.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE,))
+            self._pg.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITERS,))
             self._pg.execute(_sql.schema("postgresql"))
             for column in _sql.ADDED_COLUMNS:
                 self._pg.execute(
@@ -53,6 +59,24 @@ class PostgresHistory:
                         "ADD COLUMN", "ADD COLUMN IF NOT EXISTS"
                     )
                 )
+            (replay,) = self._pg.execute(
+                "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema "
+                "= current_schema() AND table_name = 'task_history' AND column_name = 'replay')"
+            ).fetchone()
+            # ALTER and CREATE INDEX lock the table: only when needed
+            if not replay or not self._current():
+                for statement in _sql.summary_schema("postgresql"):
+                    self._pg.execute(statement)
+                # an older table's summaries, built once (a table without the replay column
+                # is one, whatever summaries a dropped one left)
+                self._upgrade(self._runner(self._pg), rebuild=not replay)
+
+    def _current(self) -> bool:
+        (exists,) = self._pg.execute("SELECT to_regclass('task_totals') IS NOT NULL").fetchone()
+        if not exists:  # version 1
+            return False
+        found = self._pg.execute("SELECT version FROM task_totals WHERE id = 1").fetchall()
+        return bool(found) and found[0][0] >= _sql.VERSION
 
     def _connect(self) -> Any:
         import psycopg  # the optional extra: only a PostgreSQL history needs it
@@ -92,53 +116,71 @@ class PostgresHistory:
     def _rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._call(lambda pg: pg.execute(query, _sql.storable(params)).fetchall())
 
-    def record(self, records: Iterable[TaskRecord]) -> int:
-        """Store finished attempts in one transaction (a replayed one replaces itself)."""
-        rows = [_sql.row(r) for r in records]
+    @staticmethod
+    def _runner(pg: Any) -> Execute:
+        def execute(query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+            cursor = pg.execute(query, _sql.storable(params))
+            return cursor.fetchall() if cursor.description is not None else []
 
-        def write(pg: Any) -> int:
-            with pg.transaction(), pg.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITERS,))
-                cursor.executemany(_UPSERT, rows)
-            return len(rows)
+        return execute
+
+    def _transaction(self, work: Callable[[Execute], _T]) -> _T:
+        """``work`` in one transaction, writers one at a time (their numbers commit in
+        order, and summaries are folded in that order)."""
+
+        def write(pg: Any) -> _T:
+            with pg.transaction():
+                pg.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITERS,))
+                return work(self._runner(pg))
 
         return self._call(write)
 
-    def stats(self, process: str) -> ProcessStats | None:
-        """The process's history, or ``None`` if it never finished an attempt here."""
-        (row,) = self._rows(_sql.STATS.format(param="%s"), (process,))
-        if not row[-1]:
-            return None
-        return ProcessStats(process, *row[:-1])
+    def _snapshot(self, work: Callable[[Execute], _T]) -> _T:
+        """Reads in one REPEATABLE READ transaction: one state of the table."""
 
-    def attempts(self, after: int = 0, limit: int = 100_000) -> tuple[int, list[TaskRecord]]:
-        """Attempts stored after cursor ``after`` (oldest first) and the cursor to pass next."""
-        rows = self._rows(
-            f"SELECT seq, {_sql.COLUMNS} FROM task_history WHERE seq > %s ORDER BY seq LIMIT %s",
-            (after, limit),
-        )
+        def read(pg: Any) -> _T:
+            with pg.transaction():
+                pg.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                return work(self._runner(pg))
+
+        return self._call(read)
+
+    def _insert(
+        self, execute: Execute, rows: Sequence[tuple[Any, ...]], replays: Sequence[bool]
+    ) -> list[int]:
+        """Every row in one pipelined round trip, their numbers back."""
         if not rows:
-            return after, []
-        return int(rows[-1][0]), [TaskRecord(*row[1:]) for row in rows]
+            return []
+        with self._pg.cursor() as cursor:
+            cursor.executemany(
+                _UPSERT,
+                [_sql.storable((*row, replay)) for row, replay in zip(rows, replays, strict=True)],
+                returning=True,
+            )
+            seqs = []
+            while True:
+                seqs.append(int(cursor.fetchone()[0]))
+                if not cursor.nextset():
+                    break
+        return seqs
 
-    def records(self, run_ids: Sequence[str] = (), since: float | None = None) -> list[TaskRecord]:
-        """Every attempt of the runs named (all when none), finished at or after ``since``."""
-        where, params = _sql.filters(run_ids, since, "%s")
-        rows = self._rows(f"SELECT {_sql.COLUMNS} FROM task_history{where} ORDER BY seq", params)
-        return [TaskRecord(*row) for row in rows]
-
-    def cpu_use(self) -> list[CpuUse]:
-        """Per process with successful runs that report both, the cores reserved and used."""
-        return [CpuUse(*row) for row in self._rows(_sql.CPU_USE)]
-
-    def processes(self) -> list[str]:
-        """Every process with at least one successful attempt, sorted."""
-        return [r[0] for r in self._rows(_sql.PROCESSES)]
-
-    def count(self) -> int:
-        """How many attempts are stored."""
-        ((total,),) = self._rows(_sql.COUNT)
-        return int(total)
+    def _stored(
+        self, execute: Execute, keys: Sequence[tuple[str, str, int]]
+    ) -> dict[tuple[str, str, int], TaskRecord]:
+        """The attempts already stored under ``keys``, in one query by the key's index."""
+        if not keys:
+            return {}
+        runs, tasks, attempts = (list(column) for column in zip(*keys, strict=True))
+        rows = execute(
+            f"SELECT {_sql.COLUMNS} FROM task_history WHERE (run_id, task_id, attempt) IN "
+            "(SELECT * FROM unnest(%s::text[], %s::text[], %s::integer[]))",
+            (runs, tasks, attempts),
+        )
+        found = {}
+        for row in rows:
+            record = self._record(row)
+            found[(record.run_id, record.task_id, record.attempt)] = record
+        return found
 
     def close(self) -> None:
         """Close the connection."""

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from ._records import CpuUse, ProcessStats, TaskRecord
+from ._tally import Fed, Summary, Totals
 
 __all__ = ["History"]
 
@@ -32,14 +33,36 @@ class History(Protocol):
     def attempts(self, after: int = 0, limit: int = 100_000) -> tuple[int, list[TaskRecord]]:
         """Attempts stored after cursor ``after`` (oldest first) and the cursor to pass next.
 
-        A learner reads the whole table once with ``after=0`` and then only what is new;
-        a replayed attempt comes back once more, as a new row.
+        A replayed attempt comes back once more, as a new row. A learner reads the
+        summaries and a window of each process it sizes instead (:meth:`feed` then
+        follows what is new).
         """
+        ...
+
+    def feed(self, after: int = 0, limit: int = 10_000) -> list[Fed]:
+        """Attempts numbered after ``after``, oldest first, each with its number and whether
+        it replayed one stored before (then every summary has it already)."""
+        ...
+
+    def summaries(self, process: str | None = None) -> tuple[Totals, list[Summary]]:
+        """The totals and every process's summary in the order processes first came
+        (``process`` given: that process's and its strata's), read as of one moment."""
+        ...
+
+    def window(self, summary: Summary, kind: str, through: int, limit: int) -> list[TaskRecord]:
+        """The newest ``limit`` attempts of ``summary``'s process or stratum numbered up to
+        ``through`` that count in the right-sizer's ``kind`` window (``memory``, ``time``,
+        ``out_of_memory``, ``time_limit``), oldest first; by an index."""
+        ...
+
+    def recent_runs(self, limit: int = 5) -> list[str]:
+        """The ``limit`` runs that stored attempts last, the latest last."""
         ...
 
     def records(self, run_ids: Sequence[str] = (), since: float | None = None) -> list[TaskRecord]:
         """Every attempt of the runs named (all runs when none), finished at or after
-        ``since`` (seconds since the epoch) when given, oldest first."""
+        ``since`` (seconds since the epoch) when given, oldest first; by the run id or
+        the finish time's index."""
         ...
 
     def cpu_use(self) -> list[CpuUse]:

@@ -2,6 +2,12 @@
 
 SQLite and PostgreSQL differ only in column types, the cursor column (SQLite's ``rowid``,
 PostgreSQL's ``seq`` sequence) and the parameter placeholder (``?`` / ``%s``).
+
+Beside the attempts: ``task_summary`` (one row per process and per process, cpus and
+container: :mod:`._tally`) and ``task_totals`` (one row; its ``version`` says which
+layout the file has). Every query a run, the report or a resolve makes is indexed: by run
+id (the key), by process and stratum, newest first (the right-sizer's window), by finish
+time (``--since``).
 """
 
 from __future__ import annotations
@@ -11,24 +17,27 @@ from typing import Any
 
 import attrs
 
-from ..bounds import MAX_BYTES, MAX_CPU_PERCENT, MAX_CPUS, MAX_SECONDS
+from ..bounds import MAX_BYTES, MAX_SECONDS
 from ._records import TaskRecord
+from ._tally import SUMMARY_COLUMNS
 
 __all__ = [
     "ADDED_COLUMNS",
     "COLUMNS",
-    "COUNT",
-    "CPU_USE",
+    "CURSOR",
     "FIELDS",
     "FLAG_INDEX",
     "KEY",
-    "PROCESSES",
-    "STATS",
+    "SUMMARY_COLUMNS",
+    "VERSION",
+    "WINDOWS",
     "add_column",
     "filters",
     "row",
     "schema",
     "storable",
+    "summary_schema",
+    "window",
 ]
 
 FIELDS = tuple(a.name for a in attrs.fields(TaskRecord))
@@ -87,8 +96,16 @@ assert set(_TYPES) == set(FIELDS), "every TaskRecord field is a column"
 ADDED_COLUMNS = ("cause", "cpu_time", "backend")
 
 
+# The layout: 1 the attempts alone; 2 the summaries, the totals, the replay flag and the
+# indexes by stratum and finish time (an older file is brought up to it when opened).
+VERSION = 2
+# The column that numbers the attempts in the order they were stored.
+CURSOR = {"sqlite": "rowid", "postgresql": "seq"}
+
+
 def schema(dialect: str) -> str:
-    """``CREATE TABLE``/``INDEX`` statements for ``sqlite`` or ``postgresql``."""
+    """``CREATE TABLE``/``INDEX`` statements of the attempts' table for ``sqlite`` or
+    ``postgresql`` (version 1's, which every later version keeps)."""
     index = 0 if dialect == "sqlite" else 1
     seq = "" if dialect == "sqlite" else "    seq BIGSERIAL NOT NULL,\n"
     columns = ",\n".join(f"    {name} {types[index]}" for name, types in _TYPES.items())
@@ -102,34 +119,91 @@ def schema(dialect: str) -> str:
     return text
 
 
+def summary_schema(dialect: str) -> list[str]:
+    """The statements that bring a version-1 table to :data:`VERSION`: the summaries, the
+    totals, the replay flag, and the indexes a run, a resolve and the report read by.
+
+    SQLite's indexes end in the ``rowid`` on their own, so (process, succeeded) already
+    reads a process's attempts newest first; PostgreSQL's name ``seq``.
+    """
+    lite = dialect == "sqlite"
+    real, big = ("REAL", "INTEGER") if lite else ("DOUBLE PRECISION", "BIGINT")
+    seq = "" if lite else ", seq"
+    types = {"process": "TEXT NOT NULL", "stratum": "TEXT NOT NULL", "cpus": real,
+             "container": "TEXT", "first_seq": big, "last_seq": big, "attempts": big,
+             "succeeded": big, "peak_memory": big, "out_of_memory": big,
+             "time_limit": big, "failed_memory": big, "failed_time": big,
+             "cpu_runs": big, "memory_runs": big, "time_runs": big}  # fmt: skip
+    columns = ", ".join(f"{c} {types.get(c, real)}" for c in SUMMARY_COLUMNS)
+    flag = "INTEGER NOT NULL DEFAULT 0" if lite else "BOOLEAN NOT NULL DEFAULT FALSE"
+    return [
+        f"CREATE TABLE IF NOT EXISTS task_summary ({columns}, PRIMARY KEY (process, stratum))",
+        f"CREATE TABLE IF NOT EXISTS task_totals (id INTEGER PRIMARY KEY, version {big}, "
+        f"last_seq {big}, attempts {big}, memory_runs {big}, memory_total {real}, "
+        f"time_runs {big}, time_total {real})",
+        f"ALTER TABLE task_history ADD COLUMN {'' if lite else 'IF NOT EXISTS '}replay {flag}",
+        "CREATE INDEX IF NOT EXISTS task_history_stratum "
+        f"ON task_history (process, cpus, container, succeeded{seq})",
+        "CREATE INDEX IF NOT EXISTS task_history_finished ON task_history (finished)",
+        *_WINDOW_INDEX[dialect],
+    ]
+
+
+# SQLite's (process, succeeded) index ends in the rowid already; PostgreSQL's needs seq.
+_WINDOW_INDEX = {
+    "sqlite": [],
+    "postgresql": [
+        "CREATE INDEX IF NOT EXISTS task_history_window ON task_history (process, succeeded, seq)"
+    ],
+}
+
+
 def add_column(name: str, dialect: str) -> str:
     """The statement that adds a later column to an older table."""
     return f"ALTER TABLE task_history ADD COLUMN {name} {_TYPES[name][dialect != 'sqlite']}"
 
 
-def _in(column: str, maximum: int) -> str:
-    # A value outside the contract's bounds (an infinity, a 1e308 an older writer kept) is
-    # left out of an aggregate, as TaskRecord reads it as not measured: the others count.
-    return f"(CASE WHEN {column} BETWEEN 0 AND {maximum} THEN {column} END)"
+def _measured(column: str, maximum: int) -> str:
+    # A value outside the contract's bounds (an infinity, a 1e308 an older writer kept)
+    # reads as not measured (TaskRecord's converters): it is no run of the window.
+    return f"{column} > 0 AND {column} <= {maximum}"
 
 
-# ProcessStats in one query ({param} is the placeholder).
-STATS = f"""SELECT COUNT(*) FILTER (WHERE succeeded),
-    MAX({_in("peak_memory", MAX_BYTES)}) FILTER (WHERE succeeded),
-    MAX({_in("cpu_percent", MAX_CPU_PERCENT)}) FILTER (WHERE succeeded),
-    MAX({_in("realtime", MAX_SECONDS)}) FILTER (WHERE succeeded),
-    COUNT(*) FILTER (WHERE out_of_memory), COUNT(*) FILTER (WHERE time_limit),
-    MAX({_in("memory", MAX_BYTES)}) FILTER (WHERE out_of_memory),
-    MAX({_in("time", MAX_SECONDS)}) FILTER (WHERE time_limit), COUNT(*)
-FROM task_history WHERE process = {{param}}"""
-CPU_USE = f"""SELECT process, COUNT(*), MAX({_in("cpus", MAX_CPUS)}),
-    MAX({_in("cpu_percent", MAX_CPU_PERCENT)}) / 100.0
-FROM task_history
-WHERE succeeded AND cpus BETWEEN 0 AND {MAX_CPUS}
-    AND cpu_percent BETWEEN 0 AND {MAX_CPU_PERCENT}
-GROUP BY process ORDER BY process"""
-PROCESSES = "SELECT DISTINCT process FROM task_history WHERE succeeded ORDER BY process"
-COUNT = "SELECT COUNT(*) FROM task_history"
+# The right-sizer's four windows of one process or stratum: successful runs that used
+# memory, that took time, and attempts killed for memory or for time at a known
+# allocation (the conditions of ``PredictiveResolver._learn``).
+WINDOWS = {
+    "memory": f"succeeded = TRUE AND {_measured('peak_memory', MAX_BYTES)}",
+    "time": f"succeeded = TRUE AND {_measured('realtime', MAX_SECONDS)}",
+    "out_of_memory": f"succeeded = FALSE AND out_of_memory = TRUE AND "
+    f"{_measured('memory', MAX_BYTES)}",
+    "time_limit": f"succeeded = FALSE AND time_limit = TRUE AND {_measured('time', MAX_SECONDS)}",
+}
+
+
+def window(
+    kind: str, cpus: float | None, container: str | None, whole: bool, dialect: str
+) -> tuple[str, list[Any]]:
+    """One window's query, newest first, and the stratum's parameters. Its parameters:
+    the process, the stratum's, the last number to read, and how many rows.
+
+    ``IS NULL`` is written out for a missing cpus or container: PostgreSQL's index serves
+    ``= value`` and ``IS NULL`` but not ``IS NOT DISTINCT FROM``."""
+    param = "?" if dialect == "sqlite" else "%s"
+    cursor = CURSOR[dialect]
+    clauses = [f"process = {param}"]
+    params: list[Any] = []
+    if not whole:
+        for column, value in (("cpus", cpus), ("container", container)):
+            if value is None:
+                clauses.append(f"{column} IS NULL")
+            else:
+                clauses.append(f"{column} = {param}")
+                params.append(value)
+    clauses += [WINDOWS[kind], f"{cursor} <= {param}"]
+    query = (f"SELECT {COLUMNS} FROM task_history WHERE {' AND '.join(clauses)} "
+             f"ORDER BY {cursor} DESC LIMIT {param}")  # fmt: skip
+    return query, params
 
 
 def filters(run_ids: Sequence[str], since: float | None, param: str) -> tuple[str, list[Any]]:

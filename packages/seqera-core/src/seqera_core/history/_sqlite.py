@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import HistoryError, ResourceError
 from . import _sql
-from ._records import CpuUse, ProcessStats, TaskRecord
+from ._store import Execute, SummaryStore
 
 __all__ = ["SqliteHistory"]
 
@@ -27,20 +27,17 @@ __all__ = ["SqliteHistory"]
 # SQLITE_LOCKED): a wait that ran out, not a file that is not a database.
 _HELD = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _EXPECTED = "an SQLite database file (or a new file's path), sqlite:///path or postgresql:// URL"
+_T = TypeVar("_T")
+_INSERT = (f"INSERT OR REPLACE INTO task_history ({_sql.COLUMNS}, replay) "
+           f"VALUES ({', '.join('?' for _ in _sql.FIELDS)}, ?)")  # fmt: skip
 
 
-def _record(row: Sequence[Any]) -> TaskRecord:
-    values = list(row)
-    for index in _sql.FLAG_INDEX:  # SQLite hands booleans back as 0/1
-        values[index] = bool(values[index])
-    return TaskRecord(*values)
-
-
-class SqliteHistory:
+class SqliteHistory(SummaryStore):
     """The task-history table in one SQLite database file."""
 
     # answers from this machine: readers need no timeout against a network
     local = True
+    _dialect = "sqlite"
 
     def __init__(self, path: str | Path, *, timeout: float = 5.0) -> None:
         self.path = str(path)
@@ -66,14 +63,33 @@ class SqliteHistory:
             for column in _sql.ADDED_COLUMNS:
                 if column not in present:
                     self._db.execute(_sql.add_column(column, "sqlite"))
-        except sqlite3.DatabaseError as exc:
+            if "replay" not in present or not self._current():
+                self._transaction(self._layout)
+        except (sqlite3.DatabaseError, HistoryError) as exc:
             self._db.close()
-            if getattr(exc, "sqlite_errorcode", None) in _HELD:
+            # the layout's upgrade runs in a write transaction, which says HistoryError
+            cause = exc.__cause__ if isinstance(exc, HistoryError) else exc
+            if getattr(cause, "sqlite_errorcode", None) in _HELD:
                 raise HistoryError(
                     f"history {self.path}: still locked by another process after "
-                    f"{timeout:g} s ({exc})"
+                    f"{timeout:g} s ({cause})"
                 ) from None
-            raise ResourceError("history", self.path, f"{_EXPECTED} ({exc})") from None
+            raise ResourceError("history", self.path, f"{_EXPECTED} ({cause})") from None
+
+    def _current(self) -> bool:
+        try:
+            found = self._db.execute("SELECT version FROM task_totals WHERE id = 1").fetchall()
+        except sqlite3.OperationalError:  # no such table: version 1
+            return False
+        return bool(found) and found[0][0] >= _sql.VERSION
+
+    def _layout(self, execute: Execute) -> None:
+        present = {row[1] for row in self._db.execute("PRAGMA table_info(task_history)")}
+        for statement in _sql.summary_schema("sqlite"):
+            if "ADD COLUMN" in statement and "replay" in present:
+                continue  # another process brought it up to date meanwhile
+            execute(statement, ())
+        self._upgrade(execute, rebuild="replay" not in present)
 
     def _rows(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
         try:
@@ -82,63 +98,45 @@ class SqliteHistory:
         except sqlite3.Error as exc:
             raise HistoryError(f"history {self.path}: {exc}") from exc
 
-    def record(self, records: Iterable[TaskRecord]) -> int:
-        """Store finished attempts in one transaction (a replayed one replaces itself)."""
-        rows = [_sql.row(r) for r in records]
-        placeholders = ", ".join("?" for _ in _sql.FIELDS)
+    def _run(self, query: str, params: Sequence[Any]) -> list[Any]:
+        return self._db.execute(query, _sql.storable(params)).fetchall()
+
+    def _transaction(self, work: Callable[[Execute], _T]) -> _T:
+        """``work`` in one write transaction; another writer waits up to ``timeout``."""
         try:
             with self._lock:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
-                    self._db.executemany(
-                        f"INSERT OR REPLACE INTO task_history ({_sql.COLUMNS}) "
-                        f"VALUES ({placeholders})",
-                        rows,
-                    )
+                    result = work(self._run)
                 except BaseException:
                     self._db.execute("ROLLBACK")
                     raise
                 self._db.execute("COMMIT")
+                return result
         except sqlite3.Error as exc:
             raise HistoryError(f"history {self.path}: {exc}") from exc
-        return len(rows)
 
-    def stats(self, process: str) -> ProcessStats | None:
-        """The process's history, or ``None`` if it never finished an attempt here."""
-        (row,) = self._rows(_sql.STATS.format(param="?"), (process,))
-        if not row[-1]:
-            return None
-        return ProcessStats(process, *row[:-1])
+    def _snapshot(self, work: Callable[[Execute], _T]) -> _T:
+        """Reads in one transaction: WAL gives them one state of the file."""
+        try:
+            with self._lock:
+                self._db.execute("BEGIN")
+                try:
+                    return work(self._run)
+                finally:
+                    self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise HistoryError(f"history {self.path}: {exc}") from exc
 
-    def attempts(self, after: int = 0, limit: int = 100_000) -> tuple[int, list[TaskRecord]]:
-        """Attempts stored after cursor ``after`` (oldest first) and the cursor to pass next."""
-        rows = self._rows(
-            f"SELECT rowid, {_sql.COLUMNS} FROM task_history "
-            "WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            (after, limit),
-        )
-        if not rows:
-            return after, []
-        return int(rows[-1][0]), [_record(row[1:]) for row in rows]
-
-    def records(self, run_ids: Sequence[str] = (), since: float | None = None) -> list[TaskRecord]:
-        """Every attempt of the runs named (all when none), finished at or after ``since``."""
-        where, params = _sql.filters(run_ids, since, "?")
-        rows = self._rows(f"SELECT {_sql.COLUMNS} FROM task_history{where} ORDER BY rowid", params)
-        return [_record(row) for row in rows]
-
-    def cpu_use(self) -> list[CpuUse]:
-        """Per process with successful runs that report both, the cores reserved and used."""
-        return [CpuUse(*row) for row in self._rows(_sql.CPU_USE)]
-
-    def processes(self) -> list[str]:
-        """Every process with at least one successful attempt, sorted."""
-        return [row[0] for row in self._rows(_sql.PROCESSES)]
-
-    def count(self) -> int:
-        """How many attempts are stored."""
-        ((total,),) = self._rows(_sql.COUNT)
-        return int(total)
+    def _insert(
+        self, execute: Execute, rows: Sequence[tuple[Any, ...]], replays: Sequence[bool]
+    ) -> list[int]:
+        seqs = []
+        for row, replay in zip(rows, replays, strict=True):
+            cursor = self._db.execute(_INSERT, (*row, int(replay)))
+            assert cursor.lastrowid is not None
+            seqs.append(cursor.lastrowid)
+        return seqs
 
     def close(self) -> None:
         """Close the database."""

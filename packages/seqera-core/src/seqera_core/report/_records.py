@@ -54,19 +54,18 @@ def select(
     """The attempts of ``run_ids`` (all runs when empty) finished at or after ``since``.
 
     The table holds one row per attempt (a replayed one replaces itself), so the rows of
-    the runs asked for are read once; the whole table only when a run is not there, to
-    say which runs it holds.
+    the runs asked for are read once, by the run id (the key); when a run is not there,
+    the latest runs are named from the newest attempts, never the whole table.
     """
     records = history.records(run_ids)
     found = {r.run_id for r in records}
     missing = [run for run in run_ids if run not in found]
     if missing or not records:
-        known = list(dict.fromkeys(r.run_id for r in history.records()))
+        known = history.recent_runs(_SHOWN_RUNS)
         if not known:
             raise UsageError(f"{where} holds no task yet: nothing to report")
-        recent = known[-_SHOWN_RUNS:]
         raise ResourceError(
-            "--run", missing[0], f"a run id in {where}; its latest runs are {', '.join(recent)}"
+            "--run", missing[0], f"a run id in {where}; its latest runs are {', '.join(known)}"
         )
     if since is not None:
         records = [r for r in records if r.finished is not None and r.finished >= since]

@@ -2,9 +2,15 @@
 
 Per process, a :class:`~seqera_core.sizing.UsageModel` for peak memory (each run weighted
 by its run time, so what it minimises is waste in GB-hours) and one for run time learn
-every finished attempt the history holds (read incrementally: a resolve costs one indexed
-query). Where a process ran with several cpu counts or containers, the runs of the
-request's own (cpus, container) answer once there are ``min_runs`` of them. Each model
+every finished attempt the history holds. They are fed what a run needs, not what the
+history holds: at the start, the history's totals and one summary row per process (what
+the pipeline's processes lend each other); on a process's first request, its all-time
+summary and the windows its models keep, by an index (:meth:`History.window`); then only
+attempts stored since (a resolve costs one indexed query). The state is exactly the one
+learning every row in order would give (:mod:`seqera_core.history._tally`).
+
+Where a process ran with several cpu counts or containers, the runs of the request's own
+(cpus, container) answer once there are ``min_runs`` of them. Each model
 picks its own margin per process from its leave-one-out errors and how many runs it has
 (:mod:`seqera_core.sizing._fit`), calibrated to miss ``alpha`` of tasks, and falls back to
 the per-process maximum where that wastes less. A first attempt never gets more than it
@@ -33,9 +39,9 @@ from __future__ import annotations
 import math
 import threading
 
-from ..history import History, TaskRecord
+from ..history import History, Summary, TaskRecord
 from ..models import ResourceRequest, ResourceResponse
-from ..sizing import Budget, Pool, UsageModel
+from ..sizing import KEPT_FAILURES, Budget, Pool, UsageModel
 from ..units import GIB, MIB
 from .base import Resolver
 
@@ -118,22 +124,23 @@ class PredictiveResolver(Resolver):
         self.apply_cpus = apply_cpus
         self.shrink_self_sizing = shrink_self_sizing
         self._models: dict[_Key, _Process] = {}
-        self._cursor = 0
-        # Hashes of the (run, task, attempt) keys learned: a replayed attempt (a weblog
-        # stream sent twice, a record rewritten) comes back as a new row, once too many.
-        self._learned: set[int] = set()
+        # Per process: the last attempt number its models hold, and whether its windows
+        # and strata are loaded (a process first seen after the start is learned whole).
+        self._through: dict[str, int] = {}
+        self._loaded: set[str] = set()
         # Processes whose history showed peaks that follow allocations, at any resolve.
         self.flagged: set[str] = set()
         self._lock = threading.Lock()
-        # Read the history now, and fit each process's models: a first resolve that had
-        # to read 100,000 rows would outlast the chain's timeout.
-        self.refresh()
-        with self._lock:
-            for key, model in self._models.items():
-                whole = self._models[key if isinstance(key, str) else key[0]]
-                # a (cpus, container) stratum that is all of its process is never asked
-                if model is whole or model.memory.runs < whole.memory.runs:
-                    model.memory.upper(None), model.time.upper(None)
+        # The totals and every process's summary: the pool of what processes lend each
+        # other (in the order they first came, as learning row by row makes it) and the
+        # budget. No attempt is read until a process is asked for.
+        totals, summaries = history.summaries()
+        self._cursor = totals.last_seq
+        self._budgets[0].runs, self._budgets[0].total = totals.memory_runs, totals.memory_total
+        self._budgets[1].runs, self._budgets[1].total = totals.time_runs, totals.time_total
+        for summary in summaries:
+            self._resume(self._model(summary.process), summary)
+            self._through[summary.process] = summary.last_seq
 
     def _model(self, key: _Key) -> _Process:
         model = self._models.get(key)
@@ -144,14 +151,67 @@ class PredictiveResolver(Resolver):
                                                  self.floor_memory)  # fmt: skip
         return model
 
-    def _learn(self, record: TaskRecord) -> None:
-        models = (self._model(record.process),
-                  self._model((record.process, record.cpus, record.container)))  # fmt: skip
-        x = record.input_bytes
+    @staticmethod
+    def _resume(model: _Process, summary: Summary) -> None:
+        for usage, tally in ((model.memory, summary.memory), (model.time, summary.time)):
+            usage.resume(tally.runs, tally.largest,
+                         (tally.runs, tally.mean, tally.m2, tally.top, tally.second))  # fmt: skip
+        model.cpu_percent = max(0.0, summary.cpu_percent or 0.0)
+
+    def _load(self, process: str) -> None:
+        """A process's summaries (its own and its strata's) and the windows its models keep,
+        each read by an index up to the attempt its summary was read at."""
+        _, summaries = self.history.summaries(process)
+        window = int(self._options["window"])
+        for summary in summaries:
+            key: _Key = process if summary.whole else (process, summary.cpus, summary.container)
+            model = self._model(key)
+            self._resume(model, summary)
+            self._refill(model, summary, window)
+            if summary.whole:
+                self._through[process] = summary.last_seq
+        self._loaded.add(process)
+        # Fit now, as a first request would: a (cpus, container) stratum that is all of
+        # its process is never asked.
+        whole = self._models[process]
+        for key, model in self._models.items():
+            if (key == process or (isinstance(key, tuple) and key[0] == process)) and (
+                model is whole or model.memory.runs < whole.memory.runs
+            ):
+                model.memory.upper(None), model.time.upper(None)
+
+    def _refill(self, model: _Process, summary: Summary, window: int) -> None:
+        """The windows of one process or stratum, as learning its runs in order left them."""
+        history, through = self.history, summary.last_seq
+        for r in history.window(summary, "memory", through, window):
+            assert r.peak_memory is not None
+            model.memory.recall(r.input_bytes, r.peak_memory, weight=r.realtime or 1.0,
+                                allocation=r.memory, attempt=r.attempt)  # fmt: skip
+        for r in history.window(summary, "time", through, window):
+            assert r.realtime is not None
+            model.time.recall(r.input_bytes, r.realtime, allocation=r.time, attempt=r.attempt)
+        for r in history.window(summary, "out_of_memory", through, KEPT_FAILURES):
+            assert r.memory is not None
+            model.memory.fail(r.input_bytes, r.memory)
+        for r in history.window(summary, "time_limit", through, KEPT_FAILURES):
+            assert r.time is not None
+            model.time.fail(r.input_bytes, r.time)
+
+    def _learn(self, seq: int, record: TaskRecord) -> None:
         if record.succeeded and record.peak_memory:
             self._budgets[0].add(record.peak_memory, record.realtime or 1.0)
         if record.succeeded and record.realtime:
             self._budgets[1].add(record.realtime)
+        process = record.process
+        if seq <= self._through.get(process, 0):
+            return  # loaded after the cursor passed it: in its summary already
+        if process not in self._models:
+            self._loaded.add(process)  # first seen now: every attempt of it comes here
+        self._through[process] = seq
+        models = [self._model(process)]
+        if process in self._loaded:  # else its strata are read when it is loaded
+            models.append(self._model((process, record.cpus, record.container)))
+        x = record.input_bytes
         for model in models:
             if record.succeeded:
                 if record.peak_memory:
@@ -164,22 +224,28 @@ class PredictiveResolver(Resolver):
                 if record.cpu_percent:
                     model.cpu_percent = max(model.cpu_percent, record.cpu_percent)
                 continue
-            # A killed attempt tells only that its allocation was too small.
-            if record.out_of_memory and record.memory:
-                model.memory.fail(x, record.memory)
-            if record.time_limit and record.time:
-                model.time.fail(x, record.time)
+            self._failed(model, record)
+
+    @staticmethod
+    def _failed(model: _Process, record: TaskRecord) -> None:
+        # A killed attempt tells only that its allocation was too small.
+        if record.out_of_memory and record.memory:
+            model.memory.fail(record.input_bytes, record.memory)
+        if record.time_limit and record.time:
+            model.time.fail(record.input_bytes, record.time)
 
     def refresh(self) -> None:
-        """Learn every attempt the history gained since the last call."""
+        """Learn every attempt the history gained since the last call. A replayed attempt
+        (a weblog stream sent twice, a record rewritten) was learned when it first came."""
         with self._lock:
             while True:
-                self._cursor, records = self.history.attempts(self._cursor)
-                if not records:
+                fed = self.history.feed(self._cursor)
+                if not fed:
                     return
-                for record in records:
-                    if self._first_time(record):
-                        self._learn(record)
+                for item in fed:
+                    self._cursor = item.seq
+                    if not item.replay:
+                        self._learn(item.seq, item.record)
 
     def note_failure(self, record: TaskRecord) -> None:
         """Learn a killed attempt the history does not hold yet, without storing it.
@@ -193,20 +259,21 @@ class PredictiveResolver(Resolver):
         if record.succeeded:
             raise ValueError("note_failure takes a failed attempt")
         with self._lock:
-            self._learn(record)
-
-    def _first_time(self, record: TaskRecord) -> bool:
-        key = hash((record.run_id, record.task_id, record.attempt))
-        if key in self._learned:
-            return False
-        self._learned.add(key)
-        return True
+            process = record.process
+            if process in self._models and process not in self._loaded:
+                self._load(process)  # loading later would start its kills afresh
+            if process not in self._models:
+                self._loaded.add(process)  # first seen now: every attempt of it comes here
+            for key in (process, (process, record.cpus, record.container)):
+                self._failed(self._model(key), record)
 
     def _pick(self, request: ResourceRequest) -> _Process | None:
         assert request.process
         whole = self._models.get(request.process)
         if whole is None:
-            return None
+            return None  # no attempt of it as of the last refresh
+        if request.process not in self._loaded:
+            self._load(request.process)
         own = self._models.get((request.process, request.cpus, request.container))
         # The runs of the request's own cpus and container, once they are enough to
         # calibrate on and are not simply all of the process's runs.

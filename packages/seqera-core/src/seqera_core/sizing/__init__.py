@@ -8,10 +8,11 @@ themselves from their allocation at what they were seen to need (``_guard``).
 """
 
 from ._guard import read_source, references_memory, tracked_at, tracks_allocation
-from ._model import Budget, UsageModel
+from ._model import KEPT_FAILURES, Budget, UsageModel
 from ._prior import Pool
 
 __all__ = [
+    "KEPT_FAILURES",
     "Budget",
     "Pool",
     "UsageModel",

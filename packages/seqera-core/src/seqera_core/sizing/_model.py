@@ -39,7 +39,10 @@ from ._margin import MOST, RESOLUTION, t_quantile
 from ._net import Net, cost
 from ._prior import Moments, Pool
 
-__all__ = ["Budget", "UsageModel"]
+__all__ = ["KEPT_FAILURES", "Budget", "UsageModel"]
+
+# Kills remembered per model: the latest are the ones a retry asks about.
+KEPT_FAILURES = 64
 
 # A retry's allocation exceeds the one that failed by at least this much, and growing
 # past everything seen by at least the second.
@@ -179,7 +182,7 @@ class UsageModel:
         self.runs = 0
         self.largest = 0.0  # over every run ever learned, not only the window
         self._window: deque[_Run] = deque(maxlen=window)
-        self._failed: deque[tuple[int | None, float]] = deque(maxlen=64)
+        self._failed: deque[tuple[int | None, float]] = deque(maxlen=KEPT_FAILURES)
         self._fit: _Fit | None = None
         self._stale = 0  # runs learned since the fit
         self._tracks: tuple[float | None] | None = None  # (floor,), cached until a run
@@ -212,6 +215,40 @@ class UsageModel:
         value = math.log(usage)
         self._moments.add(value)
         self._window.append(_Run(input_bytes, usage, value, weight, allocation, attempt <= 1))
+        self._stale += 1
+        self._tracks = None
+
+    def resume(
+        self, runs: int, largest: float, moments: tuple[int, float, float, float, float]
+    ) -> None:
+        """Start again from a stored all-time state (``runs``, ``largest`` and the log
+        moments ``(n, mean, m2, top, second)``, the history's summary), with an empty
+        window: :meth:`recall` then refills it, so loading a process reads its window, not
+        every run it ever had. The moments are updated in place: the pool keeps them."""
+        self.runs, self.largest = runs, largest
+        m = self._moments
+        m.n, m.mean, m.m2, m.top, m.second = moments
+        self._window.clear()
+        self._failed.clear()
+        self._fit, self._stale, self._tracks = None, 0, None
+
+    def recall(
+        self,
+        input_bytes: int | None,
+        usage: float,
+        *,
+        weight: float = 1.0,
+        allocation: float | None = None,
+        attempt: int = 1,
+    ) -> None:
+        """Put one run back into the window after :meth:`resume` (it is in the all-time
+        state already): :meth:`learn` without counting it again (nor scoring it: the net
+        scores only what it answered in this process)."""
+        if usage <= 0:
+            return
+        self._window.append(
+            _Run(input_bytes, usage, math.log(usage), weight, allocation, attempt <= 1)
+        )
         self._stale += 1
         self._tracks = None
 
