@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 
 from attrs import field, frozen
 
-from ...errors import SeqeraError
+from ...errors import UsageError
 from ...models import ResourceRequest
 from ...units import GIB
 
@@ -39,8 +39,9 @@ __all__ = [
 OBJECTIVES = ("finish", "cost")
 
 
-class Unroutable(SeqeraError):
-    """No backend can run a job: the message names each backend's reason."""
+class Unroutable(UsageError):
+    """No backend can run a job (refused like a job no queue can run: exit 2 on a CLI);
+    the message names each backend's reason."""
 
 
 def _pairs(values: Iterable[tuple[float, float]]) -> tuple[tuple[float, float], ...]:

@@ -114,7 +114,9 @@ class Probe:
             return seen[1], seen[2]
         sinfo = slurm.query(SINFO)
         squeue = slurm.query(SQUEUE)
-        self._failure = "" if sinfo.ok else sinfo.describe()
+        # the command's last words say why (sinfo's "fatal: ..." line), not its whole log
+        said = (sinfo.stderr.strip() or sinfo.stdout.strip()).splitlines()
+        self._failure = "" if sinfo.ok else (said[-1][:200] if said else sinfo.describe())
         answer = (
             self.clock(),
             sinfo.stdout if sinfo.ok else "",
