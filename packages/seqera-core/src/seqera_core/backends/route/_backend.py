@@ -5,7 +5,10 @@ batch scheduler, a cloud one; their own config sections, squashing, fork server)
 each job it asks every backend's :class:`~._probe.Probe` what it can run and how busy it
 is, estimates when the job would end there (its expected run time: the history's
 longest run of its process, else the longest seen in this run, else its declared time
-limit, else ``runtime``) and what it would cost (the platform's hourly rates), and
+limit, else ``runtime``; once a job of its process went to that backend and started at
+once, what it took there from submission to its end seen, which counts what the run time
+does not: an interpreter starting inside a cluster job, the scheduler's cycle, the poll)
+and what it would cost (the platform's hourly rates), and
 submits it where the objective is best (:mod:`._policy`). A user's choice wins: a rule
 pinned to a backend (``pin``) goes there, and a job naming a queue goes only to a
 backend that has it. A batch with a job no backend can run is refused whole, before
@@ -140,7 +143,10 @@ class RouteBackend(Backend):
         # per backend, the jobs sent there not yet seen to end: native id -> (cores,
         # expected seconds, sent at, native id), in the order sent
         self._out: dict[str, dict[str, tuple[float, float, float, str]]] = {n: {} for n in names}
-        self._process: dict[tuple[str, str], str] = {}
+        # (backend, native id) -> its process, and when it was sent if it was to start at once
+        self._process: dict[tuple[str, str], tuple[str, float | None]] = {}
+        # (backend, process) -> seconds from submission to its end seen, a running mean
+        self._took: dict[tuple[str, str], float] = {}
         self._longest: dict[str, float] = {}  # a process's longest run seen in this run
         self._statuses: dict[tuple[str, str], JobStatus] = {}
         self._asked: dict[str, float] = {}
@@ -186,17 +192,21 @@ class RouteBackend(Backend):
                     continue
                 sent = [*self._out[name].values(), *extra[name]]
                 start = start_after(probe.load(request.queue, sent), request.cpus or 1)
+                took = self._took.get((name, request.process or ""))
+                # what a job of this process took there, start to seen end, once it did
+                there = runtime if took is None else max(0.1, took - probe.overhead)
                 cost = self._rates(name, request.queue).hourly(
                     request.cpus or 1, request.memory or 0,
                     request.accelerator.count if request.accelerator else 0,
-                ) * runtime / 3600  # fmt: skip
-                options.append(Option(name, None, start, runtime, cost))
+                ) * there / 3600  # fmt: skip
+                options.append(Option(name, None, start, there, cost))
             try:
                 choice = choose(options, self.objective)
             except Unroutable as exc:
                 refused.append(f"job {spec.name}: {exc}")
                 continue
-            extra[choice.backend].append((request.cpus or 1, runtime, self._clock(), ""))
+            best = next(o for o in choice.options if o.backend == choice.backend)
+            extra[choice.backend].append((request.cpus or 1, best.runtime, self._clock(), ""))
             choices.append(choice)
         if refused:
             raise Unroutable("; ".join(refused))
@@ -256,9 +266,13 @@ class RouteBackend(Backend):
         routed = attrs.evolve(handle, route=choice.reason)
         into[n] = routed
         cores = spec.request.cpus or 1
-        self._out[choice.backend][handle.native_id] = (
-            cores, self.runtime_of(spec), self._clock(), handle.native_id)  # fmt: skip
-        self._process[(handle.backend, handle.native_id)] = spec.request.process or ""
+        best = next(o for o in choice.options if o.backend == choice.backend)
+        now = self._clock()
+        self._out[choice.backend][handle.native_id] = (cores, best.runtime, now, handle.native_id)
+        # a job expected to start at once measures the backend's turnaround for its process
+        at_once = best.start <= self.probes[choice.backend].overhead + 0.5
+        self._process[(handle.backend, handle.native_id)] = (
+            spec.request.process or "", now if at_once else None)  # fmt: skip
 
     def _owner(self, handle: JobHandle) -> Backend | None:
         return self.backends.get(handle.backend)
@@ -294,9 +308,14 @@ class RouteBackend(Backend):
     def _ended(self, handle: JobHandle, status: JobStatus) -> None:
         self._statuses.pop((handle.backend, handle.native_id), None)
         self._out.get(handle.backend, {}).pop(handle.native_id, None)
-        process = self._process.pop((handle.backend, handle.native_id), "")
-        if status.state is JobState.SUCCEEDED and status.wall_seconds and process:
+        process, sent = self._process.pop((handle.backend, handle.native_id), ("", None))
+        if status.state is not JobState.SUCCEEDED or not process:
+            return
+        if status.wall_seconds:
             self._longest[process] = max(self._longest.get(process, 0.0), status.wall_seconds)
+        if sent is not None:  # submission to the poll that saw it end: all it cost there
+            took, key = self._clock() - sent, (handle.backend, process)
+            self._took[key] = took if key not in self._took else (self._took[key] + took) / 2
 
     def cancel(self, handles: Sequence[JobHandle]) -> None:
         """Cancel on every backend that holds one of them; each is asked even if one fails."""
