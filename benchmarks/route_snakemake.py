@@ -14,7 +14,8 @@ each alike:
 - ``squash``: ``--seqera-backend slurm --seqera-squash squash``;
 - ``route``: ``--seqera-backend route`` over local (``--seqera-local-cores LOCAL``) and
   Slurm, with a history the route's first, untimed run (``route-cold``, reported apart)
-  filled: the right-sizer's run times are what the policy estimates finish times from.
+  filled: the right-sizer's run times are what the policy estimates finish times from;
+- ``route-squash``: the same, its Slurm candidate squashing (``--seqera-squash squash``).
 
 Every run's wall time and where its jobs ran (the history's ``backend`` column) are
 printed and appended to the benchmarks' JSON-lines file (``_emit.py``); then the median
@@ -77,9 +78,11 @@ def _argv(variant: str, local: int, total: int, history: Path) -> list[str]:
     seqera = [*base, "--executor", "seqera", "--jobs", str(total)]
     if variant == "squash":
         return [*seqera, "--seqera-backend", "slurm", "--seqera-squash", "squash"]
-    return [*seqera, "--seqera-backend", "route", "--seqera-route-backends", "local", "slurm",
-            "--seqera-local-cores", str(local), "--seqera-history", str(history),
-            "--seconds-between-status-checks", "1"]  # fmt: skip
+    route = [*seqera, "--seqera-backend", "route", "--seqera-route-backends", "local", "slurm",
+             "--seqera-local-cores", str(local), "--seqera-history", str(history),
+             "--seconds-between-status-checks", "1"]  # fmt: skip
+    # route-squash: the Slurm candidate squashes what it is sent into allocations
+    return [*route, "--seqera-squash", "squash"] if variant == "route-squash" else route
 
 
 def _where(history: Path, before: set[str]) -> dict[str, int]:
@@ -136,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, **cluster, "XDG_CONFIG_HOME": f"{base}/xdg"}
         history = Path(base) / "history.db"
         variants = args.variants.split(",")
-        plan = [("route-cold", -1)] if "route" in variants else []
+        plan = [("route-cold", -1)] if any(v.startswith("route") for v in variants) else []
         plan += [(v, n) for n in range(args.repeat) for v in variants]
         for variant, n in plan:
             with _default_conf(env.get("SLURM_CONF")):

@@ -279,7 +279,8 @@ class RouteBackend(Backend):
 
     def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
         """One poll per backend; a batch scheduler is asked at most every
-        ``scheduler_every`` seconds (its last answer stands in between)."""
+        ``scheduler_every`` seconds, or its own ``status_every`` if shorter (a squashed
+        one reads files), its last answer standing in between."""
         with self._lock:
             result: dict[int, JobStatus] = {}
             now = self._clock()
@@ -289,7 +290,9 @@ class RouteBackend(Backend):
                     continue
                 local = self.probes[name].local
                 fresh = [h for _, h in mine if (h.backend, h.native_id) not in self._statuses]
-                if local or fresh or now - self._asked.get(name, 0.0) >= self._every:
+                # a squashed scheduler's poll reads files: as often as it says it is worth
+                every = min(self._every, float(getattr(backend, "status_every", self._every)))
+                if local or fresh or now - self._asked.get(name, 0.0) >= every:
                     self._asked[name] = now
                     for (_, h), status in zip(mine, backend.poll([h for _, h in mine]),
                                               strict=True):  # fmt: skip
