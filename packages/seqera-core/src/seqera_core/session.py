@@ -45,7 +45,7 @@ from .platforms import Platform
 from .resolvers import PredictiveResolver, Resolver, configured
 from .resume import Ledger, Orphan, Resume
 from .retries import Failure, rescued
-from .squash import SquashPolicy
+from .squash import SquashMode, SquashPolicy
 
 if TYPE_CHECKING:
     from .backends.local._forking import ForkServer
@@ -268,7 +268,10 @@ class Session:
         return open_backend(
             name,
             work_dir=None if chosen is None or not found.shared_fs else Path(chosen),
-            squash=self.squash if found.batch else None,
+            # squashing for a batch scheduler; arrays alone for one that sends them (AWS Batch)
+            squash=self.squash
+            if found.batch or (found.arrays and self.squash.mode is SquashMode.ARRAY)
+            else None,
             preload=self._preload,
             fork_server=fork_server,
             **options,
