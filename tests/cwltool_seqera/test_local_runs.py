@@ -184,3 +184,26 @@ def test_ctrl_c_cancels_the_job_and_prints_no_traceback(tmp_path: Path) -> None:
         except OSError:
             continue
     assert left == [], left
+
+
+def test_a_routed_run_says_where_each_job_went_and_why(tmp_path: Path) -> None:
+    """--executor route over the local machine and a Slurm client whose slurm.conf names
+    no cluster (sinfo says so at once): every job runs locally, the reason in the log and
+    the history's route column."""
+    from seqera_core.history import open_history
+
+    db = tmp_path / "history.db"
+    conf = tmp_path / "slurm.conf"
+    conf.touch()  # a Slurm client here gets no answer: never a candidate
+    run = run_cwl(
+        ["--executor", "route", "--seqera-history", str(db), "--no-container",
+         str(EXAMPLES / "wordcount.cwl"), str(EXAMPLES / "wordcount.yml")],
+        tmp_path, env={"SEQERA_ROUTE_BACKENDS": "local,slurm", "SLURM_CONF": str(conf)},
+    )  # fmt: skip
+    assert run.code == 0, run.stderr
+    assert Path(run.outputs["total"]["path"]).read_text().strip() == "6"
+    assert "submitted to local as" in run.stderr
+    assert "(finish: local finish in" in run.stderr
+    rows = open_history(db).attempts()[1]
+    assert len(rows) == 4 and all(r.backend == "local" for r in rows)
+    assert all("slurm cannot: sinfo did not answer" in r.route for r in rows), rows[0].route

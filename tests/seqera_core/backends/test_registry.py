@@ -60,10 +60,11 @@ def test_a_missing_client_library_names_the_extra(
 
 def test_every_entry_names_its_kind_and_dialect() -> None:
     assert registry.BATCH == ("slurm", "pbs", "torque", "sge", "lsf")
-    assert [registry.entry(n).shared_fs for n in BACKENDS] == [True] * 6 + [False] * 2
+    assert [registry.entry(n).shared_fs for n in BACKENDS] == [True] * 6 + [False] * 2 + [True]
     # AWS Batch is no batch scheduler of the registry's (no shared files, no squashing)
     # but sends arrays itself
     assert [n for n in BACKENDS if registry.entry(n).arrays] == ["batch"]
+    assert [n for n in BACKENDS if registry.entry(n).composite] == ["route"]
     request = ResourceRequest(cpus=2, memory=2**30, time=60)
     assert registry.entry("local").submission(request) == local_submission(request)
     written = registry.entry("batch").submission(request)

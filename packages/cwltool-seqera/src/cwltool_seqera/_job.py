@@ -157,7 +157,11 @@ class DispatchingJob(JobBase):
             result = self.settings.poller.run(
                 spec,
                 on_submit=lambda h: _log.info(
-                    "[job %s] submitted to %s as %s", self.name, h.backend, h.native_id
+                    "[job %s] submitted to %s as %s%s",
+                    self.name,
+                    h.backend,
+                    h.native_id,
+                    f" ({h.route})" if h.route else "",  # a routing backend's choice and why
                 ),
                 limit=spec.request.time,
             )

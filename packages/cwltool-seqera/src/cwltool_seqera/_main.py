@@ -78,7 +78,8 @@ def make_session(
     """
     config = config or _config(options)
     backend = entry(str(config.get("backend")))
-    if options.backend_options and not backend.batch:
+    # a routing backend hands them to its batch candidates
+    if options.backend_options and not (backend.batch or backend.composite):
         own = backend.section in _FLAGGED  # the cloud backends take their own flag
         hint = f" (use --seqera-{backend.section} KEY=VALUE)" if own else ""
         raise UsageError(
@@ -133,7 +134,7 @@ def staging_arguments(backend: str, argv: Sequence[str], workdir: Path) -> list[
     found = entry(backend)
     if not found.shared_fs and "--no-container" not in argv:
         return ["--no-container"]
-    if not found.batch:
+    if not found.batch and not found.composite:  # routing may send jobs to a cluster
         return []
     given = {a.split("=", 1)[0] for a in argv}
     if "--cachedir" in given:
@@ -191,7 +192,8 @@ def _main(args: list[str]) -> int:
         if not session.entry.shared_fs:
             assert options.s3_prefix is not None  # make_session refuses ECS without it
             staging = S3Staging(options.s3_prefix, run_id)
-        local = session.backend_name == "local"
+        # a routing backend sees local jobs end at once and asks schedulers less often
+        local = session.backend_name == "local" or session.entry.composite
         interval = options.poll_interval or (0.1 if local else 1.0)
         poller = JobPoller(
             session.backend,

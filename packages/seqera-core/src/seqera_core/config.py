@@ -38,6 +38,13 @@ whether ``-M`` is per job (``LSB_JOB_MEMLIMIT``) and whether ``rusage[mem=]`` co
 false) lets the right-sizer size a tool that sizes itself from its allocation below what
 it declares (:mod:`seqera_core.sizing._guard`): the user's opt-out of that guard.
 
+``route.*`` keys configure the routing backend (``backend: route``, ``SEQERA_ROUTE_<KEY>``):
+``backends`` (the candidates, default ``local, slurm``), ``objective`` (``finish`` or
+``cost``), ``pin`` (``RULE=BACKEND`` items, or a mapping: a user's choice that always
+wins), ``staged`` (boolean: the engine stages every job's files, so a backend without the
+shared file system may run them), ``overhead`` (``BACKEND=SECONDS``) and ``runtime``
+(seconds a job is expected to run when nothing says). Each candidate keeps its own section.
+
 ``ecs.*`` keys configure the AWS ECS backend (``SEQERA_ECS_<KEY>`` in the environment):
 ``cluster`` and ``execution_role`` are required to run there; ``task_role``, ``subnets``
 and ``security_groups`` (lists, or comma-separated text), ``assign_public_ip`` (boolean),
@@ -125,8 +132,15 @@ KEYS: dict[str, str] = {
     "slurm.signal": "SEQERA_SLURM_SIGNAL",
     "slurm.jobname_prefix": "SEQERA_SLURM_JOBNAME_PREFIX",
     "slurm.no_account": "SEQERA_SLURM_NO_ACCOUNT",
+    # the routing backend's (backends/route)
+    "route.backends": "SEQERA_ROUTE_BACKENDS",
+    "route.objective": "SEQERA_ROUTE_OBJECTIVE",
+    "route.pin": "SEQERA_ROUTE_PIN",
+    "route.staged": "SEQERA_ROUTE_STAGED",
+    "route.overhead": "SEQERA_ROUTE_OVERHEAD",
+    "route.runtime": "SEQERA_ROUTE_RUNTIME",
 }
-_LISTS = ("ecs.subnets", "ecs.security_groups")
+_LISTS = ("ecs.subnets", "ecs.security_groups", "route.backends", "route.pin", "route.overhead")
 _BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 DEFAULTS: Mapping[str, Any] = {"backend": "local", "auto_labels": "all"}
 _MODES = tuple(m.value for m in SquashMode)
@@ -158,20 +172,21 @@ def _flatten(document: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in document.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and name != "labels":
+        # labels, and route's pin and overhead, are mappings of their own
+        if isinstance(value, Mapping) and name not in ("labels", "route.pin", "route.overhead"):
             flat.update(_flatten(value, f"{name}."))
         else:
             flat[name] = value
     return flat
 
 
-def _timeout(value: Any, where: str) -> float:
+def _timeout(value: Any, where: str, key: str = "resolver.timeout") -> float:
     seconds = -1.0
     if not isinstance(value, bool):
         with contextlib.suppress(TypeError, ValueError, OverflowError):  # float(10**400)
             seconds = float(value)
     if not math.isfinite(seconds) or seconds <= 0:
-        raise ResourceError(f"{where}: resolver.timeout", value, "a number of seconds > 0")
+        raise ResourceError(f"{where}: {key}", value, "a number of seconds > 0")
     return seconds
 
 
@@ -282,11 +297,13 @@ def _check(key: str, value: Any, where: str) -> Any:
         return _auto_labels(value, where)
     if key == "labels":
         return _labels(value, where)
+    if key in ("route.pin", "route.overhead") and isinstance(value, Mapping):
+        value = [f"{k}={v}" for k, v in value.items()]  # route: {pin: {align: slurm}}
     if key in _LISTS:
-        return _list(key, value, where)
+        return _route_list(key, _list(key, value, where), where)
     if key in ("ecs.assign_public_ip", "ecs.report_usage", "sizing.shrink_self_sizing",
                "slurm.requeue", "slurm.no_account", "batch.assign_public_ip",
-               "batch.report_usage"):  # fmt: skip
+               "batch.report_usage", "route.staged"):  # fmt: skip
         return _boolean(key, value, where)
     if key == "local.cpus":
         return _cores(key, value, where)
@@ -297,6 +314,10 @@ def _check(key: str, value: Any, where: str) -> Any:
         return _count(key, value, where)
     if key == "slurm.tmp" and str(value).strip().lower() not in ("auto", "always", "never"):
         raise ResourceError(f"{where}: {key}", value, "one of auto, always, never")
+    if key == "route.objective" and str(value).strip() not in ("finish", "cost"):
+        raise ResourceError(f"{where}: {key}", value, "one of finish, cost")
+    if key == "route.runtime":
+        return _timeout(value, where, key)
     if key == "squash.mode" and str(value).strip().lower() not in _MODES:
         raise ResourceError(f"{where}: {key}", value, f"one of {', '.join(_MODES)}")
     text = _text(key, value, where)
@@ -306,6 +327,24 @@ def _check(key: str, value: Any, where: str) -> Any:
     if key == "squash.max_time":  # checked here, where the value was written; kept as text
         parse_duration(text, f"{where}: {key}")
     return text
+
+
+def _route_list(key: str, items: list[str], where: str) -> list[str]:
+    # route.backends: registry names; route.pin: RULE=BACKEND; route.overhead: BACKEND=SECONDS
+    for item in items:
+        if key == "route.backends":
+            if item == "route" or item not in BACKENDS:
+                others = ", ".join(b for b in BACKENDS if b != "route")
+                raise ResourceError(f"{where}: {key}", item, f"one of {others}")
+            continue
+        if key.startswith("route."):
+            name, sep, value = item.partition("=")
+            if not sep or not name.strip() or not value.strip():
+                wanted = "RULE=BACKEND" if key == "route.pin" else "BACKEND=SECONDS"
+                raise ResourceError(f"{where}: {key}", item, wanted)
+            if key == "route.overhead":
+                _timeout(value, where, key)
+    return items
 
 
 def _file(path: Path) -> tuple[dict[str, Any], str] | None:

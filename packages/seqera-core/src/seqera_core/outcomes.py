@@ -62,6 +62,7 @@ def finished_record(
         cause=cause(status),
         cpu_time=status.cpu_seconds,
         backend=status.handle.backend,
+        route=status.handle.route or "",
     )
 
 

@@ -45,7 +45,7 @@ from .platforms import Platform
 from .resolvers import PredictiveResolver, Resolver, configured
 from .resume import Ledger, Orphan, Resume
 from .retries import Failure, rescued
-from .squash import SquashPolicy
+from .squash import SquashMode, SquashPolicy
 
 if TYPE_CHECKING:
     from .backends.local._forking import ForkServer
@@ -232,12 +232,15 @@ class Session:
                 raise UsageError("the session is closed")
             if self._backend is None:
                 options = {**self.backend_settings, **self._backend_options}
+                if self.entry.composite:  # it opens its backends as this run would
+                    options = {**self.backend_settings, "opener": self._open_one,
+                               "platform": self.platform, "expected": self._expected()}  # fmt: skip
                 server, self._fork_server = self._fork_server, None
                 try:
                     self._backend = open_backend(
                         self.entry.name,
                         work_dir=self.work_dir,
-                        squash=self.squash,
+                        squash=None if self.entry.composite else self.squash,
                         preload=self._preload,
                         fork_server=server,
                         **options,
@@ -250,6 +253,37 @@ class Session:
                 if callable(set_warn := getattr(inner, "set_warn", None)):
                     set_warn(self._warn)
             return self._backend
+
+    def _open_one(self, name: str, fork_server: ForkServer | None = None) -> Backend:
+        """The backend ``name`` as this run would open it alone (a routing backend's
+        candidates): its config section (and the platform's settings if it is the
+        platform's scheduler), its work directory, squashing if it is a batch scheduler,
+        the ``--seqera-backend-option`` pass-through too."""
+        found = entry(name)
+        own = self.platform.settings if self.platform and self.platform.scheduler == name else {}
+        options = {**own, **(self.config.section(found.section) if found.section else {})}
+        if found.batch:
+            options.update(self._backend_options)
+        chosen = self._work_dir(found) if callable(self._work_dir) else self._work_dir
+        return open_backend(
+            name,
+            work_dir=None if chosen is None or not found.shared_fs else Path(chosen),
+            # squashing for a batch scheduler; arrays alone for one that sends them (AWS Batch)
+            squash=self.squash
+            if found.batch or (found.arrays and self.squash.mode is SquashMode.ARRAY)
+            else None,
+            preload=self._preload,
+            fork_server=fork_server,
+            **options,
+        )
+
+    def _expected(self) -> Callable[[JobSpec], float | None] | None:
+        """Expected run times from the history (the longest run of a job's process)."""
+        if self.history is None:
+            return None
+        from .backends.squash import history_runtime
+
+        return history_runtime(self.history)
 
     # -- one task's way -------------------------------------------------------------------
 

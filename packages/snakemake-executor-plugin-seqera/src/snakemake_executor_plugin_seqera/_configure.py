@@ -63,5 +63,8 @@ def config_from(settings: ExecutorSettings) -> Config:
         "slurm.signal": settings.slurm_signal,
         "slurm.jobname_prefix": settings.slurm_jobname_prefix,
         "slurm.no_account": settings.slurm_no_account or None,
+        "route.backends": settings.route_backends,
+        "route.objective": settings.route_objective,
+        "route.pin": settings.route_pin,
     }
     return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)

@@ -14,6 +14,7 @@ the first jobs). Measured with Snakemake 9.27, ``benchmarks/snakemake_local.py``
 from __future__ import annotations
 
 from seqera_core.backends.local import ForkServer
+from seqera_core.backends.registry import BACKENDS, entry
 
 __all__ = ["PRELOAD", "early_fork_server"]
 
@@ -36,6 +37,6 @@ def early_fork_server(backend: str | None) -> ForkServer | None:
     """A fork server of :data:`PRELOAD`, forked from this process while it runs one thread
     (a new interpreter otherwise), unless ``--seqera-backend`` names a backend that does
     not fork; the session closes it if the configured backend turns out not to."""
-    if backend not in (None, "local"):
-        return None
+    if backend is not None and (backend not in BACKENDS or not entry(backend).forks):
+        return None  # route forks too: its local candidate takes the server
     return ForkServer(PRELOAD, fork=True)

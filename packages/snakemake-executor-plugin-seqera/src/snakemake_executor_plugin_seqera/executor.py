@@ -112,8 +112,9 @@ class Executor(RemoteExecutor):
             self.logger.info(f"seqera: {left} jobs an earlier run left are adopted if asked for")
         self._interrupts = Interrupts()  # SIGHUP cancels as Ctrl-C does; see _restart
         self._image = settings.image or snakemake_image()
-        if self._backend_name == "local":
-            # A local poll is a look at this process's own table: no need to wait long.
+        if self._backend_name == "local" or self._session.entry.composite:
+            # A local poll is a look at this process's own table: no need to wait long
+            # (a routing backend asks its schedulers at most every few seconds).
             every = self.workflow.remote_execution_settings.seconds_between_status_checks
             self._next_seconds_between_status_checks = min(every, 1)
         if not self._session.entry.shared_fs and (

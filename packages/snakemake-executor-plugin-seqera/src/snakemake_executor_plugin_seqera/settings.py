@@ -179,6 +179,30 @@ class ExecutorSettings(ExecutorSettingsBase):
         default=False,
         metadata=_setting("Send no --account where a rule names none (none is guessed)."),
     )
+    route_backends: Optional[List[str]] = field(
+        default=None,
+        metadata=_setting(
+            "Backends a route run sends each job between (default: local slurm).",
+            nargs="+",
+            type=str,
+        ),
+    )
+    route_objective: Optional[str] = field(
+        default=None,
+        metadata=_setting(
+            "What a route run sends each job by: finish (where it ends first, default) or "
+            "cost (where it costs least, the platform's rates).",
+            choices=("finish", "cost"),
+        ),
+    )
+    route_pin: Optional[List[str]] = field(
+        default=None,
+        metadata=_setting(
+            "RULE=BACKEND: a route run always sends that rule's jobs there.",
+            nargs="+",
+            type=str,
+        ),
+    )
     image: Optional[str] = field(
         default=None,
         metadata=_setting(

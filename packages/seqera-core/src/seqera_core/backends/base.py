@@ -109,13 +109,16 @@ class JobSpec:
 
 @frozen
 class JobHandle:
-    """A submitted job: the backend that owns it and the scheduler's own id."""
+    """A submitted job: the backend that owns it (the one it runs on, under routing
+    too) and the scheduler's own id."""
 
     backend: str
     native_id: str
     name: str = ""
     stdout: str | None = None
     stderr: str | None = None
+    #: Why the routing backend sent the job to ``backend`` (None: no routing chose it).
+    route: str | None = None
 
 
 @frozen

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .registry import BackendEntry
 
-__all__ = ["AWSBATCH", "ECS", "LOCAL", "LSF", "PBS", "SGE", "SLURM", "TORQUE"]
+__all__ = ["AWSBATCH", "ECS", "LOCAL", "LSF", "PBS", "ROUTE", "SGE", "SLURM", "TORQUE"]
 
 _D = "seqera_core.dialects."
 _B = "seqera_core.backends."
@@ -40,3 +40,7 @@ ECS = BackendEntry("ecs", f"{_B}ecs._backend", "EcsBackend", shared_fs=False, se
 AWSBATCH = BackendEntry("batch", f"{_B}awsbatch._backend", "AwsBatchBackend", shared_fs=False,
                         section="batch", settings="BatchSettings", arrays=True,
                         required=("queue",), dialect=f"{_D}awsbatch:submission")  # fmt: skip
+# composite: opens the backends its route.* keys name, each as the run would open it alone;
+# forks: takes the fork server for the local backend among them
+ROUTE = BackendEntry("route", f"{_B}route._backend", "RouteBackend", section="route",
+                     dialect=f"{_D}local:submission", forks=True, composite=True)  # fmt: skip

@@ -65,6 +65,9 @@ class BackendEntry:
     arrays: bool = False
     #: Settings the backend cannot run without (``ecs.cluster``): said by name when missing.
     required: tuple[str, ...] = ()
+    #: Runs jobs on other backends of this registry (routing): its constructor takes
+    #: ``opener``, which opens one of them by name as the run would open it alone.
+    composite: bool = False
 
     def submission(
         self, request: ResourceRequest, settings: Mapping[str, Any] | None = None
@@ -86,7 +89,7 @@ class BackendEntry:
 #: The entry-point group every backend registers under (this package's own among them).
 GROUP = "seqera.backends"
 # The help lists this package's own backends in this order, then others by name.
-_OWN = ("local", "slurm", "pbs", "torque", "sge", "lsf", "ecs", "batch")
+_OWN = ("local", "slurm", "pbs", "torque", "sge", "lsf", "ecs", "batch", "route")
 
 
 @functools.cache

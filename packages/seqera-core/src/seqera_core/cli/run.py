@@ -434,7 +434,9 @@ def _submit_and_wait(
             with signals.held():
                 (handle,) = backend.submit([spec])
             if args.verbose:
-                _say(f"submitted job {handle.native_id} to {backend.name}")
+                # under routing, the backend chosen and why
+                why = f" ({handle.route})" if handle.route else ""
+                _say(f"submitted job {handle.native_id} to {handle.backend}{why}")
             tails.append(_Tail(handle.stdout, sys.stdout))
             if handle.stderr != handle.stdout:
                 tails.append(_Tail(handle.stderr, sys.stderr))

@@ -92,6 +92,7 @@ class TaskRecord:
     # CPU seconds (user + system) the attempt used
     cpu_time: float | None = field(default=None, converter=_cpu_seconds)
     backend: str = ""  # the backend that ran it (``slurm``, ``local``...): what it could measure
+    route: str = ""  # why the routing backend chose that backend (empty: no routing)
 
 
 def cause_of(record: TaskRecord) -> str | None:

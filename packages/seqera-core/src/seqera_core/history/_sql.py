@@ -90,10 +90,11 @@ _TYPES = {
     "cause": ("TEXT", "TEXT"),
     "cpu_time": ("REAL", "DOUBLE PRECISION"),
     "backend": ("TEXT NOT NULL DEFAULT ''", "TEXT NOT NULL DEFAULT ''"),
+    "route": ("TEXT NOT NULL DEFAULT ''", "TEXT NOT NULL DEFAULT ''"),
 }
 assert set(_TYPES) == set(FIELDS), "every TaskRecord field is a column"
 # Columns added after the first release: an older table gains them when opened.
-ADDED_COLUMNS = ("cause", "cpu_time", "backend")
+ADDED_COLUMNS = ("cause", "cpu_time", "backend", "route")
 
 
 # The layout: 1 the attempts alone; 2 the summaries, the totals, the replay flag and the

@@ -159,6 +159,12 @@ class BatchVerbs(Backend):
         text = f"{result.stdout}\n{result.stderr}".lower()
         return any(marker.lower() in text for marker in self._TRANSIENT)
 
+    def query(self, argv: Sequence[str]) -> CommandResult:
+        """Run a read-only command of the scheduler (``sinfo``, ``squeue``) as the backend
+        runs its own: its environment and timeout, transient failures tried again, counted
+        in :attr:`calls`. What a router asks about a queue's load."""
+        return self._run_retrying(argv)
+
     def _run_retrying(self, argv: Sequence[str], *, cwd: str | None = None) -> CommandResult:
         """Run argv, retrying transient failures with backoff; returns the last result.
 

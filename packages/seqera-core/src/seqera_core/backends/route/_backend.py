@@ -1,0 +1,376 @@
+"""One run over several backends: each job sent where the objective says it is best.
+
+:class:`RouteBackend` holds backends opened as the run would open each alone (local, a
+batch scheduler, a cloud one; their own config sections, squashing, fork server). For
+each job it asks every backend's :class:`~._probe.Probe` what it can run and how busy it
+is, estimates when the job would end there (its expected run time: the history's
+longest run of its process, else the longest seen in this run, else its declared time
+limit, else ``runtime``; once a job of its process went to that backend and started at
+once, what it took there from submission to its end seen, which counts what the run time
+does not: an interpreter starting inside a cluster job, the scheduler's cycle, the poll)
+and what it would cost (the platform's hourly rates), and
+submits it where the objective is best (:mod:`._policy`). A user's choice wins: a rule
+pinned to a backend (``pin``) goes there, and a job naming a queue goes only to a
+backend that has it. A batch with a job no backend can run is refused whole, before
+anything is submitted, naming each backend's reason.
+
+A handle is the chosen backend's own (``JobHandle.backend`` names it, so the history's
+``backend`` column says where the job ran) with the reason in ``JobHandle.route`` (the
+history's ``route`` column); the job's labels carry both (``route-backend``,
+``route-reason``). Polls, cancels and logs go to the backend a handle names;
+:meth:`find` asks all of them, so a run after a crash adopts a job wherever it went.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ...errors import UsageError
+from ...platforms import CostRates, Platform
+from ..base import Backend, JobHandle, JobSpec, JobState, JobStatus, NoLookup
+from ..batch import SubmitError
+from ..local import LocalBackend
+from ..registry import entry
+from ._policy import OBJECTIVES, Choice, Option, Unroutable, choose, refusal, start_after
+from ._probe import Probe
+
+__all__ = ["RouteBackend"]
+
+# Seconds between submission and the engine seeing a job end that are not the job's
+# own, by kind: a fork of the local fork server; a batch scheduler's cycle plus the
+# route's poll of it (``scheduler_every``); a cloud task's image pull and start.
+_OVERHEAD = {"local": 0.3, "batch": 5.0, "cloud": 60.0}
+#: Opens a backend of the registry by name as the run would (the fork server for one that forks).
+Opener = Callable[..., Backend]
+
+
+def _pairs(values: Sequence[str] | Mapping[str, Any], what: str) -> dict[str, str]:
+    if isinstance(values, Mapping):
+        return {str(k): str(v) for k, v in values.items()}
+    found = {}
+    for item in values:
+        name, sep, value = str(item).partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise UsageError(f"route.{what}: {item!r} is not NAME=VALUE")
+        found[name.strip()] = value.strip()
+    return found
+
+
+class RouteBackend(Backend):
+    """Several backends as one; each job goes where ``objective`` is best.
+
+    Args:
+        backends: the candidates' registry names (``route.backends``).
+        opener: opens one of them as the run would (the session's).
+        objective: ``finish`` (earliest estimated end) or ``cost`` (cheapest).
+        pin: ``RULE=BACKEND`` items: that process's jobs always go there.
+        staged: the engine stages every job's files (S3), so a backend without the
+            shared file system (ECS) may run them.
+        overhead: ``BACKEND=SECONDS`` items over the defaults (local 0.3, batch 5, cloud 60).
+        runtime: seconds a job is expected to run when nothing else says.
+        platform: the run's platform: its queues' limits and cost rates for its scheduler.
+        fork_server: given to the first backend that forks (local).
+        scheduler_every: seconds a batch scheduler's status or load is reused.
+    """
+
+    name = "route"
+    status_every = 0.5  # a local job's end is seen this soon; schedulers are asked less often
+
+    def __init__(
+        self,
+        backends: Sequence[str] = ("local", "slurm"),
+        *,
+        opener: Opener,
+        objective: str = "finish",
+        pin: Sequence[str] | Mapping[str, str] = (),
+        staged: bool = False,
+        overhead: Sequence[str] | Mapping[str, str] = (),
+        runtime: float = 60.0,
+        platform: Platform | None = None,
+        fork_server: Any = None,
+        scheduler_every: float = 3.0,
+        expected: Callable[[JobSpec], float | None] | None = None,
+        clock: Callable[[], float] = time.time,
+        **ignored: Any,
+    ) -> None:
+        super().__init__()
+        del ignored  # work_dir and the like: each backend has its own
+        if objective not in OBJECTIVES:
+            raise UsageError(
+                f"route.objective: {objective!r} is not one of {', '.join(OBJECTIVES)}"
+            )
+        names = list(dict.fromkeys(str(n) for n in backends))
+        if not names or "route" in names:
+            raise UsageError(f"route.backends: {names!r} must name one or more other backends")
+        self.objective = objective
+        self.pin = _pairs(pin, "pin")
+        for rule, name in self.pin.items():
+            if name not in names:
+                raise UsageError(f"route.pin: {rule}={name}: {name} is not one of route.backends")
+        waits = {k: float(v) for k, v in _pairs(overhead, "overhead").items()}
+        self.staged = bool(staged)
+        self.runtime = float(runtime)
+        self.platform = platform
+        self.expected = expected
+        self._clock = clock
+        self._every = scheduler_every
+        self._lock = threading.RLock()
+        self.backends: dict[str, Backend] = {}
+        self.probes: dict[str, Probe] = {}
+        try:
+            for name in names:
+                found = entry(name)
+                server, fork_server = (fork_server, None) if found.forks else (None, fork_server)
+                backend = opener(name, server) if found.forks else opener(name)
+                self.backends[name] = backend
+                kind = "local" if isinstance(backend, LocalBackend) else (
+                    "batch" if found.batch else "cloud")  # fmt: skip
+                wait = waits.get(name, _OVERHEAD[kind])
+                self.probes[name] = Probe(name, backend, found.shared_fs, wait, platform,
+                                          scheduler_every, clock)  # fmt: skip
+        except BaseException:
+            if fork_server is not None:
+                fork_server.close()
+            self.close()
+            raise
+        if fork_server is not None:
+            fork_server.close()  # no candidate forks
+        # per backend, the jobs sent there not yet seen to end: native id -> (cores,
+        # expected seconds, sent at, native id), in the order sent
+        self._out: dict[str, dict[str, tuple[float, float, float, str]]] = {n: {} for n in names}
+        # (backend, native id) -> its process, and when it was sent if it was to start at once
+        self._process: dict[tuple[str, str], tuple[str, float | None]] = {}
+        # (backend, process) -> seconds from submission to its end seen, a running mean
+        self._took: dict[tuple[str, str], float] = {}
+        self._longest: dict[str, float] = {}  # a process's longest run seen in this run
+        self._statuses: dict[tuple[str, str], JobStatus] = {}
+        self._asked: dict[str, float] = {}
+
+    # -- choosing -------------------------------------------------------------------------
+
+    def runtime_of(self, spec: JobSpec) -> float:
+        """Seconds the job is expected to run (the history, this run, its time limit)."""
+        process = spec.request.process or ""
+        for guess in (
+            self.expected(spec) if self.expected is not None else None,
+            self._longest.get(process),
+            spec.request.time,
+            self.runtime,
+        ):
+            if guess is not None and guess > 0:
+                return float(guess)
+        return self.runtime
+
+    def explain(self, specs: Sequence[JobSpec]) -> list[Choice]:
+        """Where each job would go now, and why (nothing is submitted).
+
+        Raises:
+            Unroutable: a job no backend can run; the message names each one's reason.
+        """
+        with self._lock:
+            return self._choose(specs)
+
+    def _choose(self, specs: Sequence[JobSpec]) -> list[Choice]:
+        extra: dict[str, list[tuple[float, float, float, str]]] = {n: [] for n in self.backends}
+        choices, refused = [], []
+        for spec in specs:
+            request = spec.request
+            runtime = self.runtime_of(spec)
+            pinned = self.pin.get(request.process or "")
+            options = []
+            for name, probe in self.probes.items():
+                why = refusal(probe.limits(request.queue), request, staged=self.staged)
+                if why is None and pinned is not None and name != pinned:
+                    why = f"rule {request.process} is pinned to {pinned}"
+                if why is not None:
+                    options.append(Option(name, why))
+                    continue
+                sent = [*self._out[name].values(), *extra[name]]
+                start = start_after(probe.load(request.queue, sent), request.cpus or 1)
+                took = self._took.get((name, request.process or ""))
+                # what a job of this process took there, start to seen end, once it did
+                there = runtime if took is None else max(0.1, took - probe.overhead)
+                cost = self._rates(name, request.queue).hourly(
+                    request.cpus or 1, request.memory or 0,
+                    request.accelerator.count if request.accelerator else 0,
+                ) * there / 3600  # fmt: skip
+                options.append(Option(name, None, start, there, cost))
+            try:
+                choice = choose(options, self.objective)
+            except Unroutable as exc:
+                refused.append(f"job {spec.name}: {exc}")
+                continue
+            best = next(o for o in choice.options if o.backend == choice.backend)
+            extra[choice.backend].append((request.cpus or 1, best.runtime, self._clock(), ""))
+            choices.append(choice)
+        if refused:
+            raise Unroutable("; ".join(refused))
+        return choices
+
+    def _rates(self, name: str, queue: str | None) -> CostRates:
+        platform = self.platform
+        if platform is None or platform.scheduler != name:
+            return CostRates()
+        chosen = platform.queue(queue or platform.default_queue or "") or (
+            platform.queues[0] if platform.queues else None)  # fmt: skip
+        return chosen.cost if chosen is not None else CostRates()
+
+    # -- the backend contract -------------------------------------------------------------
+
+    def submit(self, jobs: Sequence[JobSpec]) -> list[JobHandle]:
+        """Choose each job's backend (all of them first: a job none can run refuses the
+        batch before anything is sent), then one submission per backend."""
+        with self._lock:
+            choices = self._choose(jobs)
+            groups: dict[str, list[int]] = {}
+            for n, choice in enumerate(choices):
+                groups.setdefault(choice.backend, []).append(n)
+            handles: dict[int, JobHandle] = {}
+            for name, positions in groups.items():
+                specs = [self._labelled(jobs[n], choices[n]) for n in positions]
+                try:
+                    sent = self.backends[name].submit(specs)
+                except SubmitError as exc:
+                    for k, handle in zip(exc.positions, exc.submitted, strict=True):
+                        self._sent(jobs[positions[k]], choices[positions[k]], handle, handles,
+                                   positions[k])  # fmt: skip
+                    raise SubmitError(
+                        str(exc), exc.result, [handles[n] for n in sorted(handles)],
+                        positions=sorted(handles),
+                        unknown=[positions[k] for k in exc.unknown],
+                        errors={positions[k]: e for k, e in exc.errors.items()},
+                    ) from exc  # fmt: skip
+                except Exception as exc:
+                    if handles:  # earlier backends took theirs: they run
+                        raise SubmitError(
+                            f"{name}: {exc}", None, [handles[n] for n in sorted(handles)],
+                            positions=sorted(handles),
+                        ) from exc  # fmt: skip
+                    raise
+                for n, handle in zip(positions, sent, strict=True):
+                    self._sent(jobs[n], choices[n], handle, handles, n)
+            return [handles[n] for n in range(len(jobs))]
+
+    def _labelled(self, spec: JobSpec, choice: Choice) -> JobSpec:
+        labels = {**spec.labels, "route-backend": choice.backend, "route-reason": choice.reason}
+        return attrs.evolve(spec, labels=labels)
+
+    def _sent(
+        self, spec: JobSpec, choice: Choice, handle: JobHandle, into: dict[int, JobHandle], n: int
+    ) -> None:
+        routed = attrs.evolve(handle, route=choice.reason)
+        into[n] = routed
+        cores = spec.request.cpus or 1
+        best = next(o for o in choice.options if o.backend == choice.backend)
+        now = self._clock()
+        self._out[choice.backend][handle.native_id] = (cores, best.runtime, now, handle.native_id)
+        # a job expected to start at once measures the backend's turnaround for its process
+        at_once = best.start <= self.probes[choice.backend].overhead + 0.5
+        self._process[(handle.backend, handle.native_id)] = (
+            spec.request.process or "", now if at_once else None)  # fmt: skip
+
+    def _owner(self, handle: JobHandle) -> Backend | None:
+        return self.backends.get(handle.backend)
+
+    def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
+        """One poll per backend; a batch scheduler is asked at most every
+        ``scheduler_every`` seconds, or its own ``status_every`` if shorter (a squashed
+        one reads files), its last answer standing in between."""
+        with self._lock:
+            result: dict[int, JobStatus] = {}
+            now = self._clock()
+            for name, backend in self.backends.items():
+                mine = [(n, h) for n, h in enumerate(handles) if h.backend == name]
+                if not mine:
+                    continue
+                local = self.probes[name].local
+                fresh = [h for _, h in mine if (h.backend, h.native_id) not in self._statuses]
+                # a squashed scheduler's poll reads files: as often as it says it is worth
+                every = min(self._every, float(getattr(backend, "status_every", self._every)))
+                if local or fresh or now - self._asked.get(name, 0.0) >= every:
+                    self._asked[name] = now
+                    for (_, h), status in zip(mine, backend.poll([h for _, h in mine]),
+                                              strict=True):  # fmt: skip
+                        self._statuses[(h.backend, h.native_id)] = status
+                for n, h in mine:
+                    status = attrs.evolve(self._statuses[(h.backend, h.native_id)], handle=h)
+                    result[n] = status
+                    if status.state.finished:
+                        self._ended(h, status)
+            for n, h in enumerate(handles):
+                if n not in result:
+                    result[n] = JobStatus(h, JobState.UNKNOWN,
+                                          reason=f"no routed backend {h.backend!r}")  # fmt: skip
+            return [result[n] for n in range(len(handles))]
+
+    def _ended(self, handle: JobHandle, status: JobStatus) -> None:
+        self._statuses.pop((handle.backend, handle.native_id), None)
+        self._out.get(handle.backend, {}).pop(handle.native_id, None)
+        process, sent = self._process.pop((handle.backend, handle.native_id), ("", None))
+        if status.state is not JobState.SUCCEEDED or not process:
+            return
+        if status.wall_seconds:
+            self._longest[process] = max(self._longest.get(process, 0.0), status.wall_seconds)
+        if sent is not None:  # submission to the poll that saw it end: all it cost there
+            took, key = self._clock() - sent, (handle.backend, process)
+            self._took[key] = took if key not in self._took else (self._took[key] + took) / 2
+
+    def cancel(self, handles: Sequence[JobHandle]) -> None:
+        """Cancel on every backend that holds one of them; each is asked even if one fails."""
+        failure: Exception | None = None
+        for name, backend in self.backends.items():
+            mine = [h for h in handles if h.backend == name]
+            if not mine:
+                continue
+            try:
+                backend.cancel(mine)
+            except Exception as exc:  # the others are still cancelled
+                failure = failure or exc
+            with self._lock:
+                for h in mine:
+                    self._out[name].pop(h.native_id, None)
+        if failure is not None:
+            raise failure
+
+    def logs(self, handle: JobHandle) -> str:
+        """The job's output, from the backend that ran it."""
+        owner = self._owner(handle)
+        return "" if owner is None else owner.logs(handle)
+
+    def find(self, keys: Sequence[str]) -> dict[str, JobHandle]:
+        """The jobs carrying these keys on any of the backends (one lookup each).
+
+        Raises:
+            NoLookup: a key was found nowhere and a backend cannot look jobs up (it may
+                hold it: the job must not be sent again blindly).
+        """
+        found: dict[str, JobHandle] = {}
+        blind: list[str] = []
+        for name, backend in self.backends.items():
+            try:
+                found.update(backend.find([k for k in keys if k not in found]))
+            except NoLookup:
+                blind.append(name)
+        if blind and len(found) < len(set(keys)):
+            raise NoLookup(f"the {', '.join(blind)} backend cannot look jobs up by submission key")
+        return found
+
+    def set_warn(self, warn: Callable[[str], None]) -> None:
+        """Send each backend's notes to the engine's log."""
+        for backend in self.backends.values():
+            inner = getattr(backend, "inner", backend)
+            if callable(method := getattr(inner, "set_warn", None)):
+                method(warn)
+
+    def close(self) -> None:
+        """Close every backend (the local one ends its jobs; schedulers' jobs go on)."""
+        for backend in getattr(self, "backends", {}).values():
+            try:
+                backend.close()
+            except Exception:  # closing one must not leave the others open
+                continue

@@ -1,0 +1,143 @@
+"""The routing backend over a real local backend and a real Slurm client that cannot reach
+a cluster (no ``sinfo`` on its PATH): constraints, refusals before any submission, the
+reason carried by handles and labels, and exactly-once lookups across backends."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seqera_core.backends import Backend, JobHandle, JobSpec, JobStatus, open_backend
+from seqera_core.backends.route import RouteBackend, Unroutable
+from seqera_core.errors import UsageError
+from seqera_core.models import ResourceRequest
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
+
+
+def opener(tmp: Path) -> Any:
+    def open_one(name: str, fork_server: Any = None) -> Backend:
+        if name == "local":
+            return open_backend("local", work_dir=tmp / "local", cpus=2, kill_grace=0.3)
+        # a Slurm client with no Slurm installed: its commands are not found (exit 127)
+        return open_backend(name, work_dir=tmp / name, env={"PATH": str(tmp / "empty")})
+
+    return open_one
+
+
+@pytest.fixture
+def route(tmp_path: Path) -> Iterator[RouteBackend]:
+    backend = RouteBackend(("local", "slurm"), opener=opener(tmp_path), scheduler_every=0.1)
+    yield backend
+    backend.close()
+
+
+def writes(out: Path, name: str, **request: Any) -> JobSpec:
+    """A job that appends one line to ``out/name``: how many runs it had."""
+    command = ["sh", "-c", f'echo run >> "{out / name}"']
+    return JobSpec(name, command, ResourceRequest(process=name, **request), key=f"key-{name}")
+
+
+def wait(backend: Backend, handles: Sequence[JobHandle], limit: float = 20) -> list[JobStatus]:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        statuses = backend.poll(handles)
+        if all(s.state.finished for s in statuses):
+            return statuses
+        time.sleep(0.05)
+    raise AssertionError(f"still running after {limit} s")
+
+
+def test_jobs_go_where_they_can_run_and_say_why(route: RouteBackend, tmp_path: Path) -> None:
+    specs = [writes(tmp_path, f"small{n}", cpus=1) for n in range(3)]
+    handles = route.submit(specs)
+    assert [h.backend for h in handles] == ["local"] * 3
+    for handle in handles:
+        assert handle.route is not None
+        assert handle.route.startswith("finish: local finish in")
+        assert "slurm cannot: sinfo did not answer" in handle.route
+    statuses = wait(route, handles)
+    assert all(s.state.value == "succeeded" for s in statuses)
+    assert [s.handle for s in statuses] == handles  # the reason stays with the status
+    for n in range(3):
+        assert (tmp_path / f"small{n}").read_text() == "run\n"
+    local = route.backends["local"]
+    assert set(local.find(["key-small0"])) == {"key-small0"}
+
+
+def test_a_job_no_backend_can_run_refuses_the_batch_before_anything_is_sent(
+    route: RouteBackend, tmp_path: Path
+) -> None:
+    specs = [writes(tmp_path, "fine", cpus=1), writes(tmp_path, "huge", cpus=64)]
+    with pytest.raises(Unroutable) as caught:
+        route.submit(specs)
+    message = str(caught.value)
+    assert message.startswith("job huge: no backend can run it: local: 64 cores asked")
+    assert "slurm: sinfo did not answer" in message
+    time.sleep(0.3)
+    assert not (tmp_path / "fine").exists()  # nothing of the batch went out
+    assert route.backends["local"].find(["key-fine"]) == {}
+
+
+def test_a_pinned_rule_goes_only_to_its_backend(tmp_path: Path) -> None:
+    route = RouteBackend(("local", "slurm"), opener=opener(tmp_path), pin=["big=slurm"])
+    try:
+        with pytest.raises(Unroutable, match="local: rule big is pinned to slurm"):
+            route.submit([writes(tmp_path, "big")])
+        (handle,) = route.submit([writes(tmp_path, "other")])
+        assert handle.backend == "local"
+        wait(route, [handle])
+    finally:
+        route.close()
+
+
+def test_a_named_queue_goes_only_to_a_backend_that_has_it(
+    route: RouteBackend, tmp_path: Path
+) -> None:
+    with pytest.raises(Unroutable, match="local: has no queue 'long'"):
+        route.explain([writes(tmp_path, "q", queue="long")])
+
+
+def test_settings_are_checked(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"route\.objective: 'fast' is not one of finish, cost"):
+        RouteBackend(("local",), opener=opener(tmp_path), objective="fast")
+    with pytest.raises(UsageError, match=r"route\.pin: a=ecs: ecs is not one of route.backends"):
+        RouteBackend(("local",), opener=opener(tmp_path), pin={"a": "ecs"})
+    with pytest.raises(UsageError, match=r"route\.pin: .a. is not NAME=VALUE"):
+        RouteBackend(("local",), opener=opener(tmp_path), pin=["a"])
+
+
+def test_a_busy_machine_sends_the_next_job_elsewhere_only_if_it_ends_sooner(
+    tmp_path: Path,
+) -> None:
+    """Two cores, each held 60 s by a routed job: a third waits for one of them locally
+    (about 60 s), unless the other backend would end it sooner."""
+    route = RouteBackend(("local",), opener=opener(tmp_path))
+    try:
+        long = [
+            JobSpec(f"l{n}", ["sleep", "30"], ResourceRequest(cpus=1, time=60)) for n in range(2)
+        ]
+        handles = route.submit(long)
+        (choice,) = route.explain([JobSpec("next", ["true"], ResourceRequest(cpus=1, time=60))])
+        assert choice.backend == "local"
+        assert choice.options[0].start >= 55  # behind the two running jobs
+        route.cancel(handles)
+        assert all(s.state.value == "cancelled" for s in wait(route, handles))
+        (after,) = route.explain([JobSpec("next", ["true"], ResourceRequest(cpus=1, time=60))])
+        assert after.options[0].start < 1  # cancelled jobs hold no core
+    finally:
+        route.close()
+
+
+def test_find_asks_every_backend(route: RouteBackend, tmp_path: Path) -> None:
+    (handle,) = route.submit([writes(tmp_path, "once")])
+    wait(route, [handle])
+    # Slurm's work directory holds no job of either key: it knows they never went there
+    found = route.find(["key-once", "key-never"])
+    assert list(found) == ["key-once"]
+    assert (found["key-once"].backend, found["key-once"].native_id) == ("local", handle.native_id)
