@@ -343,7 +343,12 @@ def _route_list(key: str, items: list[str], where: str) -> list[str]:
                 wanted = "RULE=BACKEND" if key == "route.pin" else "BACKEND=SECONDS"
                 raise ResourceError(f"{where}: {key}", item, wanted)
             if key == "route.overhead":
-                _timeout(value, where, key)
+                try:
+                    _timeout(value, where, key)
+                except ResourceError:  # the pair as written, as every KEY=VALUE list says it
+                    raise ResourceError(
+                        f"{where}: {key}", item, "BACKEND=SECONDS, seconds a number > 0"
+                    ) from None
     return items
 
 
