@@ -43,7 +43,8 @@ PACKAGES: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
             "packages/seqera-nextflow-sidecar",
         ),
         "tests/integration",
-        (SNAKEMAKE, "snakemake-storage-plugin-s3", "moto[server]>=5.0"),
+        # playwright: the report of real Slurm runs is looked at in Debian's chromium
+        (SNAKEMAKE, "snakemake-storage-plugin-s3", "moto[server]>=5.0", "playwright>=1.40"),
     ),
 }
 # Faults injected into the real components of the integration suite, with its fixtures:

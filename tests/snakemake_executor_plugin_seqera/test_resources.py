@@ -128,3 +128,11 @@ def test_the_rules_container_is_a_feature_of_the_request() -> None:
     )
     assert request.container == "docker://biocontainers/bwa:0.7"
     assert job_request(Job({"mem_mb": 1000}))[0].container is None
+
+
+@pytest.mark.parametrize("given", [["local", "slurm"], "['local', 'slurm']", "local,slurm"])
+def test_route_backends_in_every_form_configargparse_hands_over(given: object) -> None:
+    # CI's Snakemake handed `--seqera-route-backends local slurm` over as "['local', 'slurm']"
+    from snakemake_executor_plugin_seqera._configure import _listed
+
+    assert _listed(given) == ["local", "slurm"]  # type: ignore[arg-type]

@@ -16,15 +16,20 @@ from .settings import ExecutorSettings
 __all__ = ["config_from"]
 
 
-def _labels(pairs: Sequence[str] | str | None) -> dict[str, str] | None:
-    if not pairs:
+def _listed(items: Sequence[str] | str | None) -> list[str] | None:
+    """A list setting's items. ConfigArgParse may hand over a list as its text (from
+    ``$SNAKEMAKE_SEQERA_*``, and seen for a ``nargs="+"`` flag too): "[a, b]" or "a,b"."""
+    if not items:
         return None
-    if isinstance(pairs, str):
-        # From $SNAKEMAKE_SEQERA_LABELS, ConfigArgParse may hand over the list as its text:
-        # "[project=x, team=y]" or "project=x,team=y".
-        loaded = yaml.safe_load(pairs) if pairs.lstrip().startswith("[") else None
-        pairs = [str(p) for p in loaded] if isinstance(loaded, list) else pairs.split(",")
-    return dict(key_value("--seqera-labels", pair.strip()) for pair in pairs)
+    if isinstance(items, str):
+        loaded = yaml.safe_load(items) if items.lstrip().startswith("[") else None
+        items = [str(p) for p in loaded] if isinstance(loaded, list) else items.split(",")
+    return [item.strip() for item in items if item.strip()] or None
+
+
+def _labels(pairs: Sequence[str] | str | None) -> dict[str, str] | None:
+    items = _listed(pairs)
+    return None if items is None else dict(key_value("--seqera-labels", p) for p in items)
 
 
 def config_from(settings: ExecutorSettings) -> Config:
@@ -63,8 +68,8 @@ def config_from(settings: ExecutorSettings) -> Config:
         "slurm.signal": settings.slurm_signal,
         "slurm.jobname_prefix": settings.slurm_jobname_prefix,
         "slurm.no_account": settings.slurm_no_account or None,
-        "route.backends": settings.route_backends,
+        "route.backends": _listed(settings.route_backends),
         "route.objective": settings.route_objective,
-        "route.pin": settings.route_pin,
+        "route.pin": _listed(settings.route_pin),
     }
     return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
