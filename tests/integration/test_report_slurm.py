@@ -32,7 +32,8 @@ pytestmark = pytest.mark.integration
 SPIN = (
     "import time\nwhile time.process_time() < {cpu}: pass\nx = b'x' * ({mb} * 2**20)\ntime.sleep(2)"
 )
-SCIENTIFIC = re.compile(r"\d(?:\.\d+)?[eE][-+]?\d")
+# a number in scientific notation, not the digits of a job id's hex ("a3e7f1c2.4")
+SCIENTIFIC = re.compile(r"(?<![\w.])\d+(?:\.\d+)?[eE][-+]?\d+(?!\w)")
 
 
 def _run(backend: SlurmBackend, history_path: Path, jobs: list[tuple[str, str, int]]) -> None:

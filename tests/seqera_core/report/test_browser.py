@@ -17,7 +17,8 @@ from tests.chromium import look
 RUN_ID = "local-run"  # the run conftest.local_history records
 WIDTHS = (1400, 800)
 # 2.8e-05, 1e+03, 5E-6: what a person must never have to read
-SCIENTIFIC = re.compile(r"\d(?:\.\d+)?[eE][-+]?\d")
+# a number in scientific notation, not the digits of a job id's hex ("a3e7f1c2.4")
+SCIENTIFIC = re.compile(r"(?<![\w.])\d+(?:\.\d+)?[eE][-+]?\d+(?!\w)")
 
 
 @pytest.fixture(scope="module")
