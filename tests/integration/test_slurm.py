@@ -220,8 +220,15 @@ def test_without_any_history_the_exit_file_answers(slurm: SlurmCluster, tmp_path
     assert "sacct" not in backend.calls
 
 
-def test_controller_restart_loses_nothing(slurm: SlurmCluster, backend: SlurmBackend) -> None:
-    queued = backend.submit([JobSpec(f"survivor-{i}", ["sleep", "8"]) for i in range(3)])
+def test_controller_restart_loses_nothing(
+    slurm: SlurmCluster, backend: SlurmBackend, tmp_path: Path
+) -> None:
+    # The jobs wait at a gate opened once the controller is back: a job that ended while it
+    # was down (stopping it can take seconds on a loaded machine) is rightly reported ended
+    # from its exit file, not UNKNOWN.
+    gate = tmp_path / "gate"
+    hold = ["sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.2; done"]
+    queued = backend.submit([JobSpec(f"survivor-{i}", hold) for i in range(3)])
     slurm.stop_controller()
     down_since = time.monotonic()
     submitted: list[JobHandle] = []
@@ -238,6 +245,7 @@ def test_controller_restart_loses_nothing(slurm: SlurmCluster, backend: SlurmBac
         time.sleep(max(0.0, 12 - (time.monotonic() - down_since)))
     finally:
         slurm.start_controller()
+        gate.touch()
     thread.join(90)
     assert len(submitted) == 1
     assert backend.calls["sbatch"] > 4  # 3, and the late one at least twice
