@@ -198,3 +198,17 @@ def test_a_default_history_that_cannot_open_is_a_warning(tmp_path: Path) -> None
     with Session(_config(tmp_path, {}), "cwltool", record_to=where, warn=warnings.append) as s:
         assert s.history is None
     assert len(warnings) == 1 and "not recorded" in warnings[0]
+
+
+def test_an_attempt_that_ends_after_the_run_closed_is_said_not_raised(tmp_path: Path) -> None:
+    # cwltool-seqera under SIGTERM: a worker recorded its cancelled job after the session
+    # had closed its ledger, and died with "I/O operation on closed file"
+    path = tmp_path / "h.db"
+    warnings: list[str] = []
+    session = Session(Config({"backend": "local", "history": str(path)}), "cwltool",
+                      ledger=tmp_path / "ledger", warn=warnings.append)  # fmt: skip
+    session.close()
+    assert session.record([Finished(ResourceRequest(process="p"), _status("1"))]) == 0
+    session.settled([_status("2").handle])
+    assert "after the run closed" in warnings[-1]
+    assert open_history(path).count() == 0

@@ -380,7 +380,7 @@ class Session:
     def settled(self, handles: Iterable[JobHandle]) -> None:
         """Note in the ledger that the run saw these jobs end (:meth:`record` does it for
         the attempts it records)."""
-        if self._resume is not None:
+        if self._resume is not None and not self._closed:
             self._resume.settled(handles)
 
     def logs(self, handle: JobHandle) -> str:
@@ -392,6 +392,12 @@ class Session:
         rows were written, including earlier ones that had waited. Never raises: a store
         that fails keeps the rows for the next call and says so once per failure."""
         finished = [item for item in finished if item.status.state.finished]
+        if self._closed:
+            # An engine's worker thread whose job ended (or was cancelled by a SIGTERM's
+            # close) after the run closed: the ledger and history are shut; said, not raised.
+            if finished:
+                self._warn(f"{len(finished)} attempts ended after the run closed; not recorded")
+            return 0
         self._remember(finished)
         self.settled(item.status.handle for item in finished)
         if self.history is None and self._deferred is None:

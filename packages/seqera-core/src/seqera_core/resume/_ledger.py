@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import json
 import os
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -101,6 +102,11 @@ class Ledger:
             raise RuntimeError(f"run {run_id} already holds {directory}")
         self._lock = lock
         self._log = (directory / f"{run_id}{_LOG}").open("a", encoding="utf-8")
+        # An engine's worker threads note their jobs' ends while a signal's handler may be
+        # closing the run: a write after close is dropped (the next run's find() settles
+        # that job), never an "I/O operation on closed file" in a worker.
+        self._guard = threading.Lock()
+        self._closed = False
         self._sent: dict[str, Mapping[str, str]] = {}
         self._done: set[str] = set()
         self._dead: dict[str, IO[bytes]] = {}  # dead run id -> its lock, held
@@ -128,22 +134,28 @@ class Ledger:
     def sent(self, entries: Iterable[tuple[str, Mapping[str, str]]]) -> None:
         """Record keys about to be handed to the backend (or adopted from a dead run):
         written and flushed before the call that sends them."""
-        for key, meta in entries:
-            self._sent[key] = meta
-            self._done.discard(key)
-            self._write({"sent": key, "meta": dict(meta)})
-        self._log.flush()
+        with self._guard:
+            if self._closed:
+                return
+            for key, meta in entries:
+                self._sent[key] = meta
+                self._done.discard(key)
+                self._write({"sent": key, "meta": dict(meta)})
+            self._log.flush()
 
     def done(self, keys: Iterable[str]) -> None:
         """Record that this run saw these jobs end, or cancelled them."""
-        wrote = False
-        for key in keys:
-            if key in self._sent and key not in self._done:
-                self._done.add(key)
-                self._write({"done": key})
-                wrote = True
-        if wrote:
-            self._log.flush()
+        with self._guard:
+            if self._closed:
+                return
+            wrote = False
+            for key in keys:
+                if key in self._sent and key not in self._done:
+                    self._done.add(key)
+                    self._write({"done": key})
+                    wrote = True
+            if wrote:
+                self._log.flush()
 
     def close(self, unsettled: Iterable[Entry] = ()) -> None:
         """Carry ``unsettled`` orphans (neither adopted nor ended) into this run's ledger,
@@ -158,8 +170,10 @@ class Ledger:
                     os.unlink(self.directory / f"{run}{suffix}")
             held.close()
         self._dead.clear()
-        finished = set(self._sent) <= self._done
-        self._log.close()
+        with self._guard:
+            self._closed = True
+            finished = set(self._sent) <= self._done
+            self._log.close()
         if finished:
             for suffix in (_LOG, _LOCK):
                 with contextlib.suppress(OSError):
