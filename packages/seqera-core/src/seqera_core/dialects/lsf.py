@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from attrs import frozen
 from ..errors import ResourceError
 from ..models import ResourceRequest, Submission
 from ..units import ceil_div
+from ._extra import split_extra
 
 __all__ = [
     "UNITS",
@@ -131,22 +131,8 @@ def format_limit(size: int, unit: str) -> int:
 
 
 def extra_options(value: str) -> list[str]:
-    """``lsf_extra`` split into bsub options as a shell would split it, and checked.
-
-    Raises:
-        ResourceError: unbalanced quotes, or an option the backend sets itself.
-    """
-    try:
-        args = shlex.split(value)
-    except ValueError as exc:
-        raise ResourceError(
-            "lsf_extra", value, f"bsub options a shell can split ({str(exc).lower()})"
-        ) from None
-    for arg in args:
-        if arg in _RESERVED:
-            raise ResourceError("lsf_extra", value, f"bsub options other than "
-                                f"{', '.join(_RESERVED)}, which seqera sets")  # fmt: skip
-    return args
+    """``lsf_extra`` split into bsub options as a shell would split it, and checked."""
+    return split_extra(value, "lsf_extra", "bsub", _RESERVED)
 
 
 def _pass_through(request: ResourceRequest) -> list[str]:

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 
 from attrs import frozen
 
 from ..errors import ResourceError
 from ..models import ResourceRequest, Submission
 from ..units import MIB, ceil_div
+from ._extra import split_extra
 
 __all__ = [
     "SgeSettings",
@@ -111,23 +111,8 @@ def slots(request: ResourceRequest) -> int:
 
 
 def extra_options(value: str) -> list[str]:
-    """``sge_extra`` split into qsub options as a shell would split it, and checked.
-
-    Raises:
-        ResourceError: unbalanced quotes, or an option the backend sets itself.
-    """
-    try:
-        args = shlex.split(value)
-    except ValueError as exc:
-        raise ResourceError(
-            "sge_extra", value, f"qsub options a shell can split ({str(exc).lower()})"
-        ) from None
-    for arg in args:
-        if arg in _RESERVED:
-            reserved = ", ".join(_RESERVED)
-            raise ResourceError("sge_extra", value, f"qsub options other than {reserved}, "
-                                "which seqera sets")  # fmt: skip
-    return args
+    """``sge_extra`` split into qsub options as a shell would split it, and checked."""
+    return split_extra(value, "sge_extra", "qsub", _RESERVED)
 
 
 def _pass_through(request: ResourceRequest) -> list[str]:
