@@ -9,20 +9,15 @@ registry, the resolver chain, the history store, the run labels) and closes all 
 :meth:`prepare`, :meth:`submit`, :meth:`poll`, :meth:`cancel` and :meth:`record`, and
 never opens a backend, a store or a resolver itself (as httpx's ``Client`` owns its pool).
 
-The history's write policy lives here too: every finished attempt is recorded (cancelled
-ones with their cause, so the report can count them), through one path
-(:func:`~seqera_core.outcomes.finished_record`), and a store that fails never fails a
-job: the rows wait in memory and go with the next write, or at :meth:`close`. A shared
-history another process holds locked at start is the same case: a warning, the run goes
-on without the history's sizing, and the store is opened again when there are rows to write.
+Every finished attempt is recorded (cancelled ones with their cause, so the report can
+count them) through one path (:func:`~seqera_core.outcomes.finished_record`) and the
+run's :class:`~seqera_core._recorder.Recorder`, whose store never fails a job.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
-import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -32,11 +27,12 @@ import attrs
 from attrs import frozen
 
 from . import platforms
+from ._recorder import Recorder
 from .backends.base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from .backends.registry import BackendEntry, entry, open_backend
 from .config import Config
-from .errors import HistoryError, SeqeraError, UsageError
-from .history import History, TaskRecord, open_history
+from .errors import HistoryError, UsageError
+from .history import History
 from .labels import run_labels
 from .models import ResourceRequest
 from .outcomes import finished_record
@@ -53,10 +49,6 @@ if TYPE_CHECKING:
 __all__ = ["Finished", "Session", "squash_policy"]
 
 _LOG = logging.getLogger("seqera_core.session")
-# Rows kept while the history cannot take them; past this the oldest are dropped, loudly.
-_MAX_PENDING = 100_000
-# How long close() keeps trying to write waiting rows: past a server restart (seconds).
-_CLOSE_PATIENCE = 30.0
 
 
 def squash_policy(config: Config, platform: Platform | None = None) -> SquashPolicy:
@@ -137,17 +129,13 @@ class Session:
         self._preload = tuple(preload)
         self._fork_server = fork_server
         self._backend: Backend | None = None
-        self._pending: list[TaskRecord] = []
         # Per engine task key: its last prepared attempt, and its last failure (what the
         # next attempt needs, see seqera_core.retries); both dropped when the task succeeds.
         self._attempts: dict[str, Prepared] = {}
         self._failures: dict[str, Failure] = {}
         self._lock = threading.Lock()
         self._closed = False
-        self.history: History | None = None
-        # a history that stayed locked past its busy timeout at start: opened again later
-        self._deferred: str | None = None
-        self._opening = threading.Lock()
+        self._recorder: Recorder | None = None
         self.resolvers: list[Resolver] = []
         self._resume: Resume | None = None
         path = config.get("platform")
@@ -168,15 +156,7 @@ class Session:
                 run = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.run_id)
                 self._resume = Resume(Ledger(ledger, run), lambda: self.backend, self._warn)
             location = config.get("history")
-            if location:
-                try:
-                    self.history = open_history(os.path.expanduser(str(location)))
-                except HistoryError as exc:
-                    self._deferred = os.path.expanduser(str(location))
-                    self._warn(f"{exc}; the run goes on without its sizing and records "
-                               "its tasks once the history opens")  # fmt: skip
-            elif record_to:
-                self.history = self._record_only(record_to)
+            self._recorder = Recorder(str(location) if location else None, record_to, self._warn)
             self.resolvers = configured(config)
             if location and self.history is not None:
                 shrink = bool(config.get("sizing.shrink_self_sizing", False))
@@ -190,18 +170,12 @@ class Session:
             self.close()
             raise
 
-    def _record_only(self, location: str) -> History | None:
-        """The default history, for the summary and ``seqera report``; a run goes on
-        without it (with a warning) where it cannot be opened (a read-only home)."""
-        path = Path(os.path.expanduser(location))
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            return open_history(str(path))
-        except (OSError, SeqeraError) as exc:
-            self._warn(f"no task history at {path}: {exc}; this run is not recorded")
-            return None
-
     # -- what the run holds ---------------------------------------------------------------
+
+    @property
+    def history(self) -> History | None:
+        """The run's history store (``None``: none, or one still locked since the start)."""
+        return None if self._recorder is None else self._recorder.history
 
     @property
     def backend_name(self) -> str:
@@ -400,37 +374,21 @@ class Session:
             return 0
         self._remember(finished)
         self.settled(item.status.handle for item in finished)
-        if self.history is None and self._deferred is None:
+        if not self.records_history:
             return 0
-        rows = [
-            finished_record(
-                item.request,
-                item.status,
-                run_id=item.run_id or self.run_id,
-                engine=self.engine,
-                task_id=item.task_id,
-            )
-            for item in finished
-        ]
-        with self._lock:
-            self._pending.extend(rows)
-            if len(self._pending) > _MAX_PENDING:
-                lost = len(self._pending) - _MAX_PENDING
-                del self._pending[:lost]
-                self._warn(f"the history kept failing: {lost} finished attempts were not kept")
-            waiting, self._pending = self._pending, []
-        if not waiting:
-            return 0
-        try:
-            return self._store().record(waiting)
-        except HistoryError as exc:
-            with self._lock:
-                self._pending[:0] = waiting
-            self._warn(
-                f"could not record {len(waiting)} finished attempts in the history, "
-                f"will try again: {exc}"
-            )
-            return 0
+        assert self._recorder is not None  # records_history says there is one
+        return self._recorder.record(
+            [
+                finished_record(
+                    item.request,
+                    item.status,
+                    run_id=item.run_id or self.run_id,
+                    engine=self.engine,
+                    task_id=item.task_id,
+                )
+                for item in finished
+            ]
+        )
 
     def _remember(self, finished: Iterable[Finished]) -> None:
         # What the next attempt of a failed task needs; a success forgets the task.
@@ -481,26 +439,15 @@ class Session:
 
         return write_report(self.history, [self.run_id], path, platform=self.platform)
 
-    def _store(self) -> History:
-        """The history, opened now if it was locked at start (raises HistoryError while it
-        still is)."""
-        with self._opening:  # two threads recording at once open it once
-            if self.history is None:
-                assert self._deferred is not None  # callers check there is one to open
-                self.history = open_history(self._deferred)
-                self._deferred = None
-            return self.history
-
     @property
     def records_history(self) -> bool:
         """Whether finished attempts go to a history (one open now, or one locked at start)."""
-        return self.history is not None or self._deferred is not None
+        return self._recorder is not None and self._recorder.active
 
     @property
     def unrecorded(self) -> int:
         """Finished attempts still waiting for the history."""
-        with self._lock:
-            return len(self._pending)
+        return 0 if self._recorder is None else self._recorder.waiting
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -526,29 +473,8 @@ class Session:
                     resolver.close()
                 except Exception as exc:  # closing one must not leave the others open
                     self._warn(f"resolver {resolver.name}: {exc}")
-            if self.history is not None or self._deferred is not None:
-                self._flush()
-            if self.history is not None:
-                self.history.close()
-
-    def _flush(self) -> None:
-        """Write the waiting rows, trying again for ``_CLOSE_PATIENCE`` seconds: a run that
-        ends while a shared server restarts would otherwise drop them with its last call."""
-        deadline, pause = time.monotonic() + _CLOSE_PATIENCE, 0.5
-        while self._pending:
-            try:
-                self._store().record(self._pending)
-                self._pending = []
-            except HistoryError as exc:
-                if time.monotonic() + pause > deadline:
-                    self._warn(f"{len(self._pending)} finished attempts were not "
-                               f"recorded in the history: {exc}")  # fmt: skip
-                    return
-                if pause == 0.5:  # once: the retries themselves say nothing new
-                    self._warn(f"the history is unavailable, trying again for up to "
-                               f"{_CLOSE_PATIENCE:g} s: {exc}")  # fmt: skip
-                time.sleep(pause)
-                pause = min(pause * 2, 5.0)
+            if self._recorder is not None:
+                self._recorder.close()
 
     def __enter__(self) -> Session:
         return self
