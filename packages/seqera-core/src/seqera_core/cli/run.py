@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import os
 import shlex
@@ -13,10 +12,8 @@ import tempfile
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
-from typing import IO, Any
+from typing import Any
 
 import attrs
 
@@ -30,6 +27,8 @@ from ..outcomes import cause, failure_message
 from ..session import Finished, Session
 from ..units import format_bytes, format_seconds
 from ._args import key_value, settings
+from ._interrupt import CANCELLING, Terminated, interruptible
+from ._tail import Tail
 
 __all__ = [
     "DURATION_FORMS",
@@ -171,88 +170,7 @@ def _request(args: argparse.Namespace) -> ResourceRequest:
     )
 
 
-class _Tail:
-    """Copies what a job appends to a log file onto one of our streams."""
-
-    def __init__(self, path: str | None, stream: IO[str]) -> None:
-        self.path, self.stream, self.offset = path, stream, 0
-
-    def pump(self) -> None:
-        if self.path is None:
-            return
-        try:
-            with open(self.path, "rb") as file:
-                file.seek(self.offset)
-                data = file.read()
-        except OSError:
-            return  # not created yet (pending, or a shared file system lagging)
-        if not data:
-            return
-        self.offset += len(data)
-        self.stream.flush()
-        binary = getattr(self.stream, "buffer", None)
-        if binary is not None:
-            binary.write(data)
-            binary.flush()
-        else:
-            self.stream.write(data.decode(errors="replace"))
-            self.stream.flush()
-
-
-class _Terminated(Exception):
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-class _Signals:
-    """SIGINT, SIGTERM and SIGHUP while the job is waited for: each ends the wait (SIGINT
-    as KeyboardInterrupt, the others as ``_Terminated``) so the job is cancelled. Inside
-    :meth:`held` (the submission) a signal is kept and raised once it is over: stopped
-    half-way, the job would be with the scheduler and its handle not yet known here."""
-
-    def __init__(self) -> None:
-        self.holding = False
-        self.kept: int | None = None
-
-    def __call__(self, signum: int, frame: FrameType | None) -> None:
-        if self.holding:
-            self.kept = self.kept or signum
-            return
-        raise KeyboardInterrupt if signum == signal.SIGINT else _Terminated(signum)
-
-    @contextlib.contextmanager
-    def held(self) -> Iterator[None]:
-        self.holding = True
-        try:
-            yield
-        finally:
-            self.holding = False
-        if self.kept is not None:
-            self(self.kept, None)
-
-
-# Closing the terminal (SIGHUP) cancels as Ctrl-C does: the job would otherwise run on
-# with nobody to see its output or its end.
-_CANCELLING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-@contextlib.contextmanager
-def _interruptible() -> Iterator[_Signals]:
-    """Install :class:`_Signals` for SIGINT, SIGTERM and SIGHUP (main thread only)."""
-    handler = _Signals()
-    if threading.current_thread() is not threading.main_thread():
-        yield handler
-        return
-    previous = {number: signal.signal(number, handler) for number in _CANCELLING}
-    try:
-        yield handler
-    finally:
-        for number, before in previous.items():
-            signal.signal(number, before)
-
-
-def _wait(backend: Backend, handle: JobHandle, tails: list[_Tail], limit: float) -> JobStatus:
+def _wait(backend: Backend, handle: JobHandle, tails: list[Tail], limit: float) -> JobStatus:
     delay, ceiling = 0.02, _MAX_DELAY.get(backend.name, _BATCH_MAX_DELAY)
     deadline = time.monotonic() + limit
     while True:
@@ -428,8 +346,8 @@ def _submit_and_wait(
         stderr=os.path.join(logdir, "stderr") if local else None,
     )
     handle: JobHandle | None = None
-    tails: list[_Tail] = []
-    with _interruptible() as signals:
+    tails: list[Tail] = []
+    with interruptible() as signals:
         try:
             with signals.held():
                 (handle,) = backend.submit([spec])
@@ -437,12 +355,12 @@ def _submit_and_wait(
                 # under routing, the backend chosen and why
                 why = f" ({handle.route})" if handle.route else ""
                 _say(f"submitted job {handle.native_id} to {handle.backend}{why}")
-            tails.append(_Tail(handle.stdout, sys.stdout))
+            tails.append(Tail(handle.stdout, sys.stdout))
             if handle.stderr != handle.stdout:
-                tails.append(_Tail(handle.stderr, sys.stderr))
+                tails.append(Tail(handle.stderr, sys.stderr))
             status = _wait(backend, handle, tails, limit=float("inf"))
-        except (KeyboardInterrupt, _Terminated) as exc:
-            signum = exc.signum if isinstance(exc, _Terminated) else signal.SIGINT
+        except (KeyboardInterrupt, Terminated) as exc:
+            signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
             return _cancel(backend, handle, tails, signum)
     if handle.stdout is None:
         sys.stdout.write(backend.logs(handle))
@@ -450,10 +368,10 @@ def _submit_and_wait(
     return status
 
 
-def _cancel(backend: Backend, handle: JobHandle | None, tails: list[_Tail], signum: int) -> int:
+def _cancel(backend: Backend, handle: JobHandle | None, tails: list[Tail], signum: int) -> int:
     # A second Ctrl-C must not abandon a job half-way through its kill grace.
     if threading.current_thread() is threading.main_thread():
-        for number in _CANCELLING:
+        for number in CANCELLING:
             signal.signal(number, signal.SIG_IGN)
     if handle is not None:
         _say(f"interrupted: cancelling job {handle.native_id}")
