@@ -199,6 +199,9 @@ def test_ctrl_c_cancels_every_running_job(tmp_path: Path, env: dict[str, str]) -
 
 
 SLEEPERS = """
+onerror:
+    shell("echo ran > onerror.ran")
+
 rule all:
     input: expand("slept.{i}", i=range(2))
 
@@ -242,6 +245,8 @@ def test_ctrl_c_twice_is_one_line_130_and_no_job_left(
     assert process.returncode == 130, stderr[-3000:]
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
     assert stderr.count("seqera: interrupted; the run's 2 active jobs cancelled") == 1
+    # as after Snakemake's own Ctrl-C: the workflow's onerror hook ran
+    assert (workdir / "onerror.ran").read_text() == "ran\n"
     left = [int(p.read_text()) for p in pids if not ends(int(p.read_text()), within=30.0)]
     assert left == [], f"job shells still running after Ctrl-C: {left}"
 

@@ -37,7 +37,7 @@ from snakemake_interface_executor_plugins.jobs import JobExecutorInterface
 
 from seqera_core.resume import job_key
 
-__all__ = ["Interrupts", "submission_key", "unfinished"]
+__all__ = ["Interrupts", "run_onerror", "submission_key", "unfinished"]
 
 # The handlers replaced: Python's own for SIGINT (KeyboardInterrupt), the default for
 # SIGHUP (the process ends at once, its jobs left running).
@@ -110,3 +110,17 @@ class Interrupts:
             return  # the same Ctrl-C again: the cancellation goes on
         self.first, self.signum = now, signum
         raise KeyboardInterrupt
+
+
+def run_onerror(workflow: Any, logger: Any) -> None:
+    """The workflow's ``onerror`` hook, as Snakemake runs it when its scheduler returns
+    after Ctrl-C (``Workflow.execute`` in snakemake/workflow.py: not in a dry run, not
+    with ``--no-hooks``). Snakemake keeps the hook in a private attribute; a Snakemake
+    without it runs none."""
+    hook = getattr(workflow, "_onerror", None)
+    if hook is None or workflow.dryrun or workflow.execution_settings.no_hooks:
+        return
+    try:
+        hook(workflow.logger_manager.get_logfile())
+    except Exception as exc:  # the user's hook: said, and the run still ends as it must
+        logger.error(f"seqera: the workflow's onerror handler failed: {exc}")

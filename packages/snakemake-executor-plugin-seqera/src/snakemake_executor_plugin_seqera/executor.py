@@ -45,7 +45,7 @@ from ._jobcommand import command, describe, snakemake_image
 from ._logs import DEFAULT_DAYS, LogRetention
 from ._loop import exiting, resolve
 from ._preload import PRELOAD
-from ._restart import Interrupts, submission_key, unfinished
+from ._restart import Interrupts, run_onerror, submission_key, unfinished
 from .resources import RUNNER_MEMORY, job_request
 from .settings import ExecutorSettings
 
@@ -378,8 +378,8 @@ class Executor(RemoteExecutor):
         then the executor shut down. After Ctrl-C (or SIGHUP) the run then ends at once
         with one line and 130 (129), as ``seqera run`` does, where Snakemake would go on
         to report the cancelled jobs as a failure (``At least one job did not complete
-        successfully``, exit 1; its ``onerror`` handler is not run). Further SIGINTs are
-        ignored meanwhile."""
+        successfully``, exit 1). The workflow's ``onerror`` handler runs first, as it does
+        there. Further SIGINTs are ignored meanwhile."""
         interrupted = isinstance(sys.exc_info()[1], KeyboardInterrupt)
         self._interrupts.cancelling = True
         with self.lock:
@@ -393,6 +393,7 @@ class Executor(RemoteExecutor):
             signum = self._interrupts.signum
             how = "interrupted" if signum == signal.SIGINT else signal.Signals(signum).name
             self.logger.warning(f"seqera: {how}; the run's {count} active jobs cancelled")
+            run_onerror(self.workflow, self.logger)
             raise SystemExit(self._interrupts.exit_status)
 
     def cancel_jobs(self, active_jobs: list[SubmittedJobInfo]) -> None:
