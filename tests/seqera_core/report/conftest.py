@@ -10,9 +10,11 @@ import pytest
 
 from seqera_core.backends import LocalBackend
 from seqera_core.backends.base import JobSpec, JobStatus
-from seqera_core.history import open_history
+from seqera_core.backends.route import Option, choose
+from seqera_core.history import TaskRecord, open_history
 from seqera_core.models import ResourceRequest
 from seqera_core.outcomes import finished_record
+from seqera_core.platforms import CostRates, Platform, Queue
 from seqera_core.units import GIB, MIB
 
 RUN_ID = "local-run"
@@ -72,3 +74,87 @@ def local_history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     history.close()
     return root / "history.db"
+
+
+ROUTED_RUN = "routed-run"
+ROUTED_AT = 1_800_000_000.0  # when the routed run's first job started (epoch seconds)
+
+
+def _why(objective: str = "finish", **options: tuple[float, float, float] | str) -> str:
+    """The reason the routing backend writes, from its own policy (``choose``): each
+    candidate as (start, run time, cost) or why it cannot run the job."""
+    verdicts = [Option(name, value) if isinstance(value, str) else Option(name, None, *value)
+                for name, value in options.items()]  # fmt: skip
+    return choose(verdicts, objective).reason
+
+
+def routed_records() -> list[TaskRecord]:
+    """A routed run of 42 jobs on a 4-core machine and a Slurm cluster: short ``index``
+    jobs locally (slurm's cycle makes them later there), wide ``align`` jobs on the
+    cluster (too many cores for the machine), ``call`` jobs on the cluster while the
+    machine was busy, one ``call`` killed for memory locally and retried on the cluster,
+    then six short ``merge`` jobs one after another on the machine.
+    Every reason is the routing policy's own (``seqera_core.backends.route.choose``)."""
+    records = []
+    for n in range(24):  # 4 at a time, 1.2 s each
+        start = ROUTED_AT + (n // 4) * 1.5
+        records.append(TaskRecord(
+            ROUTED_RUN, f"index-{n}", "index", True, engine="snakemake", cpus=1,
+            memory=512 * MIB, time=60, peak_memory=90 * MIB, cpu_time=1.1, realtime=1.2,
+            finished=start + 1.2, backend="local",
+            route=_why(local=(0.3, 1.2, 0.0), slurm=(5.0, 1.2, 0.0002)),
+        ))  # fmt: skip
+    for n in range(6):  # 8 cores each: the machine has 4
+        start = ROUTED_AT + 6 + n * 2
+        records.append(TaskRecord(
+            ROUTED_RUN, f"align-{n}", "align", True, engine="snakemake", cpus=8,
+            memory=16 * GIB, time=3600, peak_memory=9 * GIB, cpu_time=4200.0, realtime=600.0,
+            finished=start + 600, backend="slurm",
+            route=_why(local="8 cores asked, its largest node has 4",
+                       slurm=(6.0, 600.0, 0.9)),
+        ))  # fmt: skip
+    for n in range(4):  # the machine busy with index jobs: later there than on the cluster
+        start = ROUTED_AT + 7 + n
+        records.append(TaskRecord(
+            ROUTED_RUN, f"call-{n}", "call", True, engine="snakemake", cpus=2, memory=4 * GIB,
+            time=600, peak_memory=3 * GIB, cpu_time=300.0, realtime=180.0,
+            finished=start + 180, backend="slurm",
+            route=_why(local=(190.0, 180.0, 0.0), slurm=(6.0, 180.0, 0.01)),
+        ))  # fmt: skip
+    records.append(TaskRecord(
+        ROUTED_RUN, "call-4", "call", False, engine="snakemake", out_of_memory=True, cpus=2,
+        memory=GIB, time=600, peak_memory=GIB, cpu_time=20.0, realtime=30.0,
+        finished=ROUTED_AT + 40, backend="local", cause="out_of_memory",
+        route=_why(local=(0.3, 180.0, 0.0), slurm=(5.0, 180.0, 0.01)),
+    ))  # fmt: skip
+    records.append(TaskRecord(
+        ROUTED_RUN, "call-4", "call", True, attempt=2, engine="snakemake", cpus=2,
+        memory=4 * GIB, time=600, peak_memory=3 * GIB, cpu_time=290.0, realtime=175.0,
+        finished=ROUTED_AT + 50 + 175, backend="slurm",
+        route=_why(local=(400.0, 180.0, 0.0), slurm=(6.0, 180.0, 0.01)),
+    ))  # fmt: skip
+    for n in range(6):  # one after another once the alignments are done: slurm's cycle each
+        start = ROUTED_AT + 620 + n * 2.3
+        records.append(TaskRecord(
+            ROUTED_RUN, f"merge-{n}", "merge", True, engine="snakemake", cpus=1,
+            memory=GIB, time=60, peak_memory=200 * MIB, cpu_time=1.9, realtime=2.0,
+            finished=start + 2.0, backend="local",
+            route=_why(local=(0.3, 2.0, 0.0), slurm=(5.0, 2.0, 0.0001)),
+        ))  # fmt: skip
+    return records
+
+
+#: The platform the routed run priced its cluster with (the machine has no rates).
+_NORMAL = Queue("normal", max_cpus=64, max_memory=256 * GIB,
+                cost=CostRates(core_hour=0.04, gib_hour=0.005))  # fmt: skip
+ROUTED_PLATFORM = Platform("cluster", "slurm", (_NORMAL,), default_queue="normal")
+
+
+@pytest.fixture(scope="session")
+def routed_history(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite history holding the routed run, written through the history API."""
+    path = tmp_path_factory.mktemp("routed-run") / "history.db"
+    history = open_history(path)
+    history.record(routed_records())
+    history.close()
+    return path

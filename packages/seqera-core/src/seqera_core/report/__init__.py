@@ -16,20 +16,26 @@ from pathlib import Path
 from ..history import History
 from ..platforms import Platform
 from ._advice import Advice
+from ._backends import BackendFigures, Routing
 from ._figures import Costs, Distribution, Outlier, ProcessFigures, Summary, Usage
 from ._records import CAUSES, cause, parse_since
 from ._render import EXTRA_MISSING, render
 from ._report import Report, build, document, headline
+from ._routing import Alternative, Saving
 
 __all__ = [
     "CAUSES",
     "EXTRA_MISSING",
     "Advice",
+    "Alternative",
+    "BackendFigures",
     "Costs",
     "Distribution",
     "Outlier",
     "ProcessFigures",
     "Report",
+    "Routing",
+    "Saving",
     "Summary",
     "Usage",
     "build",

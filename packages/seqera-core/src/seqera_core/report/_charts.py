@@ -156,29 +156,49 @@ def _row(span: Span) -> str:
     return plotly_text(f"{span.process} {span.task}")
 
 
+def _bars(
+    name: str, these: Sequence[Span], origin: float, unit: Unit, colour: str
+) -> dict[str, Any]:
+    failed = [s.outcome != "succeeded" for s in these]
+    return {
+        "type": "bar", "orientation": "h", "name": plotly_text(name),
+        "y": [_row(s) for s in these],
+        "base": [float(f"{unit.of(s.start - origin):.5g}") for s in these],
+        "x": [max(float(f"{unit.of(s.end - s.start):.4g}"), 0.0) for s in these],
+        # a failed attempt is hatched: under backends' colours its outcome still shows
+        "marker": {"color": colour,
+                   "pattern": {"shape": ["x" if f else "" for f in failed], "solidity": 0.4}},
+        "hovertext": [plotly_text(f"{s.task} on {s.backend or 'an unknown backend'}: "
+                                  f"{_clock(s.start)} to {_clock(s.end)}, "
+                                  f"{number(s.end - s.start)} s, "
+                                  f"{s.outcome.replace('_', ' ')}")
+                      for s in these],
+        "hoverinfo": "text",
+    }  # fmt: skip
+
+
 def timeline(placed: Sequence[Span]) -> Figure:
-    """Every attempt from its start to its end, one row each, coloured by outcome."""
+    """Every attempt from its start to its end, one row each, coloured by outcome; by
+    backend when several ran them (a failed attempt then hatched), as a routed run's."""
     shown = placed[:TIMELINE_ROWS]
     origin = min(s.start for s in shown)
     unit = pick([max(s.end for s in shown) - origin], SECONDS)
     rows = [_row(s) for s in shown]
+    backends = list(dict.fromkeys(s.backend or "unknown" for s in shown))
     data = []
-    for outcome in dict.fromkeys(s.outcome for s in shown):
-        these = [s for s in shown if s.outcome == outcome]
-        data.append({
-            "type": "bar", "orientation": "h", "name": outcome.replace("_", " "),
-            "y": [_row(s) for s in these],
-            "base": [float(f"{unit.of(s.start - origin):.5g}") for s in these],
-            "x": [max(float(f"{unit.of(s.end - s.start):.4g}"), 0.0) for s in these],
-            "marker": {"color": _OUTCOME_COLOURS.get(outcome, COLOURS[5])},
-            "hovertext": [plotly_text(f"{s.task} on {s.backend or 'an unknown backend'}: "
-                                      f"{_clock(s.start)} to {_clock(s.end)}, "
-                                      f"{number(s.end - s.start)} s, "
-                                      f"{outcome.replace('_', ' ')}")
-                          for s in these],
-            "hoverinfo": "text",
-        })  # fmt: skip
-    title = "Timeline: every attempt from start to end"
+    if len(backends) > 1:
+        for index, backend in enumerate(backends):
+            these = [s for s in shown if (s.backend or "unknown") == backend]
+            data.append(_bars(backend, these, origin, unit, COLOURS[index % len(COLOURS)]))
+        title = "Timeline: every attempt from start to end, by backend (failed: hatched)"
+    else:
+        for outcome in dict.fromkeys(s.outcome for s in shown):
+            these = [s for s in shown if s.outcome == outcome]
+            colour = _OUTCOME_COLOURS.get(outcome, COLOURS[5])
+            bars = _bars(outcome.replace("_", " "), these, origin, unit, colour)
+            del bars["marker"]["pattern"]  # the colour says the outcome
+            data.append(bars)
+        title = "Timeline: every attempt from start to end"
     layout = _layout(title, f"{unit.name} since {_clock(origin)}", rows, 140 + 18 * len(rows))
     layout["barmode"] = "overlay"
     layout["yaxis"]["categoryarray"] = rows[::-1]  # the first to start on top

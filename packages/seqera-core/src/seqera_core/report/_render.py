@@ -39,6 +39,7 @@ from ..units import format_bytes, format_seconds
 from ._charts import TIMELINE_ROWS, Figure, figures
 from ._figures import GB_HOUR, ProcessFigures, Usage
 from ._report import Report, document, failures_text, money
+from ._routed import routing_section, table
 from ._units import BYTE_SECONDS, CORE_SECONDS, SECONDS, Unit, number, pick, text
 
 __all__ = ["EXTRA_MISSING", "plotly_js", "render"]
@@ -189,12 +190,6 @@ def _advice_cells(
     return ask, saved
 
 
-def _table(identifier: str, head: list[str], rows: list[list[str]]) -> str:
-    header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "\n".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<div class="wide"><table id="{identifier}"><tr>{header}</tr>\n{body}\n</table></div>'
-
-
 def _process_tables(report: Report) -> str:
     """Two tables of a few columns each, so both read whole at 800 px: what each process
     used, and what it asked for with what the right-sizer would ask instead."""
@@ -224,10 +219,10 @@ def _process_tables(report: Report) -> str:
     else:
         head = ["process", "attempts", "failed", f"memory {memory.name} requested", "used",
                 "wasted", f"CPU {cpu.name} reserved", "busy", "wasted"]  # fmt: skip
-        used_table = _table("processes", head, used)
+        used_table = table("processes", head, used)
     return "\n".join((
         used_table,
-        _table("advice", ["process", "declared (the most asked)", "longest run",
+        table("advice", ["process", "declared (the most asked)", "longest run",
                           "right-sizer next time", "saving on this run", "outliers"], asked),
     ))  # fmt: skip
 
@@ -241,6 +236,10 @@ th { background: #f4f4f4; }
 .wide { overflow-x: auto; max-width: 100%; }
 #processes td:nth-child(n+2) { text-align: right; white-space: nowrap; }
 #processes th { min-width: 4em; }
+#backends td:nth-child(n+2):not(:last-child) { text-align: right; white-space: nowrap; }
+#backends td:last-child { min-width: 14em; }
+#routing td:nth-child(n+3):not(:last-child) { text-align: right; white-space: nowrap; }
+.note { color: #555; font-size: 0.9em; }
 .missing { background: #fff6e5; border-left: 4px solid #f58518; padding: 0.5em 1em; }
 pre { background: #f7f7f7; padding: 1em; overflow-x: auto; }
 .plot { margin: 1.5em 0; width: 100%; }
@@ -291,6 +290,7 @@ from {html.escape(report.source)}; written {when}.</p>
 <h2>Summary</h2>
 <div class="wide"><table id="summary">{summary}</table></div>
 {_missing(report)}
+{routing_section(report.routing)}
 <h2>Per process</h2>
 <p>Sorted by waste, largest first. Memory areas are memory &times; run time (MB&middot;s to
 TB&middot;h, 1 GB = 10<sup>9</sup> bytes), CPU areas cores &times; run time; a failed

@@ -17,6 +17,7 @@ from ..history import History, TaskRecord
 from ..platforms import Platform
 from ..units import GIB, format_bytes, format_seconds
 from ._advice import Advice, advise
+from ._backends import Routing, routing
 from ._figures import GB_HOUR, Summary, Usage, summary
 from ._records import select
 from ._snippets import nextflow_config, nextflow_directives, snakemake_profile
@@ -55,6 +56,14 @@ _UNITS = {
     "advice.memory": "bytes",
     "advice.time": "seconds",
     "timeline": "epoch seconds",
+    "routing.backends.run_hours": "hours",
+    "routing.backends.cpus": "core-hours",
+    "routing.backends.memory": "GB-hours (10^9 bytes x hours)",
+    "routing.saving.finish": "seconds from the first submission to the last end, summed over runs",
+    "routing.saving.alternatives.wait": "seconds",
+    "routing.saving.alternatives.cores": "cores",
+    "routing.saving.time_saved": "seconds (positive: routing finished sooner)",
+    "routing.saving.cost_saved": "the platform's currency (positive: routing was cheaper)",
 }
 # The totals of the selection, under "summary" (``seqera report --json | jq .summary``).
 _TOTALS = ("runs", "engines", "backends", "tasks", "attempts", "succeeded", "failures",
@@ -73,6 +82,8 @@ class Report:
     records: tuple[TaskRecord, ...]
     generated: float
     timeline: tuple[Span, ...] = ()
+    #: Per backend, and what routing saved; None when the selection ran on one backend.
+    routing: Routing | None = None
 
     @property
     def saved_memory(self) -> float:
@@ -120,6 +131,7 @@ def build(
         records=tuple(records),
         generated=time.time(),
         timeline=spans(records, len(figures.runs)),
+        routing=routing(records, platform),
     )
 
 
@@ -137,7 +149,9 @@ def document(report: Report) -> dict[str, Any]:
     """The report's figures as one JSON-ready document (what ``--json`` prints): ``summary``
     (the selection's totals and what is not measured), ``processes`` (one entry each, with
     the right-sizer's ``advice``), ``timeline`` (every attempt placed in time), ``saving``,
-    ``snippets``; ``units`` names the unit of each figure."""
+    ``routing`` (per backend, and the estimate of what routing saved against each backend
+    alone; null when one backend ran everything), ``snippets``; ``units`` names the unit
+    of each figure."""
     figures = _plain(report.summary)
     processes = figures.pop("processes")
     for process in processes:
@@ -158,6 +172,7 @@ def document(report: Report) -> dict[str, Any]:
             "cpus": report.saved_cpus,
             "cost": report.saved_cost,
         },
+        "routing": _plain(report.routing),
         "snippets": {"nextflow": report.nextflow, "snakemake": report.snakemake},
     }
 
