@@ -94,15 +94,18 @@ def routed_records() -> list[TaskRecord]:
     cluster (too many cores for the machine), ``call`` jobs on the cluster while the
     machine was busy, one ``call`` killed for memory locally and retried on the cluster,
     then six short ``merge`` jobs one after another on the machine.
-    Every reason is the routing policy's own (``seqera_core.backends.route.choose``)."""
+    Every reason is the routing policy's own (``seqera_core.backends.route.choose``), with
+    the run time it would have expected: a process's time limit until one of its jobs had
+    ended, then the longest seen (``RouteBackend.runtime_of``)."""
     records = []
     for n in range(24):  # 4 at a time, 1.2 s each
         start = ROUTED_AT + (n // 4) * 1.5
+        guess = 60.0 if n < 4 else 1.2  # its time limit until one had ended
         records.append(TaskRecord(
             ROUTED_RUN, f"index-{n}", "index", True, engine="snakemake", cpus=1,
             memory=512 * MIB, time=60, peak_memory=90 * MIB, cpu_time=1.1, realtime=1.2,
             finished=start + 1.2, backend="local",
-            route=_why(local=(0.3, 1.2, 0.0), slurm=(5.0, 1.2, 0.0002)),
+            route=_why(local=(0.3, guess, 0.0), slurm=(5.0, guess, 0.0002)),
         ))  # fmt: skip
     for n in range(6):  # 8 cores each: the machine has 4
         start = ROUTED_AT + 6 + n * 2
@@ -111,7 +114,7 @@ def routed_records() -> list[TaskRecord]:
             memory=16 * GIB, time=3600, peak_memory=9 * GIB, cpu_time=4200.0, realtime=600.0,
             finished=start + 600, backend="slurm",
             route=_why(local="8 cores asked, its largest node has 4",
-                       slurm=(6.0, 600.0, 0.9)),
+                       slurm=(6.0, 3600.0, 5.4)),
         ))  # fmt: skip
     for n in range(4):  # the machine busy with index jobs: later there than on the cluster
         start = ROUTED_AT + 7 + n
@@ -119,27 +122,28 @@ def routed_records() -> list[TaskRecord]:
             ROUTED_RUN, f"call-{n}", "call", True, engine="snakemake", cpus=2, memory=4 * GIB,
             time=600, peak_memory=3 * GIB, cpu_time=300.0, realtime=180.0,
             finished=start + 180, backend="slurm",
-            route=_why(local=(190.0, 180.0, 0.0), slurm=(6.0, 180.0, 0.01)),
+            route=_why(local=(190.0, 600.0, 0.0), slurm=(6.0, 600.0, 0.03)),
         ))  # fmt: skip
     records.append(TaskRecord(
         ROUTED_RUN, "call-4", "call", False, engine="snakemake", out_of_memory=True, cpus=2,
         memory=GIB, time=600, peak_memory=GIB, cpu_time=20.0, realtime=30.0,
         finished=ROUTED_AT + 40, backend="local", cause="out_of_memory",
-        route=_why(local=(0.3, 180.0, 0.0), slurm=(5.0, 180.0, 0.01)),
+        route=_why(local=(0.3, 600.0, 0.0), slurm=(5.0, 600.0, 0.03)),
     ))  # fmt: skip
     records.append(TaskRecord(
         ROUTED_RUN, "call-4", "call", True, attempt=2, engine="snakemake", cpus=2,
         memory=4 * GIB, time=600, peak_memory=3 * GIB, cpu_time=290.0, realtime=175.0,
         finished=ROUTED_AT + 50 + 175, backend="slurm",
-        route=_why(local=(400.0, 180.0, 0.0), slurm=(6.0, 180.0, 0.01)),
+        route=_why(local=(400.0, 600.0, 0.0), slurm=(6.0, 600.0, 0.03)),
     ))  # fmt: skip
     for n in range(6):  # one after another once the alignments are done: slurm's cycle each
         start = ROUTED_AT + 620 + n * 2.3
+        guess = 60.0 if n == 0 else 2.0
         records.append(TaskRecord(
             ROUTED_RUN, f"merge-{n}", "merge", True, engine="snakemake", cpus=1,
             memory=GIB, time=60, peak_memory=200 * MIB, cpu_time=1.9, realtime=2.0,
             finished=start + 2.0, backend="local",
-            route=_why(local=(0.3, 2.0, 0.0), slurm=(5.0, 2.0, 0.0001)),
+            route=_why(local=(0.3, guess, 0.0), slurm=(5.0, guess, 0.0001)),
         ))  # fmt: skip
     return records
 

@@ -12,6 +12,7 @@ from seqera_core.report._routing import (
     Task,
     capacity,
     estimate,
+    resolution,
     schedule,
     waits,
 )
@@ -119,3 +120,15 @@ def test_every_figure_is_finite_and_none_without_tasks() -> None:
     saving = estimate([Task("r", "local", 0, 1, finish={"local": math.inf})], {})
     assert saving is not None
     assert all(math.isfinite(v) for v in (saving.finish, saving.alternatives[0].finish or 0))
+
+
+def test_only_a_backends_finest_written_estimates_give_its_wait() -> None:
+    assert resolution(600.0) == 0.5 and resolution(6.2) == 0.005 and resolution(0.0) == 0.0
+    tasks = [
+        # 600.3 s written "600": its 0.3 s lost to the reason's three digits
+        Task("r", "local", 0, 590, finish={"local": 600.0, "slurm": 605}, expected=600),
+        Task("r", "local", 700, 1.2, finish={"local": 1.5, "slurm": 6.2}, expected=1.2),
+    ]
+    assert waits(tasks) == pytest.approx({"local": 0.3, "slurm": 5.0})
+    # without the expected run time, the measured one stands in
+    assert waits([Task("r", "local", 0, 1.0, finish={"local": 1.25})]) == {"local": 0.25}

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+import attrs
 from attrs import frozen
 
 from ..backends import registry
@@ -59,7 +60,23 @@ def backend_rates(platform: Platform | None, backend: str) -> CostRates | None:
     return cost_rates(platform)
 
 
-def _task(record: TaskRecord, reason: Reason | None) -> Task | None:
+def _expected(records: Sequence[TaskRecord]) -> dict[int, float | None]:
+    """Per attempt, the run time the router expected when it chose (as
+    ``RouteBackend.runtime_of``): the longest successful run of its process that had ended
+    before it started, else its declared time limit; None where neither is known."""
+    ended: dict[str, list[tuple[float, float]]] = defaultdict(list)  # (end, run time)
+    for r in records:
+        if r.succeeded and r.finished is not None and r.realtime is not None:
+            ended[r.process].append((r.finished, r.realtime))
+    guesses: dict[int, float | None] = {}
+    for r in records:
+        start = None if r.finished is None or r.realtime is None else r.finished - r.realtime
+        before = [took for end, took in ended[r.process] if start is not None and end <= start]
+        guesses[id(r)] = max(before) if before else (float(r.time) if r.time else None)
+    return guesses
+
+
+def _task(record: TaskRecord, reason: Reason | None, expected: float | None) -> Task | None:
     if record.realtime is None or record.finished is None or not record.backend:
         return None
     return Task(
@@ -71,6 +88,7 @@ def _task(record: TaskRecord, reason: Reason | None) -> Task | None:
         memory=record.memory or 0,
         finish={} if reason is None else reason.finish,
         refused={} if reason is None else reason.refused,
+        expected=expected,
     )
 
 
@@ -105,8 +123,12 @@ def routing(records: Sequence[TaskRecord], platform: Platform | None = None) -> 
         )
         for name, mine in by_backend.items()
     ]
-    tasks = [t for r in records if (t := _task(r, reasons[id(r)])) is not None]
+    guesses = _expected(records)
+    tasks = [t for r in records if (t := _task(r, reasons[id(r)], guesses[id(r)])) is not None]
+    saving = estimate(tasks, rates)
+    if saving is not None and len(tasks) < len(records):
+        saving = attrs.evolve(saving, left_out=len(records) - len(tasks))
     return Routing(
         backends=tuple(sorted(figures, key=lambda f: (-f.tasks, f.backend))),
-        saving=estimate(tasks, rates),
+        saving=saving,
     )

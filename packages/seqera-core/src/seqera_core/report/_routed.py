@@ -81,10 +81,10 @@ def _assumed(alternative: Alternative) -> str:
 
 def _compared(saving: Saving) -> str:
     """The saving in words, against the fastest and the cheapest single backend."""
+    parts: list[str] = []
     if saving.fastest is None:
         return ("No single backend could have run every task (see the table): routing was "
                 "the only way to run them all in one run.")  # fmt: skip
-    parts = []
     if saving.time_saved is not None:
         shown = text(abs(saving.time_saved), SECONDS)
         if abs(saving.time_saved) < 0.05:
@@ -99,7 +99,11 @@ def _compared(saving: Saving) -> str:
             parts.append(f"{shown} cheaper than all on {saving.cheapest}, the cheapest alone")
         else:
             parts.append(f"{shown} dearer than all on {saving.cheapest}, the cheapest alone")
-    return "Routed, the tasks ended " + " and ".join(parts) + " (an estimate: see below)."
+    words = "Routed, the tasks ended " + " and ".join(parts) + " (an estimate: see below)."
+    if saving.left_out:
+        words += (f" {saving.left_out} attempts have no run time or end in the history (see "
+                  "Not measured) and are left out of it.")  # fmt: skip
+    return words
 
 
 def _against(seconds: float) -> str:

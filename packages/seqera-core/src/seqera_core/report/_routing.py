@@ -9,10 +9,17 @@ submission to its end seen, or why it could not run there. The rules:
 - **Run time**: an attempt runs as long on any backend as it ran on its own (the history
   measured it once; the backends' machines are taken as alike).
 - **Wait** (submission to start, plus the status poll): per backend, the least the router
-  ever expected beyond a task's run time, ``min(estimate - run time)`` over the run's
+  ever expected beyond the run time it expected, ``min(estimate - expected)`` over the
   tasks, never below 0. The least, because an estimate made while the backend was busy
-  also holds a queue that the simulation below counts itself; a backend the router gave
-  no time estimate for (the ``cost`` objective) waits 0, and the page says so.
+  also holds a queue that the simulation below counts itself. The run time it expected
+  is not in the reason; it is taken as the router takes it (``RouteBackend.runtime_of``):
+  the longest run of the task's process that had ended before the task started, else its
+  declared time limit, else its own run time. Where the router knew more (a longer
+  history than the selection) its guess was shorter and the wait reads shorter: the
+  saving errs small. The reason writes three significant digits, so only a backend's
+  finest-written estimates count (a 600.3 s estimate reads 600, its 0.3 s lost). A
+  backend the router gave no time estimate for (the ``cost`` objective) waits 0, and the
+  page says so.
 - **Submission**: an attempt was submitted at its start less its own backend's wait.
 - **Cores**: a backend runs at once at most the cores it was seen to run at once in the
   selection (and at least the widest task it could run); a backend that ran nothing here
@@ -42,7 +49,16 @@ from attrs import field, frozen
 
 from ..platforms import CostRates
 
-__all__ = ["Alternative", "Saving", "Task", "capacity", "estimate", "schedule", "waits"]
+__all__ = [
+    "Alternative",
+    "Saving",
+    "Task",
+    "capacity",
+    "estimate",
+    "resolution",
+    "schedule",
+    "waits",
+]
 
 
 def _floats(values: Mapping[str, float] | Iterable[tuple[str, float]]) -> dict[str, float]:
@@ -56,7 +72,8 @@ def _texts(values: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, s
 @frozen
 class Task:
     """One attempt as the estimate sees it (epoch ``start``, seconds ``runtime``), with the
-    router's ``finish`` estimate per candidate and why the others could not run it."""
+    router's ``finish`` estimate per candidate, why the others could not run it, and the
+    run time the router ``expected`` when it chose (None: its measured one)."""
 
     run_id: str
     backend: str
@@ -66,6 +83,7 @@ class Task:
     memory: int = 0
     finish: dict[str, float] = field(factory=dict, converter=_floats)
     refused: dict[str, str] = field(factory=dict, converter=_texts)
+    expected: float | None = None
 
 
 @frozen
@@ -87,7 +105,8 @@ class Alternative:
 class Saving:
     """This selection as routed (``finish`` seconds, ``cost``) against each backend alone;
     ``time_saved`` against the ``fastest`` alone, ``cost_saved`` against the ``cheapest``
-    (positive: routing did better; None: no single backend could run every task)."""
+    (positive: routing did better; None: no single backend could run every task);
+    ``left_out``: attempts with no run time or end, which no estimate can place."""
 
     finish: float
     cost: float | None
@@ -96,18 +115,34 @@ class Saving:
     cheapest: str | None = None
     time_saved: float | None = None
     cost_saved: float | None = None
+    left_out: int = 0
 
 
 def waits(tasks: Iterable[Task]) -> dict[str, float]:
-    """Per backend, the least the router expected a task to take there beyond its run time."""
-    least: dict[str, float] = {}
+    """Per backend, the least the router expected a task to take there beyond the run time
+    it expected."""
+    # (resolution, gap) per backend: the reason writes three significant digits, so a
+    # 600.3 s estimate reads 600 and its gap is lost; only the finest-written count
+    found: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for task in tasks:
+        expected = task.runtime if task.expected is None else task.expected
         for backend, finish in task.finish.items():
             if not math.isfinite(finish):  # never there: no wait to learn from
                 continue
-            gap = max(0.0, finish - task.runtime)
-            least[backend] = min(gap, least.get(backend, gap))
+            found[backend].append((resolution(finish), max(0.0, finish - expected)))
+    least = {}
+    for backend, gaps in found.items():
+        finest = min(r for r, _ in gaps)
+        least[backend] = min(gap for r, gap in gaps if r == finest)
     return least
+
+
+def resolution(value: float) -> float:
+    """Half a unit in the last of three significant digits (the reason's ``%.3g``) of
+    ``value``: how far the written number may be from the router's own."""
+    if value <= 0:
+        return 0.0
+    return 0.5 * 10.0 ** (math.floor(math.log10(value)) - 2)
 
 
 def capacity(tasks: Iterable[Task]) -> dict[str, float]:
