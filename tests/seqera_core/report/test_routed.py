@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 
 from seqera_core.history import TaskRecord, open_history
-from seqera_core.report import build, render
+from seqera_core.report import build, render, summary_lines
 from seqera_core.report._charts import timeline
 from seqera_core.report._routed import routing_section
 
@@ -111,3 +111,14 @@ def test_the_timeline_of_one_backend_is_by_outcome(local_history: Path) -> None:
     assert {trace["name"] for trace in data} >= {"succeeded", "out of memory"}
     assert all("pattern" not in trace["marker"] for trace in data)
     assert "by backend" not in layout["title"]["text"]
+
+
+def test_the_end_of_run_summary_names_the_backends_and_the_saving(routed_history: Path) -> None:
+    history = open_history(routed_history)
+    try:
+        lines = summary_lines(history, ROUTED_RUN)
+    finally:
+        history.close()
+    assert lines[1] == ("backends: local 31 tasks, slurm 11 tasks; routed, 4.70 s sooner than "
+                        "all on slurm alone (an estimate)")  # fmt: skip
+    assert lines[-1].startswith("the right-sizer would have saved")

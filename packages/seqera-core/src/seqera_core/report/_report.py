@@ -22,7 +22,7 @@ from ._figures import GB_HOUR, Summary, Usage, summary
 from ._records import select
 from ._snippets import nextflow_config, nextflow_directives, snakemake_profile
 from ._timeline import Span, spans
-from ._units import BYTE_SECONDS, CORE_SECONDS, number, text
+from ._units import BYTE_SECONDS, CORE_SECONDS, SECONDS, number, text
 
 __all__ = [
     "Report",
@@ -206,6 +206,8 @@ def headline(report: Report, limit: int = 3) -> list[str]:
     ]
     if figures.costs is not None:
         lines[0] += f"; cost {money(figures.costs.total)}, {money(figures.costs.wasted)} wasted"
+    if report.routing is not None:
+        lines.append(_routing_line(report.routing))
     for process in figures.processes[:limit]:
         if process.memory.wasted <= 0 and process.cpus.wasted <= 0:
             break
@@ -229,6 +231,22 @@ def headline(report: Report, limit: int = 3) -> list[str]:
             f"{cpu_text(report.saved_cpus)} on this run"
         )
     return lines
+
+
+def _routing_line(routing: Routing) -> str:
+    """``backends: local 31 tasks, slurm 11 tasks; 4.70 s sooner than all on slurm ...``."""
+    line = "backends: " + ", ".join(f"{b.backend} {b.tasks} tasks" for b in routing.backends)
+    saving = routing.saving
+    if saving is not None and saving.time_saved is not None and saving.fastest is not None:
+        took = text(abs(saving.time_saved), SECONDS)
+        if abs(saving.time_saved) < 0.05:
+            line += f"; routed, about as soon as all on {saving.fastest} alone (an estimate)"
+        else:
+            way = "sooner" if saving.time_saved > 0 else "later"
+            line += f"; routed, {took} {way} than all on {saving.fastest} alone (an estimate)"
+    elif saving is not None:
+        line += "; no single backend could have run every task"
+    return line
 
 
 def _area(usage: Usage, show: Callable[[float], str], verb: str) -> str:
