@@ -38,7 +38,7 @@ from moto import backends
 from moto.batch_simple.models import batch_simple_backends
 
 from seqera_core.backends.awsbatch._payloads import ARGV_PREFIX
-from seqera_core.backends.ecs._usage import MARKER
+from seqera_core.backends.awslogs import MARKER
 from tests.integration.ecs.emulator import ACCOUNT, REGION, Emulator
 
 __all__ = ["QUEUE", "BatchEmulator"]

@@ -12,7 +12,7 @@ import pytest
 
 from seqera_core.backends import JobSpec, JobState, SubmitError
 from seqera_core.backends.awsbatch import AwsBatchBackend, BatchSettings
-from seqera_core.backends.ecs._usage import wrapped
+from seqera_core.backends.awslogs import wrapped
 from seqera_core.backends.registry import open_backend
 from seqera_core.errors import ResourceError, UsageError
 from seqera_core.history import open_history

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 import yaml
 
-from seqera_core.backends.ecs._usage import wrapped
+from seqera_core.backends.awslogs import wrapped
 
 if TYPE_CHECKING:
     from tests.integration.awsbatch.emulator import BatchEmulator

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 
-from seqera_core.backends.ecs._usage import wrapped
+from seqera_core.backends.awslogs import wrapped
 from tests.integration.ecs.test_cwl_ecs import BUCKET, COMMAND, DATA, ISOLATE, _isolation_works
 
 if TYPE_CHECKING:

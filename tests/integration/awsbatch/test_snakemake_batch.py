@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 
-from seqera_core.backends.ecs._usage import wrapped
+from seqera_core.backends.awslogs import wrapped
 from tests.conftest import require
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ Emulator gaps worked around here (the backend is written for real AWS):
   the capacity provider's name.
 * The emulated container prints its command: RunTask writes ``" ".join(command)`` to the
   awslogs stream the task definition implies, so ``logs()`` has something real to read.
-  Under the backend's usage wrapper (`seqera_core.backends.ecs._usage`), the real wrapper
+  Under the backend's usage wrapper (`seqera_core.backends.awslogs`), the real wrapper
   script runs here with ``echo`` in front of the command, so the stream also gets the
   wrapper's own ``seqera-usage`` line (this machine's cgroup peak, not a container's).
 * Tasks start RUNNING and advance one state per DescribeTasks (moto's ``manual`` state
@@ -44,7 +44,7 @@ from moto import backends
 from moto.moto_api import state_manager
 from moto.server import ThreadedMotoServer
 
-from seqera_core.backends.ecs._usage import MARKER
+from seqera_core.backends.awslogs import MARKER
 
 __all__ = ["ACCOUNT", "REGION", "Emulator", "ThrottlingProxy", "moto_ecs"]
 

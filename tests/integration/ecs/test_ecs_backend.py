@@ -13,7 +13,7 @@ import pytest
 
 from seqera_core.backends import JobSpec, JobState, SubmitError
 from seqera_core.backends.ecs._backend import EcsBackend, EcsSettings
-from seqera_core.backends.ecs._usage import wrapped
+from seqera_core.backends.awslogs import wrapped
 from seqera_core.errors import ResourceError, UsageError
 from seqera_core.history import open_history
 from seqera_core.models import Accelerator, ResourceRequest

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from seqera_core.backends.ecs._usage import wrapped
+from seqera_core.backends.awslogs import wrapped
 
 if TYPE_CHECKING:
     from tests.integration.ecs.emulator import Emulator

@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
+from seqera_core.backends.awslogs import wrapped
 from seqera_core.backends.ecs._payloads import (
     HASH_TAG,
     EcsSettings,
@@ -15,7 +16,6 @@ from seqera_core.backends.ecs._payloads import (
     shape_of,
     task_definition_request,
 )
-from seqera_core.backends.ecs._usage import wrapped
 from seqera_core.errors import ResourceError
 from seqera_core.models import Accelerator, ResourceRequest
 from seqera_core.units import GIB, MIB

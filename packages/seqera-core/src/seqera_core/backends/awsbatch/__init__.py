@@ -3,7 +3,8 @@
 ``AwsBatchBackend`` (``_backend``) registers one job definition per image and shape and
 submits jobs with their command, labels as tags, timeout and Spot retries
 (``_payloads``), reads what each queue can hold (``_queues``) and what DescribeJobs says
-(``_status``); peak memory comes from the ECS backend's usage wrapper and logs reader.
+(``_status``); peak memory comes from the usage wrapper and logs reader it shares with
+ECS (``backends.awslogs``).
 """
 
 from __future__ import annotations

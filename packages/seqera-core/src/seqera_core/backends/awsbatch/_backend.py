@@ -11,8 +11,9 @@ out as one array job (``arrayProperties``) whose element N runs job N's command;
 carrying a caller key always goes out alone, so ``find`` can name it by its job name.
 
 ``poll`` describes every active job with one DescribeJobs per 100; a job that ran reports
-its wall time and, under the usage wrapper ECS uses (``ecs._usage``), its container's peak
-memory and CPU time, read from the CloudWatch Logs stream DescribeJobs names. ``cancel``
+its wall time and, under the usage wrapper ECS uses too (``backends.awslogs``), its
+container's peak memory and CPU time, read from the CloudWatch Logs stream DescribeJobs
+names. ``cancel``
 is one TerminateJob per job (it also cancels jobs not yet started).
 
 SubmitJob has no client token, so its client never retries by itself: a throttled call
@@ -37,9 +38,9 @@ import botocore.exceptions
 
 from ...errors import ResourceError, SeqeraError
 from ...squash import SquashPolicy, array_key
+from ..awslogs import LoggedJob, UsageLog, call, chunks, counted, error_code, output
 from ..base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from ..batch import SubmitError, job_labels
-from ..ecs._logs import chunks, error_code, output, peaks
 from ._payloads import (
     ARGV_PREFIX,
     SUBMISSION_TAG,
@@ -68,16 +69,8 @@ class AwsBatchError(SeqeraError):
 
 
 @attrs.define(eq=False)
-class _Job:
-    native_id: str
-    log_stream: str | None = None
-    ended: JobStatus | None = None  # finished, its usage line not yet found in the logs
-    usage_deadline: float = 0.0
-    final: JobStatus | None = None
-
-
-def _reading_usage(handle: JobHandle) -> JobStatus:
-    return JobStatus(handle, JobState.RUNNING, reason="ended; reading its usage")
+class _Job(LoggedJob):
+    log_stream: str | None = None  # what DescribeJobs names once the container has started
 
 
 class AwsBatchBackend(Backend):
@@ -116,23 +109,19 @@ class AwsBatchBackend(Backend):
         self.batch: Any = session.client("batch", config=config)
         self.submitter: Any = session.client("batch", config=once)  # SubmitJob: never resent
         self.cloudwatch_logs: Any = session.client("logs", config=config)
-        for client in (self.batch, self.submitter, self.cloudwatch_logs):
-            # once per API call (botocore's retries of it are not counted again)
-            client.meta.events.register("before-call", self._count)
+        counted(self.calls, self.batch, self.submitter, self.cloudwatch_logs)
         self._session, self._config = session, config
         self._ec2: Any = None
         self._limits: dict[str, QueueLimits] = {}
         self._definitions: dict[str, str] = {}  # definition name -> ARN
         self._jobs: dict[str, _Job] = {}
-
-    def _count(self, model: Any, **_: Any) -> None:
-        self.calls[model.name] += 1
+        self._usage = UsageLog(
+            self.cloudwatch_logs, settings.logs_group, settings.usage_wait, "AWS Batch job",
+            "ended", _LOG,
+        )  # fmt: skip
 
     def _call(self, method: Any, **params: Any) -> Any:
-        try:
-            return method(**params)
-        except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as exc:
-            raise AwsBatchError(f"{method.__name__} failed: {exc}") from exc
+        return call(AwsBatchError, method, **params)
 
     # -- before sending ------------------------------------------------------------------
 
@@ -152,7 +141,7 @@ class AwsBatchBackend(Backend):
         (EC2's service model takes a while to load)."""
         if self._ec2 is None:
             self._ec2 = self._session.client("ec2", config=self._config)
-            self._ec2.meta.events.register("before-call", self._count)
+            counted(self.calls, self._ec2)
         return self._ec2
 
     def _definition(self, body: dict[str, Any]) -> str:
@@ -307,7 +296,7 @@ class AwsBatchBackend(Backend):
     def poll(self, handles: Sequence[JobHandle]) -> list[JobStatus]:
         """Every handle's status: one DescribeJobs per 100 active jobs."""
         records = [self._jobs.setdefault(h.native_id, _Job(h.native_id)) for h in handles]
-        active = list({r.native_id: r for r in records if r.final is None and r.ended is None})
+        active = list({r.key: r for r in records if r.final is None and r.ended is None})
         described: dict[str, dict[str, Any]] = {}
         for chunk in chunks(active, _DESCRIBE_MAX):
             found = self._call(self.batch.describe_jobs, jobs=list(chunk))
@@ -321,9 +310,10 @@ class AwsBatchBackend(Backend):
                 statuses[native] = JobStatus(handle, JobState.UNKNOWN, reason=why)
                 continue
             statuses[native] = self._settle(handle, self._jobs[native], job, now)
-        statuses.update(self._usage([r for r in records if r.ended is not None], now))
+        ended = {str(r.log_stream): r for r in records if r.ended is not None}
+        statuses.update(self._usage.settle(ended, now))
         return [
-            attrs.evolve(r.final or statuses[r.native_id], handle=h)
+            attrs.evolve(r.final or statuses[r.key], handle=h)
             for h, r in zip(handles, records, strict=True)
         ]
 
@@ -343,32 +333,8 @@ class AwsBatchBackend(Backend):
             wall_seconds=wall, cause=view.cause, resubmissions=max(0, view.attempts - 1),
             started_at=view.started_at,
         )  # fmt: skip
-        if not (self.settings.report_usage and record.log_stream and view.started_at):
-            record.final = final
-            return final
-        record.ended, record.usage_deadline = final, now + self.settings.usage_wait
-        return _reading_usage(handle)
-
-    def _usage(self, waiting: list[_Job], now: float) -> dict[str, JobStatus]:
-        """Statuses of ended jobs: final once their usage line is found or given up on."""
-        streams = {str(r.log_stream): r for r in waiting}
-        found = peaks(self.cloudwatch_logs, self.settings.logs_group, list(streams))
-        settled: dict[str, JobStatus] = {}
-        for stream, record in streams.items():
-            assert record.ended is not None
-            if stream in found:
-                peak, cpu = found[stream]
-                record.final = attrs.evolve(record.ended, peak_memory_bytes=peak, cpu_seconds=cpu)
-            elif now >= record.usage_deadline:
-                _LOG.warning("no usage line from AWS Batch job %s within %s s",
-                             record.native_id, self.settings.usage_wait)  # fmt: skip
-                record.final = record.ended
-            else:
-                settled[record.native_id] = _reading_usage(record.ended.handle)
-                continue
-            record.ended = None
-            settled[record.native_id] = record.final
-        return settled
+        logged = bool(self.settings.report_usage and record.log_stream and view.started_at)
+        return self._usage.end(record, final, now, logged=logged)
 
     def cancel(self, handles: Sequence[JobHandle]) -> None:
         """TerminateJob for every job not yet finished (Batch ends jobs one by one)."""

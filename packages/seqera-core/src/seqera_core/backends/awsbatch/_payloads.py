@@ -24,10 +24,10 @@ from attrs import field, frozen
 
 from ...dialects.awsbatch import resource_requirements, timeout_seconds
 from ...errors import ResourceError
-from ...labels import ecs_tags, label_environment
+from ...labels import ecs_tags
 from ...models import ResourceRequest
 from ...units import GIB
-from ..ecs._usage import wrapped
+from ..awslogs import asked, container_overrides
 
 __all__ = [
     "ARGV_PREFIX",
@@ -88,8 +88,9 @@ class BatchSettings:
     environments) or ``FARGATE`` (then ``execution_role`` is required). ``max_spot_attempts``
     counts every attempt of a job whose host was reclaimed, the first included (Batch's
     ``retryStrategy.attempts``, 1 to 10). ``report_usage`` runs each command under the
-    ``sh`` wrapper ECS uses, which logs the container's peak memory; a finished job's
-    status then waits up to ``usage_wait`` seconds for that line in CloudWatch Logs.
+    ``sh`` wrapper ECS uses too (``backends.awslogs``), which logs the container's peak
+    memory; a finished job's status then waits up to ``usage_wait`` seconds for that line
+    in CloudWatch Logs.
     """
 
     queue: str = field(validator=_required)
@@ -124,13 +125,9 @@ class Shape:
 
 def shape_of(request: ResourceRequest, settings: BatchSettings) -> Shape:
     """The definition shape of a request; a request without an image is an error."""
-    request = request.on_one_machine("batch")
-    if not request.container:
-        raise ResourceError("container", request.container, "a container image for AWS Batch")
-    cpus = request.cpus if request.cpus is not None else settings.default_cpus
-    memory = request.memory if request.memory is not None else settings.default_memory
-    gpus = request.accelerator.count if request.accelerator else 0
-    return Shape(request.container, cpus, memory, gpus)
+    job = asked(request, backend="batch", service="AWS Batch", cpus=settings.default_cpus,
+                memory=settings.default_memory)  # fmt: skip
+    return Shape(job.image, job.cpus, job.memory, job.gpus)
 
 
 def _requirements(shape: Shape, settings: BatchSettings) -> list[dict[str, str]]:
@@ -224,14 +221,10 @@ def submit_request(
     Labels become tags (AWS's tag rules, at most 50 with the ``seqera-submission`` tag)
     propagated to the ECS task for cost allocation, and ``SEQERA_LABEL_*`` variables.
     """
-    environment = {**label_environment(labels), **env}
-    argv = wrapped(command) if settings.report_usage else list(command)
-    overrides: dict[str, Any] = {
-        "command": argv,
+    overrides = {
+        **container_overrides(command, env, labels, usage=settings.report_usage),
         "resourceRequirements": _requirements(shape, settings),
     }
-    if environment:
-        overrides["environment"] = [{"name": k, "value": v} for k, v in environment.items()]
     tags = {t["key"]: t["value"] for t in ecs_tags(labels)}
     tags[SUBMISSION_TAG] = key
     if len(tags) > 50:

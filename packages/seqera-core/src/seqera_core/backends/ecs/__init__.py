@@ -3,7 +3,8 @@
 ``EcsBackend`` (``_backend``) registers one task definition per image and shape
 (``_definitions``, ``_payloads``), runs and watches tasks (``_status``), finds the
 cluster's capacity provider and network (``_cluster``, ``_network``) and reads each
-task's peak memory from CloudWatch Logs (``_logs``, ``_usage``).
+task's peak memory from CloudWatch Logs (the usage wrapper and reader it shares with AWS
+Batch: ``backends.awslogs``).
 """
 
 from __future__ import annotations

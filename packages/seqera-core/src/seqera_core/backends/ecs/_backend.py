@@ -8,11 +8,11 @@ is one RunTask with its command, environment and labels. ``poll`` describes ever
 task with one DescribeTasks per 100, stops tasks whose time limit has passed (ECS has no
 walltime) and starts again a task its capacity was taken from (spot interruption), up to
 ``max_spot_attempts`` starts, under the same handle (``resubmissions`` on its status).
-``logs`` reads the awslogs stream of the task's container (`_ecs_logs`). A task that
-ran reports its wall time (startedAt to stoppedAt) and, under the usage wrapper
-(`_ecs_usage`), its container's peak memory, read from the logs of every task that
-stopped in the same poll with one FilterLogEvents per 100; until that line arrives (at
-most ``usage_wait`` seconds) the task shows as running.
+``logs`` reads the awslogs stream of the task's container. A task that ran reports its
+wall time (startedAt to stoppedAt) and, under the usage wrapper, its container's peak
+memory, read from the logs of every task that stopped in the same poll with one
+FilterLogEvents per 100; until that line arrives (at most ``usage_wait`` seconds) the task
+shows as running (all three shared with AWS Batch: ``backends.awslogs``).
 
 Credentials come only from boto3's standard chain (environment, profile, instance role);
 ``AWS_ENDPOINT_URL`` points every client at an emulator. Throttling and transient errors
@@ -32,11 +32,11 @@ import botocore.config
 import botocore.exceptions
 
 from ...errors import ResourceError, SeqeraError
+from ..awslogs import LoggedJob, UsageLog, call, chunks, counted, error_code, output
 from ..base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from ..batch import SubmitError, job_labels
 from ._cluster import capacity
 from ._definitions import TaskDefinitions
-from ._logs import chunks, error_code, output, peaks
 from ._network import network
 from ._payloads import (
     EcsSettings,
@@ -73,22 +73,19 @@ def _transient(exc: EcsError) -> bool:
 
 
 @attrs.define(eq=False)
-class _Task:
-    # Mutable on purpose: a task's current ARN changes when a spot interruption restarts it.
-    key: str  # the handle's native id: the first start's ARN
+class _Task(LoggedJob):
+    # key: the first start's ARN. A task's current ARN changes when a spot interruption
+    # restarts it.
     arn: str  # the current start's ARN
     spec: JobSpec | None  # None for a handle this backend did not submit
     body: dict[str, Any] | None
     attempts: int = 1
     running_since: float | None = None
     stopping: str | None = None  # "time" or "cancel" once we asked ECS to stop it
-    ended: JobStatus | None = None  # stopped, its usage line not yet found in the logs
-    usage_deadline: float = 0.0
-    final: JobStatus | None = None
 
-
-def _reading_usage(handle: JobHandle) -> JobStatus:
-    return JobStatus(handle, JobState.RUNNING, reason="stopped; reading its usage")
+    @property
+    def name(self) -> str:
+        return self.arn
 
 
 class EcsBackend(Backend):
@@ -123,9 +120,7 @@ class EcsBackend(Backend):
         self.ecs: Any = session.client("ecs", config=config)
         self.ec2: Any = session.client("ec2", config=config)
         self.cloudwatch_logs: Any = session.client("logs", config=config)
-        for client in (self.ecs, self.ec2, self.cloudwatch_logs):
-            # once per API call (botocore's retries of it are not counted again)
-            client.meta.events.register("before-call", self._count)
+        counted(self.calls, self.ecs, self.ec2, self.cloudwatch_logs)
         self.capacity_provider: str | None = None
         self.storage_gib: int | None = None
         self.subnets: tuple[str, ...] = settings.subnets
@@ -133,18 +128,13 @@ class EcsBackend(Backend):
         self._ready = False
         self._definitions = TaskDefinitions(self.ecs, self._call)
         self._tasks: dict[str, _Task] = {}  # first ARN (the handle's) -> task
-
-    def _count(self, model: Any, **_: Any) -> None:
-        self.calls[model.name] += 1
+        self._usage = UsageLog(
+            self.cloudwatch_logs, settings.logs_group, settings.usage_wait, "ECS task",
+            "stopped", _LOG,
+        )  # fmt: skip
 
     def _call(self, method: Any, **params: Any) -> Any:
-        try:
-            return method(**params)
-        except botocore.exceptions.ClientError as exc:
-            name = method.__name__
-            raise EcsError(f"{name} failed: {exc}") from exc
-        except botocore.exceptions.BotoCoreError as exc:
-            raise EcsError(f"{method.__name__} failed: {exc}") from exc
+        return call(EcsError, method, **params)
 
     # -- start-up ------------------------------------------------------------------------
 
@@ -294,7 +284,8 @@ class EcsBackend(Backend):
                 statuses[record.key] = JobStatus(handle, JobState.UNKNOWN, reason=reason)
                 continue
             statuses[record.key] = self._settle(handle, record, seen(task), now)
-        statuses.update(self._usage({r.key: r for r in records if r.ended is not None}, now))
+        ended = {log_stream(self.settings, r.arn): r for r in records if r.ended is not None}
+        statuses.update(self._usage.settle(ended, now))
         # A spot restart is the backend's own: the engine sees one attempt, resubmitted.
         return [
             attrs.evolve(
@@ -332,32 +323,8 @@ class EcsBackend(Backend):
                 handle, view.state, view.exit_code, view.reason, out_of_memory=view.out_of_memory
             )
         final = attrs.evolve(final, wall_seconds=wall)
-        if not (self.settings.report_usage and record.running_since):
-            record.final = final
-            return final
-        record.ended, record.usage_deadline = final, now + self.settings.usage_wait
-        return _reading_usage(handle)
-
-    def _usage(self, waiting: dict[str, _Task], now: float) -> dict[str, JobStatus]:
-        """Statuses of stopped tasks: final once their usage line is found or given up on."""
-        streams = {log_stream(self.settings, r.arn): r for r in waiting.values()}
-        found = peaks(self.cloudwatch_logs, self.settings.logs_group, list(streams))
-        settled: dict[str, JobStatus] = {}
-        for stream, record in streams.items():
-            assert record.ended is not None
-            if stream in found:
-                peak, cpu = found[stream]
-                record.final = attrs.evolve(record.ended, peak_memory_bytes=peak, cpu_seconds=cpu)
-            elif now >= record.usage_deadline:
-                _LOG.warning("no usage line from ECS task %s within %s s", record.arn,
-                             self.settings.usage_wait)  # fmt: skip
-                record.final = record.ended
-            else:
-                settled[record.key] = _reading_usage(record.ended.handle)
-                continue
-            record.ended = None
-            settled[record.key] = record.final
-        return settled
+        logged = bool(self.settings.report_usage and record.running_since)
+        return self._usage.end(record, final, now, logged=logged)
 
     def _restart(self, handle: JobHandle, record: _Task, view: Seen) -> JobStatus:
         assert record.body is not None

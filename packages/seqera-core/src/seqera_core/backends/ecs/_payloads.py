@@ -20,10 +20,10 @@ from attrs import field, frozen
 
 from ...dialects.ecs import cpu_units, memory_mib, storage_gib
 from ...errors import ResourceError
-from ...labels import ecs_tags, label_environment
+from ...labels import ecs_tags
 from ...models import ResourceRequest
 from ...units import GIB
-from ._usage import wrapped
+from ..awslogs import asked, container_overrides
 
 __all__ = [
     "CONTAINER",
@@ -108,14 +108,10 @@ class Shape:
 
 def shape_of(request: ResourceRequest, settings: EcsSettings) -> Shape:
     """The task-definition shape of a request; a request without an image is an error."""
-    request = request.on_one_machine("ecs")
-    if not request.container:
-        raise ResourceError("container", request.container, "a container image for ECS")
-    cpus = request.cpus if request.cpus is not None else settings.default_cpus
-    memory = request.memory if request.memory is not None else settings.default_memory
-    gpus = request.accelerator.count if request.accelerator else 0
-    storage = None if request.disk is None else storage_gib(request.disk)
-    return Shape(request.container, cpu_units(cpus), memory_mib(memory), gpus, storage)
+    job = asked(request, backend="ecs", service="ECS", cpus=settings.default_cpus,
+                memory=settings.default_memory)  # fmt: skip
+    storage = None if job.disk is None else storage_gib(job.disk)
+    return Shape(job.image, cpu_units(job.cpus), memory_mib(job.memory), job.gpus, storage)
 
 
 def family_name(image: str) -> str:
@@ -201,11 +197,10 @@ def run_task_request(
     filters on, so the backend can ask whether a call whose answer was lost started it)
     and a ``seqera-submission`` tag.
     """
-    environment = {**label_environment(labels), **env}
-    argv = wrapped(command) if settings.report_usage else list(command)
-    override: dict[str, Any] = {"name": CONTAINER, "command": argv}
-    if environment:
-        override["environment"] = [{"name": k, "value": v} for k, v in environment.items()]
+    override = {
+        "name": CONTAINER,
+        **container_overrides(command, env, labels, usage=settings.report_usage),
+    }
     body: dict[str, Any] = {
         "cluster": settings.cluster,
         "taskDefinition": definition,

@@ -1,4 +1,5 @@
-"""The ECS usage wrapper, run by the real ``sh`` here: exit status, stdin, signals, the line."""
+"""The usage wrapper ECS tasks and AWS Batch jobs run under, run by the real ``sh`` here: exit
+status, stdin, signals, the line."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from seqera_core.backends.ecs._usage import MARKER, parse_cpu, parse_usage, wrapped
+from seqera_core.backends.awslogs import MARKER, parse_cpu, parse_usage, wrapped
 
 _CGROUP_FILES = ("/sys/fs/cgroup/memory.peak", "/sys/fs/cgroup/memory/memory.max_usage_in_bytes")
 

@@ -1,15 +1,16 @@
-"""What an ECS task used: its container's peak memory, which DescribeTasks never reports.
+"""What a container job used: its peak memory, which neither DescribeTasks (ECS) nor
+DescribeJobs (AWS Batch) reports.
 
-The task's command runs under a short POSIX ``sh`` wrapper that, when the command ends,
+The job's command runs under a short POSIX ``sh`` wrapper that, when the command ends,
 writes the container's own high-water mark (cgroup v2 ``memory.peak``, else v1
 ``memory.max_usage_in_bytes``: the container is its own cgroup) and the CPU time it used
 (v2 ``cpu.stat`` ``usage_usec``, else v1 ``cpuacct.usage`` in nanoseconds; see the
 kernel's Documentation/admin-guide/cgroup-v2.rst) to stderr as one line,
 ``seqera-usage peak_memory_bytes=N cpu_usec=M`` (``cpu_usec`` only where a file says).
 The awslogs driver carries it to CloudWatch Logs, where one FilterLogEvents per 100
-finished tasks finds it again. The wrapper forwards
-SIGTERM (StopTask) to the command and exits with its status, so stopping, exit codes and
-stdin behave as without it.
+finished jobs finds it again (``_logs``). The wrapper forwards SIGTERM (StopTask,
+TerminateJob) to the command and exits with its status, so stopping, exit codes and stdin
+behave as without it.
 """
 
 from __future__ import annotations

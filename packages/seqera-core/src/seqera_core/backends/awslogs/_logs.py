@@ -1,37 +1,28 @@
-"""What CloudWatch Logs holds for ECS tasks: a task's output, and the usage wrapper's line.
+"""What CloudWatch Logs holds for a container job: its output, and the usage wrapper's line.
 
-Each task's container logs to the awslogs stream ``PREFIX/main/TASK-ID`` of the configured
-group (:func:`~seqera_core.backends.ecs._payloads.log_stream`). ``peaks`` finds the usage
-line (:mod:`~seqera_core.backends.ecs._usage`) of many tasks with one FilterLogEvents per
-100 streams (the API's limit on ``logStreamNames``); ``output`` pages GetLogEvents from the
-head of one stream, without that line, which is ours and not the job's.
+Each job's container logs to one awslogs stream of a group (an ECS task's
+``PREFIX/main/TASK-ID``, :func:`~seqera_core.backends.ecs._payloads.log_stream`; an AWS
+Batch job's, named by DescribeJobs). ``peaks`` finds the usage line (:mod:`._usage`) of
+many jobs with one FilterLogEvents per 100 streams (the API's limit on
+``logStreamNames``); ``output`` pages GetLogEvents from the head of one stream, without
+that line, which is ours and not the job's.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import botocore.exceptions
 
+from ._calls import chunks, error_code
 from ._usage import MARKER, parse_cpu, parse_usage
 
-__all__ = ["chunks", "error_code", "output", "peaks"]
+__all__ = ["output", "peaks"]
 
-_LOG = logging.getLogger("seqera_core.backends.ecs._backend")
+_LOG = logging.getLogger("seqera_core.backends.awslogs")
 _FILTER_STREAMS_MAX = 100  # FilterLogEvents takes at most 100 stream names
-
-
-def chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
-    """``items`` in slices of at most ``size`` (the AWS calls' list limits)."""
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def error_code(exc: botocore.exceptions.ClientError) -> str:
-    """The AWS error code of a refused call (``ResourceNotFoundException``, ...)."""
-    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 def peaks(client: Any, group: str, streams: Sequence[str]) -> dict[str, tuple[int, float | None]]:
