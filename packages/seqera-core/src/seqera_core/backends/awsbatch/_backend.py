@@ -13,8 +13,7 @@ carrying a caller key always goes out alone, so ``find`` can name it by its job 
 ``poll`` describes every active job with one DescribeJobs per 100; a job that ran reports
 its wall time and, under the usage wrapper ECS uses too (``backends.awslogs``), its
 container's peak memory and CPU time, read from the CloudWatch Logs stream DescribeJobs
-names. ``cancel``
-is one TerminateJob per job (it also cancels jobs not yet started).
+names. ``cancel`` is one TerminateJob per job (it also cancels jobs not yet started).
 
 SubmitJob has no client token, so its client never retries by itself: a throttled call
 was refused and is sent again; any other failure whose outcome is unknown is followed by
