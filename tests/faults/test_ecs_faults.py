@@ -37,13 +37,14 @@ from seqera_core.models import ResourceRequest
 from seqera_core.session import Finished, Session
 from seqera_core.units import GIB
 
-from ..integration.ecs.conftest import emulator, moto_server
+from ..integration.conftest import aws, moto_server
+from ..integration.ecs.conftest import emulator
 from .conftest import FaultRow, FaultTable
 
 if TYPE_CHECKING:
     from ..integration.ecs.emulator import Emulator
 
-__all__ = ["emulator", "moto_server"]  # the ECS suite's fixtures, used here as they are
+__all__ = ["aws", "emulator", "moto_server"]  # the ECS suite's fixtures, used here as they are
 
 pytestmark = pytest.mark.integration
 

@@ -14,6 +14,9 @@ reports what jobs used.
 
 On a developer machine the tests skip, with the reason, when Slurm cannot start; with
 ``CI=true`` that is a failure.
+
+The moto[server] emulator the ECS and AWS Batch suites run against is here too
+(``moto_server``, ``aws``): one server for both, each suite's conftest sets up its service.
 """
 
 from __future__ import annotations
@@ -26,11 +29,16 @@ import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import pytest
 
 from seqera_core.backends import Backend, JobHandle, JobStatus
+from tests.conftest import require
+
+if TYPE_CHECKING:
+    from tests.integration.ecs.emulator import Emulator
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 SCRIPT = Path(__file__).parent / "slurm" / "slurm-up.sh"
@@ -219,3 +227,25 @@ def wait(
             return statuses
         assert time.monotonic() < deadline, f"not finished after {limit} s: {statuses}"
         time.sleep(every)
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[Emulator]:
+    """moto's server on 127.0.0.1 (ECS, AWS Batch, S3, CloudWatch Logs), stopped at the end
+    of the session."""
+    require("moto.server", "the ECS and AWS Batch tests run against the moto[server] emulator")
+    from tests.integration.ecs.emulator import moto_ecs
+
+    with moto_ecs() as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def aws(moto_server: Emulator, monkeypatch: pytest.MonkeyPatch) -> Emulator:
+    """The server, which boto3 reaches through the environment alone (no profile or
+    credentials file of this machine's in the way)."""
+    for name in ("AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in moto_server.env.items():
+        monkeypatch.setenv(name, value)
+    return moto_server

@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 import urllib.request
 from typing import Any
 
@@ -39,7 +38,7 @@ from moto.batch_simple.models import batch_simple_backends
 
 from seqera_core.backends.awsbatch._payloads import ARGV_PREFIX
 from seqera_core.backends.awslogs import MARKER
-from tests.integration.ecs.emulator import ACCOUNT, REGION, Emulator
+from tests.integration.ecs.emulator import ACCOUNT, REGION, Emulator, put_log
 
 __all__ = ["QUEUE", "BatchEmulator"]
 
@@ -111,6 +110,19 @@ class BatchEmulator:
     def hold(self, held: bool = True) -> None:
         """Keep jobs submitted from now on RUNNING until :meth:`finish` ends them."""
         self.held = held
+
+    def started(self) -> list[Any]:
+        """moto's records of the jobs submitted, oldest first."""
+        return list(self.state()._jobs.values())
+
+    @staticmethod
+    def command(job: Any) -> list[str]:
+        """The command of a job's container overrides."""
+        return list(job.container_overrides["command"])
+
+    def end(self, job: Any, exit_code: int, reason: str | None = None) -> None:
+        """:meth:`finish` a held job whose container exited with ``exit_code``."""
+        self.finish(job.job_id, exit_code=exit_code, status_reason=reason)
 
     def job(self, job_id: str) -> Any:
         """moto's record of a job (``id`` or ``id:N`` for an array's element)."""
@@ -184,11 +196,4 @@ def _write_log(emulator: BatchEmulator, job: Any) -> None:
         lines = (ran.stdout + ran.stderr).splitlines()
     else:
         lines = [" ".join(command)]
-    logs = backends.get_backend("logs")[ACCOUNT][REGION]
-    group, stream = "/aws/batch/job", job._stream_name
-    if group not in logs.groups:
-        logs.create_log_group(group, {})
-    if stream not in logs.groups[group].streams:
-        logs.create_log_stream(group, stream)
-    now = int(time.time() * 1000)
-    logs.put_log_events(group, stream, [{"timestamp": now, "message": m} for m in lines])
+    put_log("/aws/batch/job", job._stream_name, lines)

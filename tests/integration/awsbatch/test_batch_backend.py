@@ -21,14 +21,12 @@ from seqera_core.outcomes import finished_record
 from seqera_core.resolvers import PredictiveResolver
 from seqera_core.squash import SquashMode, SquashPolicy
 from seqera_core.units import GIB, MIB
+from tests.integration.aws import IMAGE, job, polled, sent
 
 if TYPE_CHECKING:
     from tests.integration.awsbatch.emulator import BatchEmulator
 
 pytestmark = pytest.mark.integration
-
-IMAGE = "public.ecr.aws/docker/library/ubuntu:24.04"
-
 
 _SESSION: list[boto3.session.Session] = []  # one for the module: service models load once
 
@@ -41,31 +39,9 @@ def backend(**overrides: Any) -> AwsBatchBackend:
     return AwsBatchBackend(settings, squash=squash, session=_SESSION[0])
 
 
-def job(name: str = "job", *command: str, **request: Any) -> JobSpec:
-    request.setdefault("container", IMAGE)
-    return JobSpec(name, command or ("echo", name), ResourceRequest(**request))
-
-
-def record_submit(batch: AwsBatchBackend) -> list[dict[str, Any]]:
-    """Every SubmitJob body the backend sends, as botocore is about to serialise it."""
-    bodies: list[dict[str, Any]] = []
-    batch.submitter.meta.events.register(
-        "provide-client-params.batch.SubmitJob", lambda params, **_: bodies.append(params)
-    )
-    return bodies
-
-
-def wait(batch: AwsBatchBackend, handles: list[Any], polls: int = 20) -> list[Any]:
-    for _ in range(polls):
-        statuses = batch.poll(handles)
-        if all(s.state.finished for s in statuses):
-            return statuses
-    raise AssertionError(f"not finished after {polls} polls: {statuses}")
-
-
 def test_a_job_runs_with_its_resources_labels_and_timeout(batch_emulator: BatchEmulator) -> None:
     batch = backend()
-    bodies = record_submit(batch)
+    bodies = sent(batch.submitter, "SubmitJob")
     spec = attrs.evolve(
         job("align sample/1", "echo", "hi", cpus=1.5, memory=3 * GIB + 1, time=30,
             accelerator=Accelerator(1)),
@@ -86,7 +62,7 @@ def test_a_job_runs_with_its_resources_labels_and_timeout(batch_emulator: BatchE
     described = boto3.client("batch").describe_jobs(jobs=[handle.native_id])["jobs"][0]
     assert described["tags"]["team"] == "genomics" and described["tags"]["_aws:x"] == "y"
     assert described["tags"]["seqera-submission"] == body["jobName"][:31]
-    (status,) = wait(batch, [handle])
+    (status,) = polled(batch, [handle])
     assert status.state is JobState.SUCCEEDED and status.exit_code == 0
     assert status.peak_memory_bytes and status.peak_memory_bytes > 0  # the wrapper's line
     assert batch.logs(handle) == "echo hi\n"  # the emulator echoes; no usage line shown
@@ -162,13 +138,13 @@ def test_cancel_terminates_the_job(batch_emulator: BatchEmulator) -> None:
 
 def test_an_array_runs_each_jobs_own_command(batch_emulator: BatchEmulator) -> None:
     batch = backend(squash=SquashPolicy(SquashMode.ARRAY))
-    bodies = record_submit(batch)
+    bodies = sent(batch.submitter, "SubmitJob")
     specs = [job(f"e{i}", "printf", "%s\n", f"it's {i}", memory=GIB) for i in range(3)]
     handles = batch.submit([*specs, job("other", memory=2 * GIB)])
     assert [b.get("arrayProperties") for b in bodies] == [{"size": 3}, None]
     parent = handles[0].native_id.split(":")[0]
     assert [h.native_id for h in handles[:3]] == [f"{parent}:{i}" for i in range(3)]
-    statuses = wait(batch, handles)
+    statuses = polled(batch, handles)
     assert all(s.state is JobState.SUCCEEDED for s in statuses)
     for i, handle in enumerate(handles[:3]):  # the real selector script chose each argv
         assert batch.logs(handle) == f"printf %s\n it's {i}\n"  # echo of its words
@@ -176,7 +152,7 @@ def test_an_array_runs_each_jobs_own_command(batch_emulator: BatchEmulator) -> N
 
 def test_a_job_carrying_a_key_goes_out_alone(batch_emulator: BatchEmulator) -> None:
     batch = backend(squash=SquashPolicy(SquashMode.ARRAY), report_usage=False)
-    bodies = record_submit(batch)
+    bodies = sent(batch.submitter, "SubmitJob")
     batch.submit([attrs.evolve(job("k"), key="caller-1"), job("a"), job("b")])
     assert [b.get("arrayProperties") for b in bodies] == [None, {"size": 2}]
 
@@ -203,7 +179,7 @@ def test_fargate_queue_limits(batch_emulator: BatchEmulator) -> None:
     batch = backend(queue="fargate", platform="FARGATE", execution_role="arn:aws:iam::1:role/x")
     with pytest.raises(ResourceError, match=r"job queue fargate holds: FARGATE \(16 vCPUs"):
         batch.submit([job("huge", cpus=17)])
-    bodies = record_submit(batch)
+    bodies = sent(batch.submitter, "SubmitJob")
     batch.submit([job("small", cpus=0.3, memory=MIB)])
     requirements = bodies[0]["containerOverrides"]["resourceRequirements"]
     assert requirements == [{"type": "VCPU", "value": "0.5"}, {"type": "MEMORY", "value": "4"}]
@@ -278,7 +254,7 @@ def test_the_right_sizer_learns_from_finished_jobs(batch_emulator: BatchEmulator
     batch = backend()
     declared = ResourceRequest(container=IMAGE, memory=60 * GIB, process="ALIGN", time=3600)
     handles = batch.submit([JobSpec(f"a{i}", ("echo", str(i)), declared) for i in range(3)])
-    statuses = wait(batch, handles)
+    statuses = polled(batch, handles)
     history = open_history(":memory:")
     history.record(finished_record(declared, s, run_id="r1", engine="seqera") for s in statuses)
     peak = max(s.peak_memory_bytes or 0 for s in statuses)

@@ -3,11 +3,7 @@ against the emulator, as a user types them."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import threading
-import time
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,19 +11,15 @@ import pytest
 import yaml
 
 from seqera_core.backends.awslogs import wrapped
+from tests.integration import aws
+from tests.integration.aws import Player
 
 if TYPE_CHECKING:
     from tests.integration.awsbatch.emulator import BatchEmulator
 
 pytestmark = pytest.mark.integration
 
-
-def seqera(cwd: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "seqera_core.cli", *argv],
-        capture_output=True, text=True, cwd=cwd, env={**os.environ, **env}, timeout=300,
-        check=False,
-    )  # fmt: skip
+seqera = functools.partial(aws.seqera, timeout=300)
 
 
 def test_run_shows_the_output_and_exits_zero(batch_emulator: BatchEmulator, tmp_path: Path) -> None:
@@ -48,22 +40,9 @@ def test_run_shows_the_output_and_exits_zero(batch_emulator: BatchEmulator, tmp_
 
 def test_run_exits_with_the_jobs_code(batch_emulator: BatchEmulator, tmp_path: Path) -> None:
     batch_emulator.hold()
-
-    def end_the_job() -> None:
-        deadline = time.monotonic() + 280  # the CLI's own timeout is 300 s
-        while time.monotonic() < deadline:
-            jobs = list(batch_emulator.state()._jobs)
-            if jobs:
-                batch_emulator.finish(jobs[0], exit_code=3, status_reason="Essential container "
-                                      "in task exited")  # fmt: skip
-                return
-            time.sleep(0.05)
-
-    ender = threading.Thread(target=end_the_job)
-    ender.start()
-    done = seqera(tmp_path, "run", "--backend", "batch", "--image", "ubuntu", "--", "false",
-                  SEQERA_BATCH_QUEUE="seqera", SEQERA_BATCH_REPORT_USAGE="false")  # fmt: skip
-    ender.join()
+    with Player(batch_emulator, lambda _: 3, "Essential container in task exited"):
+        done = seqera(tmp_path, "run", "--backend", "batch", "--image", "ubuntu", "--", "false",
+                      SEQERA_BATCH_QUEUE="seqera", SEQERA_BATCH_REPORT_USAGE="false")  # fmt: skip
     assert done.returncode == 3, done.stderr
 
 

@@ -46,7 +46,15 @@ from moto.server import ThreadedMotoServer
 
 from seqera_core.backends.awslogs import MARKER
 
-__all__ = ["ACCOUNT", "REGION", "Emulator", "ThrottlingProxy", "moto_ecs"]
+__all__ = [
+    "ACCOUNT",
+    "EXECUTION_ROLE",
+    "REGION",
+    "Emulator",
+    "ThrottlingProxy",
+    "moto_ecs",
+    "put_log",
+]
 
 ACCOUNT = "123456789012"  # moto's default account
 REGION = "us-east-1"
@@ -120,6 +128,24 @@ class Emulator:
         (``throttle``), or every Nth call of an operation (``every``)."""
         return ThrottlingProxy(self.url, throttle, every)
 
+    def hold(self) -> None:
+        """Keep tasks RUNNING from now on until a test stops them."""
+        self.transitions(times=1000)
+
+    def started(self) -> list[Any]:
+        """moto's records of the tasks started on cluster ``seqera``, oldest first."""
+        return list(self.ecs_state.tasks.get("seqera", {}).values())
+
+    @staticmethod
+    def command(task: Any) -> list[str]:
+        """The command a task's one container override runs."""
+        (override,) = task.overrides["containerOverrides"]
+        return list(override["command"])
+
+    def end(self, task: Any, exit_code: int, reason: str | None = None) -> None:
+        """:meth:`stop` a task whose container exited with ``exit_code``."""
+        self.stop(task.task_arn, exit_code=exit_code, reason=reason or "")
+
     def task(self, arn: str) -> Any:
         """moto's record of a task."""
         for tasks in self.ecs_state.tasks.values():
@@ -186,11 +212,16 @@ def _echo(state: Any, task: Any, overrides: dict[str, Any]) -> None:
         lines = (ran.stdout + ran.stderr).splitlines()
     else:
         lines = [" ".join(command)]
+    put_log(group, f"{prefix}/main/{task.id}", lines)
+
+
+def put_log(group: str, stream: str, lines: list[str]) -> None:
+    """Write ``lines`` to a CloudWatch Logs stream as a container's awslogs driver would."""
     logs = backends.get_backend("logs")[ACCOUNT][REGION]
-    stream = f"{prefix}/main/{task.id}"
     if group not in logs.groups:
         logs.create_log_group(group, {})
-    logs.create_log_stream(group, stream)
+    if stream not in logs.groups[group].streams:
+        logs.create_log_stream(group, stream)
     now = int(time.time() * 1000)
     logs.put_log_events(group, stream, [{"timestamp": now, "message": m} for m in lines])
 

@@ -12,50 +12,25 @@ import botocore.exceptions
 import pytest
 
 from seqera_core.backends import JobSpec, JobState, SubmitError
-from seqera_core.backends.ecs._backend import EcsBackend, EcsSettings
 from seqera_core.backends.awslogs import wrapped
+from seqera_core.backends.ecs._backend import EcsBackend, EcsSettings
 from seqera_core.errors import ResourceError, UsageError
 from seqera_core.history import open_history
 from seqera_core.models import Accelerator, ResourceRequest
 from seqera_core.outcomes import finished_record
 from seqera_core.resolvers import PredictiveResolver
 from seqera_core.units import GIB
+from tests.integration.aws import IMAGE, job, polled, sent
+from tests.integration.ecs.emulator import EXECUTION_ROLE as ROLE
 
 if TYPE_CHECKING:
     from tests.integration.ecs.emulator import Emulator
 
 pytestmark = pytest.mark.integration
 
-ROLE = "arn:aws:iam::123456789012:role/ecsTaskExecutionRole"
-IMAGE = "public.ecr.aws/docker/library/ubuntu:24.04"
-
 
 def settings(**overrides: Any) -> EcsSettings:
     return EcsSettings(**{"cluster": "seqera", "execution_role": ROLE, **overrides})
-
-
-def job(name: str = "job", *command: str, **request: Any) -> JobSpec:
-    request.setdefault("container", IMAGE)
-    return JobSpec(name, command or ("echo", name), ResourceRequest(**request))
-
-
-def record_run_task(backend: EcsBackend) -> list[dict[str, Any]]:
-    """Every RunTask body the backend sends, as botocore is about to serialise it."""
-    bodies: list[dict[str, Any]] = []
-
-    def hook(params: dict[str, Any], **_: Any) -> None:
-        bodies.append(params)
-
-    backend.ecs.meta.events.register("provide-client-params.ecs.RunTask", hook)
-    return bodies
-
-
-def wait(backend: EcsBackend, handles: list[Any], polls: int = 20) -> list[Any]:
-    for _ in range(polls):
-        statuses = backend.poll(handles)
-        if all(s.state.finished for s in statuses):
-            return statuses
-    raise AssertionError(f"not finished after {polls} polls: {statuses}")
 
 
 def test_registration_is_reused_by_a_second_backend(emulator: Emulator) -> None:
@@ -116,7 +91,7 @@ def test_run_task_payload(emulator: Emulator) -> None:
     backend = EcsBackend(
         settings(subnets=[subnet], security_groups=["sg-1"], assign_public_ip=False)
     )
-    bodies = record_run_task(backend)
+    bodies = sent(backend.ecs, "RunTask")
     spec = JobSpec(
         "align",
         ("bwa", "mem", "ref.fa", "reads; rm -rf /"),
@@ -220,7 +195,7 @@ def test_spot_interruption_is_retried_then_given_up(
     emulator: Emulator, caplog: pytest.LogCaptureFixture
 ) -> None:
     backend = EcsBackend(settings(max_spot_attempts=3))
-    bodies = record_run_task(backend)
+    bodies = sent(backend.ecs, "RunTask")
     (handle,) = backend.submit([job("spot")])
     arns = [handle.native_id]
     for attempt in (2, 3):
@@ -256,7 +231,7 @@ def test_spot_interruption_then_success(emulator: Emulator) -> None:
     (handle,) = backend.submit([job("spot")])
     emulator.stop(handle.native_id, exit_code=None, stop_code="SpotInterruption")
     assert backend.poll([handle])[0].state is JobState.PENDING
-    (status,) = wait(backend, [handle])
+    (status,) = polled(backend, [handle])
     assert (status.state, status.exit_code) == (JobState.SUCCEEDED, 0)
     assert status.resubmissions == 1  # the backend's own restart, not an engine attempt
 
@@ -277,7 +252,7 @@ def test_a_restart_throttled_past_its_retries_is_tried_again(
         (status,) = backend.poll([handle])  # the same key again, now through
         assert status.state is JobState.PENDING and status.resubmissions == 1
         assert proxy.attempts["RunTask"] == 4  # the first start, two throttled, the restart
-        (status,) = wait(backend, [handle])
+        (status,) = polled(backend, [handle])
     assert (status.state, status.resubmissions) == (JobState.SUCCEEDED, 1)
     assert len(emulator.ecs_state.tasks["seqera"]) == 2  # the reclaimed task and one restart
 
@@ -318,7 +293,7 @@ def test_network_is_discovered_from_the_default_vpc(emulator: Emulator) -> None:
         ]
     )["SecurityGroups"]
     backend = EcsBackend(settings())
-    bodies = record_run_task(backend)
+    bodies = sent(backend.ecs, "RunTask")
     backend.submit([job()])
     network = bodies[0]["networkConfiguration"]["awsvpcConfiguration"]
     assert set(network["subnets"]) == defaults and len(defaults) > 1
@@ -411,7 +386,7 @@ def test_a_finished_task_reports_its_wall_time_and_peak_memory(emulator: Emulato
     """The usage wrapper's line (the emulator runs the real wrapper) becomes the peak."""
     backend = EcsBackend(settings())
     handles = backend.submit([job(f"u{i}", memory=GIB) for i in range(150)])
-    statuses = wait(backend, handles)
+    statuses = polled(backend, handles)
     assert {s.state for s in statuses} == {JobState.SUCCEEDED}
     # the emulated container's cgroup is this machine's: only its presence is known
     assert all(s.peak_memory_bytes and s.peak_memory_bytes > 0 for s in statuses)
@@ -440,10 +415,10 @@ def test_a_missing_usage_line_is_waited_for_then_given_up(emulator: Emulator) ->
 
 def test_usage_off_sends_the_bare_command(emulator: Emulator) -> None:
     backend = EcsBackend(settings(report_usage=False))
-    bodies = record_run_task(backend)
+    bodies = sent(backend.ecs, "RunTask")
     (handle,) = backend.submit([job("bare", "echo", "bare")])
     assert bodies[0]["overrides"]["containerOverrides"][0]["command"] == ["echo", "bare"]
-    (status,) = wait(backend, [handle])
+    (status,) = polled(backend, [handle])
     assert status.state is JobState.SUCCEEDED and status.peak_memory_bytes is None
     assert backend.calls["FilterLogEvents"] == 0
 
@@ -454,7 +429,7 @@ def test_the_right_sizer_learns_from_finished_tasks(emulator: Emulator) -> None:
     declared = ResourceRequest(container=IMAGE, memory=64 * GIB, process="ALIGN", time=3600)
     specs = [JobSpec(f"a{i}", ("echo", str(i)), declared) for i in range(3)]
     handles = backend.submit(specs)
-    statuses = wait(backend, handles)
+    statuses = polled(backend, handles)
     history = open_history(":memory:")
     history.record(
         finished_record(declared, status, run_id="r1", engine="seqera") for status in statuses
@@ -468,7 +443,7 @@ def test_a_run_task_whose_answer_is_lost_starts_one_task(emulator: Emulator) -> 
     # Issue 20: ECS started the task but the answer never came back (a timeout). The backend
     # asks for its submission key (startedBy) before calling the submission failed.
     backend = EcsBackend(settings())
-    bodies = record_run_task(backend)
+    bodies = sent(backend.ecs, "RunTask")
     real = backend.ecs.run_task
 
     def lost_answer(**params: Any) -> Any:
@@ -494,7 +469,7 @@ def test_a_new_backend_finds_tasks_by_the_callers_keys(emulator: Emulator) -> No
     specs = [attrs.evolve(job(f"k{i}"), key=f"caller-key-{i}-{'x' * 40}") for i in range(2)]
     handles = backend.submit(specs)
     backend.cancel(handles[1:])  # one stopped, one running
-    wait(backend, handles[1:])
+    polled(backend, handles[1:])
     again = EcsBackend(settings())
     found = again.find([s.key or "" for s in specs] + ["never-sent"])
     assert {k: h.native_id for k, h in found.items()} == {

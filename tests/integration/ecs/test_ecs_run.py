@@ -2,32 +2,19 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from seqera_core.backends.awslogs import wrapped
+from tests.integration.aws import Player, seqera
+from tests.integration.ecs.emulator import EXECUTION_ROLE as ROLE
 
 if TYPE_CHECKING:
     from tests.integration.ecs.emulator import Emulator
 
 pytestmark = pytest.mark.integration
-
-ROLE = "arn:aws:iam::123456789012:role/ecsTaskExecutionRole"
-
-
-def seqera(cwd: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "seqera_core.cli", *argv],
-        capture_output=True, text=True, cwd=cwd, env={**os.environ, **env}, timeout=120,
-        check=False,
-    )  # fmt: skip
 
 
 def test_run_shows_the_output_and_exits_zero(emulator: Emulator, tmp_path: Path) -> None:
@@ -46,24 +33,12 @@ def test_run_shows_the_output_and_exits_zero(emulator: Emulator, tmp_path: Path)
 
 
 def test_run_exits_with_the_tasks_code(emulator: Emulator, tmp_path: Path) -> None:
-    emulator.transitions(times=1000)  # runs until the test ends it
-
-    def end_the_task() -> None:
-        deadline = time.monotonic() + 110  # the CLI's own timeout is 120 s
-        while time.monotonic() < deadline:
-            tasks = list(emulator.ecs_state.tasks.get("seqera", {}))
-            if tasks:
-                emulator.stop(tasks[0], exit_code=3, reason="Essential container in task exited")
-                return
-            time.sleep(0.05)
-
-    ender = threading.Thread(target=end_the_task)
-    ender.start()
-    done = seqera(
-        tmp_path, "run", "--backend", "ecs", "--image", "ubuntu", "--", "false",
-        SEQERA_ECS_CLUSTER="seqera", SEQERA_ECS_EXECUTION_ROLE=ROLE,
-    )  # fmt: skip
-    ender.join()
+    emulator.hold()  # runs until the test ends it
+    with Player(emulator, lambda _: 3, "Essential container in task exited"):
+        done = seqera(
+            tmp_path, "run", "--backend", "ecs", "--image", "ubuntu", "--", "false",
+            SEQERA_ECS_CLUSTER="seqera", SEQERA_ECS_EXECUTION_ROLE=ROLE,
+        )  # fmt: skip
     assert done.returncode == 3, done.stderr
 
 
