@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -132,13 +133,9 @@ rule work:
 """
 
 
-@pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: signal.Signals(s).name)
-def test_signals_to_snakemake(
-    signum: int, slurm: SlurmCluster, tmp_path: Path, fault_table: FaultTable,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
-    """SIGHUP cancels the running jobs; SIGTERM submits nothing more and waits for them."""
-    _clean(monkeypatch, tmp_path)
+def _snakemake_at_work(tmp_path: Path, **popen: Any) -> tuple[Path, subprocess.Popen[str]]:
+    """The workflow above through ``snakemake --executor seqera`` on Slurm, once its first
+    four jobs have started (each waits for ``gate``): its directory and its process."""
     workdir = tmp_path / "wf"
     runs = workdir / "runs"
     runs.mkdir(parents=True)
@@ -146,9 +143,20 @@ def test_signals_to_snakemake(
     run = subprocess.Popen(
         [sys.executable, "-m", "snakemake", "--executor", "seqera", "--seqera-backend",
          "slurm", "--jobs", "4", "--seconds-between-status-checks", "1"],
-        cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen,
     )  # fmt: skip
     _wait_for(lambda: len(list(runs.iterdir())) >= 4, run)
+    return workdir, run
+
+
+@pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_signals_to_snakemake(
+    signum: int, slurm: SlurmCluster, tmp_path: Path, fault_table: FaultTable,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """SIGHUP cancels the running jobs; SIGTERM submits nothing more and waits for them."""
+    _clean(monkeypatch, tmp_path)
+    workdir, run = _snakemake_at_work(tmp_path)
     run.send_signal(signum)
     if signum == signal.SIGTERM:
         time.sleep(3)  # still waiting for its four jobs, and sending no other
@@ -157,7 +165,7 @@ def test_signals_to_snakemake(
     _, err = run.communicate(timeout=180)
     left = left_in_squeue(tmp_path, limit=20)
     outputs = len(list((workdir / "out").glob("*.txt"))) if (workdir / "out").exists() else 0
-    started = len(list(runs.iterdir()))
+    started = len(list((workdir / "runs").iterdir()))
     _row(fault_table, f"snakemake --executor seqera on slurm, {signal.Signals(signum).name}",
          12, outputs, left)  # fmt: skip
     assert run.returncode != 0, err[-3000:]
@@ -179,17 +187,8 @@ def test_ctrl_c_twice_to_snakemake(
 ) -> None:
     """The group's SIGINT, then a copy 0.1 s later (``uv run`` forwards one at once)."""
     _clean(monkeypatch, tmp_path)
-    workdir = tmp_path / "wf"
-    runs = workdir / "runs"
-    runs.mkdir(parents=True)
-    (workdir / "Snakefile").write_text(SNAKEFILE)
-    run = subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "--executor", "seqera", "--seqera-backend",
-         "slurm", "--jobs", "4", "--seconds-between-status-checks", "1"],
-        cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,  # a group of its own, as a terminal's job
-    )  # fmt: skip
-    _wait_for(lambda: len(list(runs.iterdir())) >= 4, run)
+    # a group of its own, as a terminal's job
+    workdir, run = _snakemake_at_work(tmp_path, start_new_session=True)
     os.killpg(run.pid, signal.SIGINT)
     time.sleep(0.1)
     run.send_signal(signal.SIGINT)
