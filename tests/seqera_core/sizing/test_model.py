@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from seqera_core.sizing import UsageModel
+from seqera_core.sizing import Budget, UsageModel
 from seqera_core.sizing._prior import Pool
 
 
@@ -181,7 +181,8 @@ def test_no_bound_is_closer_to_the_largest_use_than_the_resolution() -> None:
     peaks = [(10**9 + i, 4e9) for i in range(40)]
     for resolution in (0.005, 0.02, 0.1):
         model = _trained(peaks, resolution=resolution)
-        bound = model.upper(10**9)
+        # the model's own bound (its net, which has scored these runs, gives the maximum)
+        bound = model.own(10**9)
         assert bound is not None
         assert bound == pytest.approx(4e9 * math.exp(resolution), rel=1e-9)
 
@@ -223,3 +224,52 @@ def test_an_input_past_those_seen_gets_the_fit_at_least_the_largest_use() -> Non
     assert inside is not None and past is not None
     assert model.largest <= past <= 1.5 * model.largest
     assert past <= 1.1 * inside
+
+
+def test_a_kill_past_every_use_grows_by_a_records_gap_not_by_the_spread() -> None:
+    # nf-core/eager's bwa: 11.05 GB give or take 0.5 %, and tiny inputs far below. A task
+    # killed at the largest use is a new record; records of a use that barely moves land
+    # barely past it, so its retry is 10 % more, not twice (the tiny inputs' spread).
+    rng = random.Random(12)
+    runs = [(10**9 + i, 11.05e9 * rng.uniform(0.995, 1.005)) for i in range(30)]
+    model = _trained([*runs, (10**6, 4.9e9), (10**6, 5.2e9), (10**6, 8e9)])
+    retry = model.retry(2 * 10**9, model.largest)
+    assert model.largest * 1.1 <= retry <= model.largest * 1.15
+
+
+def test_a_second_kill_of_the_same_task_escalates() -> None:
+    rng = random.Random(13)
+    model = _trained([(10**9 + i, 11.05e9 * rng.uniform(0.995, 1.005)) for i in range(30)])
+    first = model.retry(5, model.largest)
+    model.fail(5, model.largest)
+    model.fail(5, first)
+    # its records said 10 %; it passed them: they are no guide to this task
+    assert model.retry(5, first) == pytest.approx(first * model.escalation)
+    assert model.retry(6, first) < first * 1.2  # another task is not that one
+
+
+def test_a_run_past_what_it_was_given_is_learned_at_once() -> None:
+    rng = random.Random(14)
+    # at a miss rate of 1 in 200 a bound past all 65 runs: it must cover the new one
+    model = _trained([(None, 1e9 * rng.uniform(0.99, 1.01)) for _ in range(64)], alpha=0.005)
+    before = model.upper(None)
+    assert before is not None and before < 1.2e9
+    model.learn(None, 1.6e9, attempt=2)  # a retry that held: the next task knows
+    after = model.upper(None)
+    assert after is not None and after >= 1.6e9
+
+
+def test_a_process_that_spreads_is_not_held_to_its_pipelines_small_gaps() -> None:
+    # a network-analysis step of one traced pipeline: a dozen runs at 65 or 107 MB, in a
+    # pipeline of steady processes whose records passed their last by a fraction of a per
+    # cent. Their gaps say how often a record comes, not how far this process's goes:
+    # past them its own errors' tail runs on, so its margin is not a couple per cent.
+    peaks = [(10**7, 1e6 * (107 if i % 4 == 0 else 65 + i % 3)) for i in range(12)]
+    # a retry is priced at what a typical task of the pipeline uses: far more than these
+    budget = Budget()
+    budget.add(16e9)
+    model = UsageModel(pool=_pipeline([0.001, 0.002, 0.004, 0.008, 0.003]), budget=budget)
+    for x, y in peaks:
+        model.learn(x, y)
+    bound = model.upper(10**7)
+    assert bound is not None and bound > 1.1 * model.largest

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from seqera_core.sizing import UsageModel
 from seqera_core.sizing._net import Net, cost
+from seqera_core.sizing._prior import Moments
 
 
 def test_cost_counts_waste_and_retries_as_an_evaluation_does() -> None:
@@ -65,3 +68,67 @@ def test_a_steady_process_falls_back_to_its_maximum_and_is_scored_meanwhile() ->
     model.learn(5000, 1e9)
     assert len(model.net._tasks) == tasks
     assert UsageModel(net=False).net is None
+
+
+def _read_back(
+    peaks: list[float], runs: int | None = None, every: list[float] | None = None, **options: float
+) -> UsageModel:
+    """A process read back from a history: its all-time summary (of ``every`` use, the
+    window's when not given), then its window of ``peaks``, as the resolver loads it."""
+    model = UsageModel(**options)  # type: ignore[arg-type]
+    every = every or peaks
+    model.resume(len(every), max(every), _moments(every))
+    for i, peak in enumerate(peaks):
+        model.recall(1000 + i, peak, weight=10.0)
+    return model
+
+
+def test_the_net_judges_a_process_from_its_history_before_its_first_task() -> None:
+    # A process whose peak never moves: over its own finished runs the maximum wasted
+    # nothing and the model its margin. Read back from a history, the net scores them
+    # before the first answer and gives the maximum from the first task, not after 20.
+    peaks = [1e9] * 40
+    model = _read_back(peaks, alpha=0.02, retry_cost=3.0)
+    assert model.upper(1000) == 1e9
+    assert model.net is not None and model.net.behind
+    # from the tenth on: the model's answers from a handful of runs are no verdict on it
+    assert len(model.net._tasks) == len(peaks) - 10
+    assert model.own(1000) > 1e9  # type: ignore[operator]
+    # the window is back as it was: the model answers as one that never rehearsed
+    plain = _read_back(peaks, alpha=0.02, retry_cost=3.0, net=False)
+    assert plain.own(1000) == model.own(1000)
+
+
+def test_a_history_where_the_maximum_was_killed_keeps_the_model() -> None:
+    # Peaks that climb: each new run passes the largest before it, so the plain maximum
+    # is killed and retried on each; the model's margin covers them.
+    model = _read_back([1e9 * 1.01**i for i in range(40)], alpha=0.02, retry_cost=3.0)
+    assert model.upper(1000) != model.largest
+    assert model.net is not None and not model.net.behind
+
+
+def test_only_the_windows_last_runs_are_rehearsed() -> None:
+    model = _read_back([1e9] * 200, net=True)
+    model.upper(None)
+    assert model.net is not None and len(model.net._tasks) == 64
+
+
+def test_the_largest_use_before_a_window_comes_from_the_summary() -> None:
+    # 100 runs, the window holds the last 40; the all-time largest came before it: the
+    # maximum is scored from it, and wasted 4 GB a run where the model did not.
+    early, late = [5e9] + [1e9] * 59, [1e9] * 40
+    model = _read_back(late, every=early + late, alpha=0.02, retry_cost=3.0)
+    assert model._before(late) == 5e9
+    model.upper(1000)
+    assert model.net is not None and not model.net.behind
+    # the two largest both in the window: nothing is known of what came before it
+    inside = _read_back([5e9, 4e9], every=[1e9] * 98 + [5e9, 4e9])
+    assert inside._before([5e9, 4e9]) == 0.0
+    assert inside._before([5e9, 1e9]) == pytest.approx(4e9)
+
+
+def _moments(peaks: list[float]) -> tuple[int, float, float, float, float]:
+    moments = Moments()
+    for peak in peaks:
+        moments.add(math.log(peak))
+    return moments.n, moments.mean, moments.m2, moments.top, moments.second

@@ -225,6 +225,9 @@ def _calibrated(
     local = [] if scales is None else [
         (weights[i] * math.exp(centres[i]), scales[i]) for i in order]  # fmt: skip
     top, jumps = ordered.ordered[-1], settings.jumps
+    # how far past its largest errors this candidate's errors run: past every gap the
+    # pipeline has shown, a record runs on by this much or the gaps' own mean
+    tail = tail_scale(ordered.ordered) if n >= 3 else 0.0
     # Margins to weigh: one per miss rate of ``settings.levels``, and past the largest
     # error by each of a few of the pipeline's record gaps (rated by those, not alpha).
     margins: list[tuple[float, float, bool]] = []
@@ -260,8 +263,8 @@ def _calibrated(
             # it lands past the margin as often as the pipeline's records pass theirs
             # (in log units: each run's own scale for a local candidate).
             excess = margin_ - top
-            passing = _passing(jumps, excess) if scales is None else (
-                sum(_passing(jumps, excess * s) for s in scales) / n)  # fmt: skip
+            passing = _passing(jumps, excess, tail) if scales is None else (
+                sum(_passing(jumps, excess * s, tail * s) for s in scales) / n)  # fmt: skip
             rate = max(rate, passing / (n + 1))
         cost = given - used[covered] + rate * n * (MISS_COST * total / n + settings.penalty)
         if level:
@@ -275,9 +278,19 @@ def _calibrated(
     return best
 
 
-def _passing(jumps: Sequence[float], excess: float) -> float:
-    """The share of ``jumps`` (sorted) larger than ``excess``."""
-    return (len(jumps) - bisect.bisect_right(jumps, excess)) / len(jumps)
+def _passing(jumps: Sequence[float], excess: float, tail: float) -> float:
+    """How often a new record gap passes ``excess``, from ``jumps`` (sorted): the share of
+    them and the new one larger than it (a new gap is the largest of ``k + 1`` one time
+    in ``k + 1``: the rank argument that calibrates every margin here), and past them
+    all, that share on an exponential tail whose scale is the larger of the gaps' mean
+    and ``tail`` (the process's own errors'): a few small gaps from other processes do
+    not make a miss past them impossible for one whose own uses spread widely."""
+    k = len(jumps)
+    above = k - bisect.bisect_right(jumps, excess)
+    if above:
+        return (above + 1) / (k + 1)
+    scale = max(sum(jumps) / k, tail, 1e-9)
+    return math.exp(-(excess - jumps[-1]) / scale) / (k + 1)
 
 
 def _local(

@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 from ._fit import LEVELS, Candidate, Settings, fit_candidates
 from ._guard import Observed, tracked_at
-from ._margin import MOST, RESOLUTION, t_quantile
+from ._margin import MOST, RESOLUTION, t_quantile, tail_scale
 from ._net import Net, cost
 from ._prior import Moments, Pool
 
@@ -48,10 +48,17 @@ KEPT_FAILURES = 64
 # past everything seen by at least the second.
 _RETRY_STEP = 1.05
 _MIN_GROWTH = 1.1
+# The share of a pipeline's record gaps a retry past every use seen covers.
+_RECORDS = 0.9
 # An input this far outside the sizes seen is not trusted to the candidate alone.
 _OUTSIDE = math.log(1.05)
 # Answers kept for the net until their tasks finish.
 _ANSWERS = 4096
+# A window's last runs the net scores before the first answer: enough to judge on, at a
+# few refits (a sixteenth of the window each), so a process's first answer costs what
+# its window holds, not its history.
+_REHEARSED = 64
+_LEARNT = 10
 
 
 class Budget:
@@ -95,12 +102,16 @@ def _best(candidates: list[Candidate], *kinds: str) -> Candidate:
 class _Fit:
     """The candidates of one window: over its runs with an input size, and over all."""
 
-    __slots__ = ("best_all", "best_sized", "high", "low", "neighbours", "quantile", "spread")
+    __slots__ = ("best_all", "best_sized", "high", "low", "neighbours", "quantile", "spread",
+                 "tail")  # fmt: skip
 
     def __init__(self, runs: deque[_Run], settings: Settings) -> None:
         values = [r.value for r in runs]
         mean = sum(values) / len(values)
         self.spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+        # how far past a high use the next higher one lands: the scale of the uses' own
+        # upper tail (runs far below the top, a tiny input, play no part in it)
+        self.tail = tail_scale(sorted(values))
         sized = sorted((_key(r.input_bytes), r.value, r.weight) for r in runs if r.input_bytes)
         self.best_sized: Candidate | None = None
         self.neighbours: Candidate | None = None
@@ -187,6 +198,7 @@ class UsageModel:
         self._stale = 0  # runs learned since the fit
         self._tracks: tuple[float | None] | None = None  # (floor,), cached until a run
         self.net = Net() if net else None
+        self._rehearsed = False  # the net has scored the window (see _rehearse)
         # what the model answered for the tasks (by input size) not finished yet
         self._answers: dict[int | None, float] = {}
         self.floor = floor
@@ -208,6 +220,10 @@ class UsageModel:
             return
         if self.net is not None and self.largest > 0:
             self._score(input_bytes, usage, weight)
+        if attempt > 1 or usage > self.largest:
+            # A run past what it was first given, or past every use: news the next task
+            # must not wait a sixteenth of the window for (its neighbour may be alike).
+            self._fit = None
         self.runs += 1
         self.largest = max(self.largest, usage)
         if self._own_budget:
@@ -231,6 +247,7 @@ class UsageModel:
         self._window.clear()
         self._failed.clear()
         self._fit, self._stale, self._tracks = None, 0, None
+        self._rehearsed = False
 
     def recall(
         self,
@@ -252,6 +269,60 @@ class UsageModel:
         self._stale += 1
         self._tracks = None
 
+    def _rehearse(self) -> None:
+        """Score the window's last ``_REHEARSED`` runs for the net, once, before the first
+        answer: what the model would have answered from the runs before each, against the
+        largest use before it. So the net judges from the first task it sizes, on the
+        process's own finished runs, not only on what it answered since, and the same
+        whether the window came from the history's index or from learning every row.
+
+        The window is refilled in order as it goes (the same runs, the same state); the
+        largest use before it is the largest of the all-time two (the summary's) that no
+        run of it accounts for, and when both are in it the window's own runs stand in
+        for it (the maximum then looks, if anything, leaner)."""
+        self._rehearsed = True
+        runs = list(self._window)
+        if self.net is None or len(runs) < 2:
+            return
+        largest, stale = self.largest, self._stale
+        seen = self._before([r.usage for r in runs])
+        # Only answers from ``_LEARNT`` runs or more: the first few (a fallback margin on a
+        # handful, a maximum missed by every early record) say nothing of how either
+        # does on a process it has learned.
+        before = self.runs - len(runs)
+        start = max(1, len(runs) - _REHEARSED, _LEARNT - before)
+        self._window.clear()
+        try:
+            for i, run in enumerate(runs):
+                if i >= start and seen > 0:
+                    self.largest = seen  # what the model and the maximum knew then
+                    self._fit = None if i == start else self._fit
+                    own = self.own(run.input_bytes)
+                    if own is not None:
+                        self._score(run.input_bytes, run.usage, run.weight, own)
+                self._window.append(run)
+                self._stale += 1
+                seen = max(seen, run.usage)
+        finally:
+            self.largest, self._stale = largest, stale
+            self._fit, self._tracks = None, None  # fitted on part of it: fit the whole
+
+    def _before(self, usages: list[float]) -> float:
+        """The largest use before a window of ``usages`` (0 when unknown: see
+        :meth:`recall_window`)."""
+        if self.runs <= len(usages):
+            return 0.0
+        inside = sorted((math.log(u) for u in usages), reverse=True)
+        for value in (self._moments.top, self._moments.second):
+            if math.isinf(value):
+                return 0.0
+            if inside and inside[0] == value:  # this one is in the window
+                inside.pop(0)
+                continue
+            # the all-time largest is kept exactly; the next only as its log
+            return self.largest if value == self._moments.top else math.exp(value)
+        return 0.0
+
     def fail(self, input_bytes: int | None, allocation: float) -> None:
         """Record an attempt killed at ``allocation``: a lower bound, never a use."""
         self._failed.append((input_bytes, allocation))
@@ -267,6 +338,10 @@ class UsageModel:
             if input_bytes is None or x is None or x == input_bytes:
                 return given
         return 0.0
+
+    def _kills(self, input_bytes: int) -> int:
+        """How many kills of a task of this input size are remembered."""
+        return sum(1 for x, _ in self._failed if x == input_bytes)
 
     def _fitted(self) -> _Fit | None:
         if len(self._window) < self.min_runs:
@@ -290,10 +365,14 @@ class UsageModel:
         if len(self._answers) > _ANSWERS:  # tasks that never finished: forget the oldest
             del self._answers[next(iter(self._answers))]
 
-    def _score(self, input_bytes: int | None, usage: float, weight: float) -> None:
-        """Score the model and the plain maximum on a finished run, before learning it."""
+    def _score(
+        self, input_bytes: int | None, usage: float, weight: float, own: float | None = None
+    ) -> None:
+        """Score the model (``own``, or what it answered for this input) and the plain
+        maximum on a finished run, before learning it."""
         assert self.net is not None
-        own = self._answers.pop(input_bytes, None)
+        if own is None:
+            own = self._answers.pop(input_bytes, None)
         if own is None:  # a task it was not asked about (read from the history, say)
             return
         largest, floor = max(self.largest, self.floor), self.floor
@@ -332,6 +411,8 @@ class UsageModel:
         per-process maximum while the model has done worse (the net), else the model's."""
         if not self._window:
             return None
+        if self.net is not None and not self._rehearsed:
+            self._rehearse()
         if self.net is not None and self.net.behind:
             return self.largest
         return self.own(input_bytes)
@@ -356,6 +437,16 @@ class UsageModel:
         bound = min(bound, math.log(self.largest) + MOST)
         return max(self.largest * math.exp(self.resolution), math.exp(bound))
 
+    def _record(self, fit: _Fit) -> float:
+        """How far past the largest use a new record lands (log), as far as this process
+        and its pipeline have shown: its uses' own upper tail (exponential: its scale x
+        ln(1/alpha)), its own gap between its two largest uses, and the gap that 9 in 10
+        of its pipeline's processes' records stayed within (one wild process's jump is no
+        measure of the others')."""
+        gaps = () if self.pool is None else self.pool.lent(self._moments)[1]
+        lent = gaps[min(len(gaps) - 1, int(_RECORDS * len(gaps)))] if gaps else 0.0
+        return max(self.resolution, self._moments.gap, lent, fit.tail * -math.log(self.alpha))
+
     def retry(self, input_bytes: int | None, failed: float) -> float:
         """The allocation for a retry after a kill at ``failed`` (see the module's rules)."""
         fit = self._fitted()
@@ -377,9 +468,19 @@ class UsageModel:
             # exponential tail forgets where it was passed): the allocation a second miss
             # passes at most ``alpha`` of the time is that scale x ln(1/alpha) higher.
             least = max(least, failed * math.exp(best.overshoot(key) * -math.log(self.alpha)))
+            if failed >= self.largest:
+                # Killed at or past every use seen: this run is a new record, whatever the
+                # allocation stood for (the net's maximum, say), and a record passes the
+                # one before by a record's gap, not by the model's errors.
+                least = failed * max(_MIN_GROWTH, math.exp(self._record(fit)))
+                rungs.append(least)
         # Never past ``escalation`` x what is known: a tail fitted to few errors can
         # promise any size.
         most = max(failed, self.largest) * self.escalation
+        if input_bytes is not None and self._kills(input_bytes) > 1:
+            # Killed again: this task is past what the model's errors and records said a
+            # miss overshoots, so they are no guide to it; escalate as an engine does.
+            least = max(least, failed * self.escalation)
         above = [rung for rung in rungs if rung >= least]
         if above:
             return min(min(above), most)
