@@ -39,11 +39,13 @@ false) lets the right-sizer size a tool that sizes itself from its allocation be
 it declares (:mod:`seqera_core.sizing._guard`): the user's opt-out of that guard.
 
 ``route.*`` keys configure the routing backend (``backend: route``, ``SEQERA_ROUTE_<KEY>``):
-``backends`` (the candidates, default ``local, slurm``), ``objective`` (``finish`` or
-``cost``), ``pin`` (``RULE=BACKEND`` items, or a mapping: a user's choice that always
+``backends`` (the candidates, default ``local, slurm``), ``objective`` (``finish``,
+``cost`` or ``cost-per-hour-saved``), ``max_cost_per_hour_saved`` (the ceiling of the last:
+a number >= 0, the most extra cost per hour of finish time saved), ``pin`` (``RULE=BACKEND`` items, or a mapping: a user's choice that always
 wins), ``staged`` (boolean: the engine stages every job's files, so a backend without the
 shared file system may run them), ``overhead`` (``BACKEND=SECONDS``) and ``runtime``
 (seconds a job is expected to run when nothing says). Each candidate keeps its own section.
+A platform definition's ``route:`` section holds the same keys; these override it.
 
 ``ecs.*`` keys configure the AWS ECS backend (``SEQERA_ECS_<KEY>`` in the environment):
 ``cluster`` and ``execution_role`` are required to run there; ``task_role``, ``subnets``
@@ -139,11 +141,15 @@ KEYS: dict[str, str] = {
     "route.staged": "SEQERA_ROUTE_STAGED",
     "route.overhead": "SEQERA_ROUTE_OVERHEAD",
     "route.runtime": "SEQERA_ROUTE_RUNTIME",
+    "route.max_cost_per_hour_saved": "SEQERA_ROUTE_MAX_COST_PER_HOUR_SAVED",
 }
 _LISTS = ("ecs.subnets", "ecs.security_groups", "route.backends", "route.pin", "route.overhead")
 _BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 DEFAULTS: Mapping[str, Any] = {"backend": "local", "auto_labels": "all"}
 _MODES = tuple(m.value for m in SquashMode)
+# the routing objectives (backends/route/_policy.OBJECTIVES; a test keeps them equal), not
+# imported: that would import every backend with the config
+_OBJECTIVES = ("finish", "cost", "cost-per-hour-saved")
 _AUTO_FORMS = f"all, none, or a list of {', '.join(METADATA)}"
 
 
@@ -314,8 +320,10 @@ def _check(key: str, value: Any, where: str) -> Any:
         return _count(key, value, where)
     if key == "slurm.tmp" and str(value).strip().lower() not in ("auto", "always", "never"):
         raise ResourceError(f"{where}: {key}", value, "one of auto, always, never")
-    if key == "route.objective" and str(value).strip() not in ("finish", "cost"):
-        raise ResourceError(f"{where}: {key}", value, "one of finish, cost")
+    if key == "route.objective" and str(value).strip() not in _OBJECTIVES:
+        raise ResourceError(f"{where}: {key}", value, f"one of {', '.join(_OBJECTIVES)}")
+    if key == "route.max_cost_per_hour_saved":
+        return _amount(key, value, where)
     if key == "route.runtime":
         return _timeout(value, where, key)
     if key == "squash.mode" and str(value).strip().lower() not in _MODES:
@@ -327,6 +335,16 @@ def _check(key: str, value: Any, where: str) -> Any:
     if key == "squash.max_time":  # checked here, where the value was written; kept as text
         parse_duration(text, f"{where}: {key}")
     return text
+
+
+def _amount(key: str, value: Any, where: str) -> float:
+    amount = -1.0
+    if not isinstance(value, bool):
+        with contextlib.suppress(TypeError, ValueError, OverflowError):
+            amount = float(value)
+    if not (0 <= amount < math.inf):
+        raise ResourceError(f"{where}: {key}", value, "a number >= 0 (an amount per hour saved)")
+    return amount
 
 
 def _route_list(key: str, items: list[str], where: str) -> list[str]:

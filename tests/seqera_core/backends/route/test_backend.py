@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from seqera_core.backends import Backend, JobHandle, JobSpec, JobStatus, open_backend
@@ -141,3 +142,59 @@ def test_find_asks_every_backend(route: RouteBackend, tmp_path: Path) -> None:
     found = route.find(["key-once", "key-never"])
     assert list(found) == ["key-once"]
     assert (found["key-once"].backend, found["key-once"].native_id) == ("local", handle.native_id)
+
+
+def with_ecs(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The local machine and an ECS client (nothing is sent: only verdicts are asked)."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # never reached here
+    local = opener(tmp)
+
+    def open_one(name: str, fork_server: Any = None) -> Backend:
+        if name == "ecs":
+            return open_backend("ecs", cluster="c", execution_role="arn:aws:iam::1:role/r")
+        return local(name, fork_server)
+
+    return open_one
+
+
+def test_only_a_job_the_engine_can_stage_may_leave_the_shared_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    route = RouteBackend(("local", "ecs"), opener=with_ecs(tmp_path, monkeypatch))
+    try:
+        wide = JobSpec("wide", ["true"], ResourceRequest(process="wide", cpus=8))
+        local, ecs = route.verdicts(wide)
+        assert local.refused == "8 cores asked, its largest node has 2"
+        assert (
+            ecs.refused == "no shared file system, and the engine does not stage this job's files"
+        )
+        with pytest.raises(Unroutable, match="local: 8 cores asked.*; ecs: no shared file"):
+            route.explain([wide])
+        built: list[str] = []
+
+        def staged() -> JobSpec:
+            built.append("staged")
+            return JobSpec("wide", ["sh", "-c", "fetch; run; put"], wide.request)
+
+        stageable = attrs.evolve(wide, staged=staged)
+        (choice,) = route.explain([stageable])
+        assert choice.backend == "ecs" and choice.reason.startswith("finish: ecs finish in")
+        assert built == []  # the staged form is built only when the job is sent there
+    finally:
+        route.close()
+
+
+def test_the_cost_ceiling_is_required_and_checked(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"route\.max_cost_per_hour_saved: not set"):
+        RouteBackend(("local",), opener=opener(tmp_path), objective="cost-per-hour-saved")
+    with pytest.raises(UsageError, match=r"route\.max_cost_per_hour_saved: '-1' is not a number"):
+        RouteBackend(("local",), opener=opener(tmp_path), objective="cost-per-hour-saved",
+                     max_cost_per_hour_saved="-1")  # fmt: skip
+    route = RouteBackend(("local",), opener=opener(tmp_path), objective="cost-per-hour-saved",
+                         max_cost_per_hour_saved="0.5")  # fmt: skip
+    try:
+        (choice,) = route.explain([JobSpec("j", ["true"], ResourceRequest(cpus=1))])
+        assert choice.reason.startswith("cost-per-hour-saved: local cheapest at 0")
+    finally:
+        route.close()

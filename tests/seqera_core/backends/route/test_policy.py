@@ -12,6 +12,7 @@ from seqera_core.backends.route import (
     Unroutable,
     choose,
     refusal,
+    saved_rate,
     start_after,
 )
 from seqera_core.errors import UsageError
@@ -92,3 +93,48 @@ def test_refused_options_are_never_chosen_and_all_refused_names_each() -> None:
         choose([Option("local", "no GPU"), Option("slurm", "no partition 'gpu'")], "finish")
     assert str(caught.value) == "no backend can run it: local: no GPU; slurm: no partition 'gpu'"
     assert isinstance(caught.value, UsageError)  # exit 2 on a command line
+
+
+def test_cost_per_hour_saved_pays_for_time_only_under_the_ceiling() -> None:
+    # the cluster: free, ends in 2 h; the cloud: 0.5 more, ends in 1 h 45 min
+    slurm = Option("slurm", start=1800, runtime=5400, cost=0.0)
+    cloud = Option("ecs", start=60, runtime=6240, cost=0.5)
+    assert slurm.finish - cloud.finish == 900  # a quarter of an hour saved
+    assert saved_rate(cloud, slurm) == pytest.approx(2.0)  # 0.5 for 0.25 h
+    chosen = choose([slurm, cloud], "cost-per-hour-saved", 2.5)
+    assert chosen.backend == "ecs"
+    assert chosen.reason == (
+        "cost-per-hour-saved: ecs 0.5 more than slurm to finish 900 s sooner, "
+        "2 per hour saved (at most 2.5) (slurm 0, 7.2e+03 s)"
+    )
+    kept = choose([slurm, cloud], "cost-per-hour-saved", 1.5)
+    assert kept.backend == "slurm"
+    assert kept.reason == (
+        "cost-per-hour-saved: slurm cheapest at 0, finish in 7.2e+03 s "
+        "(ecs 0.5, 6.3e+03 s, 2 per hour saved)"
+    )
+    assert choose([slurm, cloud], "cost-per-hour-saved", 2.0).backend == "ecs"  # at most
+
+
+def test_cost_per_hour_saved_takes_the_fastest_worth_its_price() -> None:
+    cheap = Option("local", start=3600, runtime=3600, cost=0.0)  # ends in 2 h
+    mid = Option("slurm", start=0, runtime=3600, cost=1.0)  # 1 h sooner for 1.0
+    fast = Option("ecs", start=0, runtime=1800, cost=4.0)  # 1.5 h sooner for 4.0: 2.67/h
+    assert choose([cheap, mid, fast], "cost-per-hour-saved", 2.0).backend == "slurm"
+    assert choose([cheap, mid, fast], "cost-per-hour-saved", 3.0).backend == "ecs"
+    assert choose([cheap, mid, fast], "cost-per-hour-saved", 0.5).backend == "local"
+    # a costlier backend that saves nothing is never worth it, at any ceiling
+    slower = Option("ecs", start=7200, runtime=3600, cost=0.1)
+    assert saved_rate(slower, cheap) == float("inf")
+    assert choose([cheap, slower], "cost-per-hour-saved", 1e9).backend == "local"
+    # the cheapest never starting: anything that does saves unbounded time
+    never = Option("slurm", start=float("inf"), runtime=60, cost=0.0)
+    assert choose([never, fast], "cost-per-hour-saved", 0.0).backend == "ecs"
+    # as cheap and sooner: no extra cost, so no ceiling needed beyond 0
+    same = Option("ecs", start=0, runtime=60, cost=0.0)
+    assert choose([cheap, same], "cost-per-hour-saved", 0.0).backend == "ecs"
+
+
+def test_cost_per_hour_saved_needs_its_ceiling() -> None:
+    with pytest.raises(UsageError, match="route.max_cost_per_hour_saved: not set"):
+        choose([Option("local")], "cost-per-hour-saved")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 import enum
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from attrs import Factory, field, frozen
 
@@ -105,6 +105,11 @@ class JobSpec:
     stdout: str | None = None
     stderr: str | None = None
     key: str | None = None
+    #: The same job for a backend without the submit host's files (ECS), its inputs and
+    #: outputs staged by the engine (S3): built only once the routing backend sends it
+    #: there. None: its files cannot leave the shared file system. Only the routing
+    #: backend reads it; what it hands a backend has none.
+    staged: Callable[[], JobSpec] | None = field(default=None, eq=False, repr=False)
 
 
 @frozen

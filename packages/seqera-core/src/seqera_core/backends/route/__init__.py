@@ -13,6 +13,7 @@ from ._policy import (
     Unroutable,
     choose,
     refusal,
+    saved_rate,
     start_after,
 )
 
@@ -26,5 +27,6 @@ __all__ = [
     "Unroutable",
     "choose",
     "refusal",
+    "saved_rate",
     "start_after",
 ]

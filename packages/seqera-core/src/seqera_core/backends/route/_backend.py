@@ -9,7 +9,9 @@ limit, else ``runtime``; once a job of its process went to that backend and star
 once, what it took there from submission to its end seen, which counts what the run time
 does not: an interpreter starting inside a cluster job, the scheduler's cycle, the poll)
 and what it would cost (the platform's hourly rates), and
-submits it where the objective is best (:mod:`._policy`). A user's choice wins: a rule
+submits it where the objective is best (:mod:`._policy`). A backend without the submit
+host's files (ECS) takes only a job the engine can stage (``JobSpec.staged``, or every
+job under ``staged``), and gets the staged form of it, built only then. A user's choice wins: a rule
 pinned to a backend (``pin``) goes there, and a job naming a queue goes only to a
 backend that has it. A batch with a job no backend can run is refused whole, before
 anything is submitted, naming each backend's reason.
@@ -49,6 +51,18 @@ _OVERHEAD = {"local": 0.3, "batch": 5.0, "cloud": 60.0}
 Opener = Callable[..., Backend]
 
 
+def _ceiling(value: float | str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        ceiling = float(value)
+    except (TypeError, ValueError):
+        ceiling = -1.0
+    if not ceiling >= 0 or ceiling == float("inf"):
+        raise UsageError(f"route.max_cost_per_hour_saved: {value!r} is not a number >= 0")
+    return ceiling
+
+
 def _pairs(values: Sequence[str] | Mapping[str, Any], what: str) -> dict[str, str]:
     if isinstance(values, Mapping):
         return {str(k): str(v) for k, v in values.items()}
@@ -67,10 +81,14 @@ class RouteBackend(Backend):
     Args:
         backends: the candidates' registry names (``route.backends``).
         opener: opens one of them as the run would (the session's).
-        objective: ``finish`` (earliest estimated end) or ``cost`` (cheapest).
+        objective: ``finish`` (earliest estimated end), ``cost`` (cheapest) or
+            ``cost-per-hour-saved`` (the cheapest unless a costlier one saves time for at
+            most ``max_cost_per_hour_saved`` per hour saved).
         pin: ``RULE=BACKEND`` items: that process's jobs always go there.
-        staged: the engine stages every job's files (S3), so a backend without the
-            shared file system (ECS) may run them.
+        staged: every job needs no file of the submit host (or the engine stages them
+            itself), so a backend without the shared file system (ECS) may run any;
+            otherwise only a job with a ``JobSpec.staged`` form goes there.
+        max_cost_per_hour_saved: the ceiling of ``cost-per-hour-saved``.
         overhead: ``BACKEND=SECONDS`` items over the defaults (local 0.3, batch 5, cloud 60).
         runtime: seconds a job is expected to run when nothing else says.
         platform: the run's platform: its queues' limits and cost rates for its scheduler.
@@ -91,6 +109,7 @@ class RouteBackend(Backend):
         staged: bool = False,
         overhead: Sequence[str] | Mapping[str, str] = (),
         runtime: float = 60.0,
+        max_cost_per_hour_saved: float | str | None = None,
         platform: Platform | None = None,
         fork_server: Any = None,
         scheduler_every: float = 3.0,
@@ -103,6 +122,12 @@ class RouteBackend(Backend):
         if objective not in OBJECTIVES:
             raise UsageError(
                 f"route.objective: {objective!r} is not one of {', '.join(OBJECTIVES)}"
+            )
+        self.ceiling = _ceiling(max_cost_per_hour_saved)
+        if objective == "cost-per-hour-saved" and self.ceiling is None:
+            raise UsageError(
+                "route.max_cost_per_hour_saved: not set; the objective cost-per-hour-saved "
+                "needs it (the most extra cost per hour of finish time saved, a number >= 0)"
             )
         names = list(dict.fromkeys(str(n) for n in backends))
         if not names or "route" in names:
@@ -175,38 +200,51 @@ class RouteBackend(Backend):
         with self._lock:
             return self._choose(specs)
 
+    def verdicts(self, spec: JobSpec) -> list[Option]:
+        """Each backend's verdict on ``spec`` now (refused and why, or its estimate)."""
+        with self._lock:
+            return self._options(spec, {n: [] for n in self.backends})
+
+    def _options(
+        self, spec: JobSpec, extra: Mapping[str, Sequence[tuple[float, float, float, str]]]
+    ) -> list[Option]:
+        request = spec.request
+        runtime = self.runtime_of(spec)
+        pinned = self.pin.get(request.process or "")
+        staged = self.staged or spec.staged is not None
+        options = []
+        for name, probe in self.probes.items():
+            why = refusal(probe.limits(request.queue), request, staged=staged)
+            if why is None and pinned is not None and name != pinned:
+                why = f"rule {request.process} is pinned to {pinned}"
+            if why is not None:
+                options.append(Option(name, why))
+                continue
+            sent = [*self._out[name].values(), *extra[name]]
+            start = start_after(probe.load(request.queue, sent), request.cpus or 1)
+            took = self._took.get((name, request.process or ""))
+            # what a job of this process took there, start to seen end, once it did
+            there = runtime if took is None else max(0.1, took - probe.overhead)
+            cost = self._rates(name, request.queue).hourly(
+                request.cpus or 1, request.memory or 0,
+                request.accelerator.count if request.accelerator else 0,
+            ) * there / 3600  # fmt: skip
+            options.append(Option(name, None, start, there, cost))
+        return options
+
     def _choose(self, specs: Sequence[JobSpec]) -> list[Choice]:
         extra: dict[str, list[tuple[float, float, float, str]]] = {n: [] for n in self.backends}
         choices, refused = [], []
         for spec in specs:
-            request = spec.request
-            runtime = self.runtime_of(spec)
-            pinned = self.pin.get(request.process or "")
-            options = []
-            for name, probe in self.probes.items():
-                why = refusal(probe.limits(request.queue), request, staged=self.staged)
-                if why is None and pinned is not None and name != pinned:
-                    why = f"rule {request.process} is pinned to {pinned}"
-                if why is not None:
-                    options.append(Option(name, why))
-                    continue
-                sent = [*self._out[name].values(), *extra[name]]
-                start = start_after(probe.load(request.queue, sent), request.cpus or 1)
-                took = self._took.get((name, request.process or ""))
-                # what a job of this process took there, start to seen end, once it did
-                there = runtime if took is None else max(0.1, took - probe.overhead)
-                cost = self._rates(name, request.queue).hourly(
-                    request.cpus or 1, request.memory or 0,
-                    request.accelerator.count if request.accelerator else 0,
-                ) * there / 3600  # fmt: skip
-                options.append(Option(name, None, start, there, cost))
+            options = self._options(spec, extra)
             try:
-                choice = choose(options, self.objective)
+                choice = choose(options, self.objective, self.ceiling)
             except Unroutable as exc:
                 refused.append(f"job {spec.name}: {exc}")
                 continue
             best = next(o for o in choice.options if o.backend == choice.backend)
-            extra[choice.backend].append((request.cpus or 1, best.runtime, self._clock(), ""))
+            cores = spec.request.cpus or 1
+            extra[choice.backend].append((cores, best.runtime, self._clock(), ""))
             choices.append(choice)
         if refused:
             raise Unroutable("; ".join(refused))
@@ -232,8 +270,8 @@ class RouteBackend(Backend):
                 groups.setdefault(choice.backend, []).append(n)
             handles: dict[int, JobHandle] = {}
             for name, positions in groups.items():
-                specs = [self._labelled(jobs[n], choices[n]) for n in positions]
                 try:
+                    specs = [self._labelled(jobs[n], choices[n]) for n in positions]
                     sent = self.backends[name].submit(specs)
                 except SubmitError as exc:
                     for k, handle in zip(exc.positions, exc.submitted, strict=True):
@@ -257,8 +295,14 @@ class RouteBackend(Backend):
             return [handles[n] for n in range(len(jobs))]
 
     def _labelled(self, spec: JobSpec, choice: Choice) -> JobSpec:
+        """The job as its backend gets it: the route's labels, and the staged form for a
+        backend without the submit host's files (the same key: it is the same job)."""
         labels = {**spec.labels, "route-backend": choice.backend, "route-reason": choice.reason}
-        return attrs.evolve(spec, labels=labels)
+        if not self.probes[choice.backend].shared_fs and spec.staged is not None:
+            staged = spec.staged()
+            return attrs.evolve(staged, key=spec.key, labels={**staged.labels, **labels},
+                                staged=None)  # fmt: skip
+        return attrs.evolve(spec, labels=labels, staged=None)
 
     def _sent(
         self, spec: JobSpec, choice: Choice, handle: JobHandle, into: dict[int, JobHandle], n: int

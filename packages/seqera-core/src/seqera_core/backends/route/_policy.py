@@ -32,11 +32,12 @@ __all__ = [
     "Unroutable",
     "choose",
     "refusal",
+    "saved_rate",
     "start_after",
 ]
 
 #: What a job's backend is chosen by.
-OBJECTIVES = ("finish", "cost")
+OBJECTIVES = ("finish", "cost", "cost-per-hour-saved")
 
 
 class Unroutable(UsageError):
@@ -157,33 +158,89 @@ def start_after(load: Load, cpus: float) -> float:
     return max(now, load.not_before) + load.overhead
 
 
-def choose(options: Sequence[Option], objective: str) -> Choice:
-    """The best of ``options`` for ``objective``.
+def choose(options: Sequence[Option], objective: str, ceiling: float | None = None) -> Choice:
+    """The best of ``options`` for ``objective`` (``ceiling``: the most extra cost per
+    hour saved that ``cost-per-hour-saved`` pays).
 
     Raises:
         Unroutable: every option is refused.
+        UsageError: ``cost-per-hour-saved`` without a ``ceiling``.
     """
     able = [o for o in options if o.refused is None]
     if not able:
         raise Unroutable("no backend can run it: " + _reasons(options))
+    if objective == "cost-per-hour-saved":
+        return _within_ceiling(options, able, ceiling)
     if objective == "cost":
         best = min(able, key=lambda o: (round(o.cost, 6), o.finish))
         measure = f"cost {best.cost:.4g}"
     else:
         best = min(able, key=lambda o: (o.finish, o.cost))
         measure = f"finish in {_seconds(best.finish)}"
-    others = [_verdict(o, objective) for o in options if o is not best]
+    return _said(options, best, objective, measure)
+
+
+def saved_rate(option: Option, cheapest: Option) -> float:
+    """Extra cost per hour of finish time ``option`` saves against ``cheapest`` (infinite
+    when it saves none; 0 when it costs no more or ``cheapest`` never starts)."""
+    extra = max(0.0, option.cost - cheapest.cost)
+    saved = cheapest.finish - option.finish
+    if saved <= 0:
+        return float("inf")
+    if extra == 0 or saved == float("inf"):
+        return 0.0
+    return extra / (saved / 3600)
+
+
+def _within_ceiling(options: Sequence[Option], able: list[Option], ceiling: float | None) -> Choice:
+    if ceiling is None:
+        raise UsageError(
+            "route.max_cost_per_hour_saved: not set; the objective cost-per-hour-saved "
+            "needs it (the most extra cost per hour of finish time saved, a number >= 0)"
+        )
+    cheapest = min(able, key=lambda o: (round(o.cost, 6), o.finish))
+    worth = [o for o in able if o is cheapest or saved_rate(o, cheapest) <= ceiling]
+    best = min(worth, key=lambda o: (o.finish, o.cost))
+    if best is cheapest:
+        measure = f"cheapest at {best.cost:.4g}, finish in {_seconds(best.finish)}"
+    else:
+        rate = saved_rate(best, cheapest)
+        measure = (
+            f"{best.cost - cheapest.cost:.4g} more than {cheapest.backend} to finish "
+            f"{_seconds(cheapest.finish - best.finish)} sooner, {rate:.4g} per hour saved "
+            f"(at most {ceiling:g})"
+        )
+    return _said(options, best, "cost-per-hour-saved", measure, cheapest, ceiling)
+
+
+def _said(
+    options: Sequence[Option],
+    best: Option,
+    objective: str,
+    measure: str,
+    cheapest: Option | None = None,
+    ceiling: float | None = None,
+) -> Choice:
+    others = [_verdict(o, objective, cheapest, ceiling) for o in options if o is not best]
     reason = f"{objective}: {best.backend} {measure}"
     if others:
         reason += " (" + "; ".join(others) + ")"
     return Choice(best.backend, reason, options)
 
 
-def _verdict(option: Option, objective: str) -> str:
+def _verdict(
+    option: Option, objective: str, cheapest: Option | None = None, ceiling: float | None = None
+) -> str:
     if option.refused is not None:
         return f"{option.backend} cannot: {option.refused}"
     if objective == "cost":
         return f"{option.backend} {option.cost:.4g}"
+    if cheapest is not None and ceiling is not None and option is not cheapest:
+        rate = saved_rate(option, cheapest)
+        said = "saves no time" if rate == float("inf") else f"{rate:.4g} per hour saved"
+        return f"{option.backend} {option.cost:.4g}, {_seconds(option.finish)}, {said}"
+    if cheapest is not None:
+        return f"{option.backend} {option.cost:.4g}, {_seconds(option.finish)}"
     return f"{option.backend} {_seconds(option.finish)}"
 
 
