@@ -41,10 +41,12 @@ it declares (:mod:`seqera_core.sizing._guard`): the user's opt-out of that guard
 ``route.*`` keys configure the routing backend (``backend: route``, ``SEQERA_ROUTE_<KEY>``):
 ``backends`` (the candidates, default ``local, slurm``), ``objective`` (``finish``,
 ``cost`` or ``cost-per-hour-saved``), ``max_cost_per_hour_saved`` (the ceiling of the last:
-a number >= 0, the most extra cost per hour of finish time saved), ``pin`` (``RULE=BACKEND`` items, or a mapping: a user's choice that always
-wins), ``staged`` (boolean: the engine stages every job's files, so a backend without the
-shared file system may run them), ``overhead`` (``BACKEND=SECONDS``) and ``runtime``
-(seconds a job is expected to run when nothing says). Each candidate keeps its own section.
+a number >= 0, the most extra cost per hour of finish time saved), ``pin``
+(``RULE=BACKEND`` items, or a mapping: a user's choice that always wins), ``staged``
+(boolean: no job needs the submit host's files, so a backend without the shared file
+system may run any; otherwise only jobs the engine stages go there), ``overhead``
+(``BACKEND=SECONDS``) and ``runtime`` (seconds a job is expected to run when nothing
+says). Each candidate keeps its own section.
 A platform definition's ``route:`` section holds the same keys; these override it.
 
 ``ecs.*`` keys configure the AWS ECS backend (``SEQERA_ECS_<KEY>`` in the environment):

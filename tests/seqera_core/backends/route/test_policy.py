@@ -136,5 +136,5 @@ def test_cost_per_hour_saved_takes_the_fastest_worth_its_price() -> None:
 
 
 def test_cost_per_hour_saved_needs_its_ceiling() -> None:
-    with pytest.raises(UsageError, match="route.max_cost_per_hour_saved: not set"):
+    with pytest.raises(UsageError, match=r"route\.max_cost_per_hour_saved: not set"):
         choose([Option("local")], "cost-per-hour-saved")
