@@ -169,7 +169,7 @@ def test_only_a_job_the_engine_can_stage_may_leave_the_shared_files(
         assert (
             ecs.refused == "no shared file system, and the engine does not stage this job's files"
         )
-        with pytest.raises(Unroutable, match="local: 8 cores asked.*; ecs: no shared file"):
+        with pytest.raises(Unroutable, match=r"local: 8 cores asked.*; ecs: no shared file"):
             route.explain([wide])
         built: list[str] = []
 
