@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import shutil
@@ -36,6 +37,7 @@ __all__ = ["DispatchingJob", "RunSettings", "SeqeraCommandLineJob", "job_request
 
 _log = logging.getLogger("cwltool")
 _CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_CUDA = "http://commonwl.org/cwltool#CUDARequirement"
 
 
 @attrs.frozen
@@ -83,6 +85,29 @@ class DispatchingJob(JobBase):
         # the tool's EnvVarRequirement): the backends would otherwise pass their own.
         argv = ["env", "-i", "--", *(f"{k}={v}" for k, v in env.items())]
         return argv + _stdin_wrapped(command, stdin)
+
+    def _setup(self, runtimeContext: RuntimeContext) -> None:
+        """cwltool's set-up, without its GPU check for a job another machine runs.
+
+        ``JobBase._setup`` (cwltool/job.py) refuses a ``cwltool:CUDARequirement`` unless
+        this machine's ``nvidia-smi`` shows the GPUs; a job sent to a cluster or a cloud
+        gets them on its node, and the platform (or the routing backend) checks the count
+        the request carries. The local backend keeps cwltool's check: its jobs run here.
+        """
+        builder = self.builder
+        if self.settings.session.backend_name == "local" or not any(
+            r.get("class") == _CUDA for r in (*builder.requirements, *builder.hints)
+        ):
+            super()._setup(runtimeContext)
+            return
+        shown = copy.copy(builder)  # the same builder, its CUDARequirement not shown
+        shown.requirements = [r for r in builder.requirements if r.get("class") != _CUDA]
+        shown.hints = [r for r in builder.hints if r.get("class") != _CUDA]
+        self.builder = shown
+        try:
+            super()._setup(runtimeContext)
+        finally:
+            self.builder = builder
 
     def _after(self, runtime: list[str], context: RuntimeContext) -> None:
         """Clean-up once the job has ended (whatever its outcome)."""
@@ -139,7 +164,9 @@ class DispatchingJob(JobBase):
             prepared = self._prepare()
             staging = self.settings.staging
             files: S3JobFiles | None = None
-            if staging is None:
+            # the files of a job a routing backend sends to a cloud candidate (see below)
+            sent_through: list[S3JobFiles] = []
+            if staging is None or self.settings.session.entry.shared_fs:
                 argv = self._argv(command, env, stdin, prepared)
                 spec = JobSpec(
                     name=self.name,
@@ -150,6 +177,9 @@ class DispatchingJob(JobBase):
                     stdout=stdout,
                     stderr=stderr,
                 )
+                if staging is not None and self._stageable(runtime):
+                    spec = attrs.evolve(spec, staged=self._staged_form(
+                        staging, prepared, command, env, sent_through))  # fmt: skip
             else:
                 files, spec = self._through_s3(staging, prepared, command, env)
             spec = attrs.evolve(spec, key=self._key(attempt))
@@ -165,6 +195,8 @@ class DispatchingJob(JobBase):
                 ),
                 limit=spec.request.time,
             )
+            if sent_through:  # the routing backend sent it to the cloud: files in S3
+                files = sent_through[-1]
             self._record(prepared.request, result)
             if result.state is JobState.SUCCEEDED or not self.settings.session.rescue(self.name):
                 break
@@ -215,6 +247,31 @@ class DispatchingJob(JobBase):
         # Given a mapping, bytes2str_in_dicts returns that mapping (converted in place).
         outputs = cast(dict[str, Any], bytes2str_in_dicts(collected))
         return outputs, status
+
+    def _stageable(self, runtime: list[str]) -> bool:
+        """Whether the job's files can travel through S3 for a cloud backend: the tool
+        runs on its own (no container runtime or MPI runner in front of it; the cloud's
+        task is the container) and an image is known for it."""
+        docker, _ = self.get_requirement("DockerRequirement")
+        return not runtime and bool((docker or {}).get("dockerPull") or self.settings.image)
+
+    def _staged_form(
+        self,
+        staging: S3Staging,
+        prepared: Prepared,
+        command: list[str],
+        env: dict[str, str],
+        into: list[S3JobFiles],
+    ) -> Callable[[], JobSpec]:
+        """The job's staged form, built (inputs uploaded) only when the routing backend
+        sends it to a backend without this machine's files; ``into`` gets its files."""
+
+        def build() -> JobSpec:
+            files, spec = self._through_s3(staging, prepared, command, env)
+            into.append(files)
+            return spec
+
+        return build
 
     def _through_s3(
         self, staging: S3Staging, prepared: Prepared, command: list[str], env: dict[str, str]

@@ -176,6 +176,12 @@ class RouteBackend(Backend):
         self._statuses: dict[tuple[str, str], JobStatus] = {}
         self._asked: dict[str, float] = {}
 
+    @property
+    def unshared(self) -> tuple[str, ...]:
+        """The candidates without the submit host's files (ECS): an engine that can stage
+        a job's files gives its jobs a staged form (``JobSpec.staged``) for them."""
+        return tuple(name for name, probe in self.probes.items() if not probe.shared_fs)
+
     # -- choosing -------------------------------------------------------------------------
 
     def runtime_of(self, spec: JobSpec) -> float:
