@@ -81,7 +81,7 @@ from .labels import METADATA, string_labels
 from .redaction import redacted
 from .squash import SquashMode
 
-__all__ = ["DEFAULTS", "KEYS", "Config", "key_value", "load_config"]
+__all__ = ["DEFAULTS", "KEYS", "Config", "checked_value", "key_value", "load_config"]
 
 # key -> environment variable
 KEYS: dict[str, str] = {
@@ -337,6 +337,19 @@ def _check(key: str, value: Any, where: str) -> Any:
     if key == "squash.max_time":  # checked here, where the value was written; kept as text
         parse_duration(text, f"{where}: {key}")
     return text
+
+
+def checked_value(key: str, value: Any) -> Any:
+    """``value`` of config key ``key`` as a layer holds it (a platform definition's
+    ``route:`` section is read with it).
+
+    Raises:
+        ResourceError: naming ``key``, the value and what was expected.
+    """
+    try:
+        return _check(key, value, "")
+    except ResourceError as exc:
+        raise ResourceError(key, exc.value, exc.expected) from None
 
 
 def _amount(key: str, value: Any, where: str) -> float:

@@ -142,7 +142,8 @@ class Session:
         self.platform: Platform | None = platforms.load(path) if path else None
         name = str(config.get("backend"))
         if self.platform is not None and config.sources.get("backend") == "default":
-            name = self.platform.scheduler  # nobody chose a backend: the platform's scheduler
+            # nobody chose a backend: the platform's route, else its scheduler
+            name = "route" if self.platform.route else self.platform.scheduler
         self.entry: BackendEntry = entry(name)
         self.squash = squash_policy(config, self.platform)
         self.labels = run_labels(
@@ -192,10 +193,13 @@ class Session:
 
     @property
     def backend_settings(self) -> dict[str, Any]:
-        """The backend's settings: the platform's ``settings``, then its config section."""
+        """The backend's settings: the platform's ``settings`` (the routing backend's: its
+        ``route:``), then its config section."""
         if not self.entry.section:
             return {}
-        own = self.platform.settings if self.platform is not None else {}
+        own: Mapping[str, Any] = {}
+        if self.platform is not None:  # a route: section is the routing backend's own
+            own = self.platform.route if self.entry.composite else self.platform.settings
         return {**own, **self.config.section(self.entry.section)}
 
     @property

@@ -17,6 +17,7 @@ from seqera_core.backends import Backend, JobHandle, JobSpec, JobStatus, open_ba
 from seqera_core.backends.route import RouteBackend, Unroutable
 from seqera_core.errors import UsageError
 from seqera_core.models import ResourceRequest
+from seqera_core.platforms import load
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 
@@ -196,5 +197,18 @@ def test_the_cost_ceiling_is_required_and_checked(tmp_path: Path) -> None:
     try:
         (choice,) = route.explain([JobSpec("j", ["true"], ResourceRequest(cpus=1))])
         assert choice.reason.startswith("cost-per-hour-saved: local cheapest at 0")
+    finally:
+        route.close()
+
+
+def test_the_platforms_queue_binds_only_its_scheduler(tmp_path: Path) -> None:
+    """Every job gets one of the platform's queues; another backend judges it without."""
+    platform = load(Path(__file__).parents[4] / "shared" / "platforms" / "slurm-cluster.yaml")
+    route = RouteBackend(("local", "slurm"), opener=opener(tmp_path), platform=platform)
+    try:
+        local, slurm = route.verdicts(writes(tmp_path, "q", queue="short"))
+        assert local.refused is None and slurm.refused is not None  # no cluster answers here
+        (local,) = route.verdicts(writes(tmp_path, "q", queue="gpu-a100"))[:1]
+        assert local.refused == "has no queue 'gpu-a100'"  # not the platform's: it binds
     finally:
         route.close()

@@ -1,11 +1,21 @@
-"""``seqera explain``: how an engine's resources translate into a backend's submission."""
+"""``seqera explain``: how an engine's resources translate into a backend's submission.
+
+Under the routing backend (``--backend route``, ``route.*`` in config, a platform's
+``route:``) it also asks every candidate backend, as a run would at this moment, whether
+it can run the job and why not (memory, GPUs, time limit, no shared files and nothing
+staged, pinned elsewhere), when the job would start and end there and what it would cost,
+and which one the objective picks; a job no candidate can run exits 2.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 from typing import Any
+
+import attrs
 
 from .. import wire
 from ..backends.registry import BACKENDS, entry
@@ -35,6 +45,8 @@ __all__ = [
     "input_warnings",
     "platform_lines",
     "report_document",
+    "route_lines",
+    "route_verdicts",
     "run",
     "squash_decision",
     "values_text",
@@ -64,6 +76,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--squash",
         choices=[m.value for m in SquashMode],
         help="whether the job would share an array or allocation (default: platform, config)",
+    )
+    explain.add_argument(
+        "--staged",
+        action="store_true",
+        help="route: the engine stages this job's files (CWL with --seqera-s3-prefix and "
+        "an image, Snakemake with a default storage provider), so a backend without the "
+        "shared file system may run it",
     )
     explain.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -215,6 +234,13 @@ def run(args: argparse.Namespace) -> int:
         prepared = session.prepare(submitted)
         platform, backend, policy = session.platform, session.backend_name, session.squash
         site = session.backend_settings
+        routed = None
+        if session.entry.composite:  # asks each candidate now: the one place it opens one
+            routed = route_verdicts(session.backend, prepared.request, args)
+            if routed["chosen"] is not None:  # the submission the chosen one would get
+                backend = routed["chosen"]
+                section = entry(backend).section
+                site = session.config.section(section) if section else {}
     request, report = prepared.request, prepared.report
     result = submission(backend, request, site)
     labels = _label_form(backend, dict(prepared.labels))
@@ -242,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
             "notes": messages["note"],
             "warnings": messages["warning"],
             "squash": together,
+            "route": routed,
         }
         print(json.dumps(document, indent=2, sort_keys=True))
     else:
@@ -256,7 +283,67 @@ def run(args: argparse.Namespace) -> int:
             print(f"{together['how']}: {together['why']}")
         if report is not None:
             print("\n".join(platform_lines(report)))
-    return 0 if prepared.ok else 2
+        if routed is not None:
+            print("\n".join(route_lines(routed)))
+    routable = routed is None or routed["chosen"] is not None
+    return 0 if prepared.ok and routable else 2
+
+
+def route_verdicts(
+    backend: Any, request: ResourceRequest, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Each candidate's verdict on the job and the objective's choice, JSON-ready."""
+    from ..backends import JobSpec
+    from ..backends.route import Unroutable, choose
+
+    spec = JobSpec(args.process or "job", ["true"], request)
+    if args.staged:
+        spec = attrs.evolve(spec, staged=lambda: spec)
+    options = backend.verdicts(spec)
+    candidates = [_candidate(o) for o in options]
+    found: dict[str, Any] = {"objective": backend.objective, "candidates": candidates}
+    if backend.ceiling is not None:
+        found["max_cost_per_hour_saved"] = backend.ceiling
+    try:
+        choice = choose(options, backend.objective, backend.ceiling)
+    except Unroutable as exc:
+        return found | {"chosen": None, "why": str(exc)}
+    return found | {"chosen": choice.backend, "why": choice.reason}
+
+
+def route_lines(routed: dict[str, Any]) -> list[str]:
+    """The route's verdicts as ``route:`` lines, one per candidate, then the choice."""
+    ceiling = routed.get("max_cost_per_hour_saved")
+    at_most = "" if ceiling is None else f", at most {ceiling:g} per hour saved"
+    lines = [f"route: objective {routed['objective']}{at_most}"]
+    for c in routed["candidates"]:
+        if not c["eligible"]:
+            lines.append(f"  {c['backend']}: not eligible: {c['reason']}")
+            continue
+        start, finish = (
+            "never" if c[k] is None else format_seconds(math.ceil(c[k]))
+            for k in ("start_seconds", "finish_seconds")
+        )
+        lines.append(f"  {c['backend']}: eligible, starts in {start}, ends in {finish}, "
+                     f"cost {c['cost']:.4g}")  # fmt: skip
+    if routed["chosen"] is None:
+        lines.append(f"error: {routed['why']}")
+    else:
+        lines.append(f"route: {routed['chosen']} ({routed['why']})")
+    return lines
+
+
+def _candidate(option: Any) -> dict[str, Any]:
+    found = {"backend": option.backend, "eligible": option.refused is None,
+             "reason": option.refused}  # fmt: skip
+    if option.refused is None:
+        found.update(start_seconds=_finite(option.start), finish_seconds=_finite(option.finish),
+                     cost=option.cost)  # fmt: skip
+    return found
+
+
+def _finite(value: float) -> float | None:
+    return None if value == float("inf") else round(value, 3)
 
 
 def squash_decision(

@@ -18,11 +18,22 @@ queues:
 instances:                       # optional: replaces the planner's instance catalogue
   m7i.large: {vcpus: 2, memory: 8 GiB, price: 0.1008}
 settings: {memory: m_mem_free, pe: mpi}   # optional: the backend's site settings (sge)
+route:                           # optional: route each job between backends (see below)
+  backends: [local, slurm, ecs]
+  objective: cost-per-hour-saved # finish | cost | cost-per-hour-saved
+  max_cost_per_hour_saved: 2.0
+  pin: {align: slurm}
+  overhead: {ecs: 90}
 ```
 
 ``settings`` are keywords of the scheduler's backend that describe the site rather than a
 run (Grid Engine's memory resource and parallel environment); the config's section of
 the same backend (``sge.*``) overrides them.
+
+``route:`` holds the routing backend's keys (the config's ``route.*``: ``backends``,
+``objective``, ``max_cost_per_hour_saved``, ``pin``, ``overhead``, ``runtime``,
+``staged``), checked as the config checks them; with it, a run whose backend nobody chose
+routes (``backend: route``), and each ``route.*`` key the config sets overrides it.
 """
 
 from __future__ import annotations
@@ -37,6 +48,7 @@ from typing import Any
 import attrs
 from attrs import field, frozen
 
+from ..config import KEYS, checked_value
 from ..dialects._values import document_number as _number
 from ..dialects.human import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_size
 from ..documents import read_document
@@ -122,6 +134,8 @@ class Platform:
     squash: SquashPolicy = field(factory=SquashPolicy)
     # the backend's site settings (Grid Engine: memory, pe, gpu): text values by name
     settings: Mapping[str, str] = field(factory=dict)
+    # the routing backend's settings (the config's route.* keys without the prefix)
+    route: Mapping[str, Any] = field(factory=dict)
 
     def queue(self, name: str) -> Queue | None:
         """The queue called ``name``, if any."""
@@ -246,7 +260,14 @@ def _platform(data: Mapping[str, Any], source: str) -> Platform:
         instances=(parse_instances("instances", data["instances"]) if "instances" in data else ()),
         squash=SquashPolicy.parse(data.get("squash")),
         settings=_settings(data.get("settings")),
+        route=_route(data.get("route")),
     )
+
+
+def _route(value: Any) -> dict[str, Any]:
+    keys = {k.removeprefix("route.") for k in KEYS if k.startswith("route.")}
+    data = _mapping("route", value, keys)
+    return {str(k): checked_value(f"route.{k}", v) for k, v in data.items()}
 
 
 def _settings(value: Any) -> dict[str, str]:
@@ -271,6 +292,7 @@ def parse(document: Any, source: str = "<memory>") -> Platform:
         "instances",
         "squash",
         "settings",
+        "route",
     }
     try:
         return _platform(_mapping("platform", document, keys), source)

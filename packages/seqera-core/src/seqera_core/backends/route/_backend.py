@@ -33,6 +33,7 @@ from typing import Any
 import attrs
 
 from ...errors import UsageError
+from ...models import ResourceRequest
 from ...platforms import CostRates, Platform
 from ..base import Backend, JobHandle, JobSpec, JobState, JobStatus, NoLookup
 from ..batch import SubmitError
@@ -220,14 +221,15 @@ class RouteBackend(Backend):
         staged = self.staged or spec.staged is not None
         options = []
         for name, probe in self.probes.items():
-            why = refusal(probe.limits(request.queue), request, staged=staged)
+            asked = self._asked_of(name, request)
+            why = refusal(probe.limits(asked.queue), asked, staged=staged)
             if why is None and pinned is not None and name != pinned:
                 why = f"rule {request.process} is pinned to {pinned}"
             if why is not None:
                 options.append(Option(name, why))
                 continue
             sent = [*self._out[name].values(), *extra[name]]
-            start = start_after(probe.load(request.queue, sent), request.cpus or 1)
+            start = start_after(probe.load(asked.queue, sent), request.cpus or 1)
             took = self._took.get((name, request.process or ""))
             # what a job of this process took there, start to seen end, once it did
             there = runtime if took is None else max(0.1, took - probe.overhead)
@@ -237,6 +239,22 @@ class RouteBackend(Backend):
             ) * there / 3600  # fmt: skip
             options.append(Option(name, None, start, there, cost))
         return options
+
+    def _asked_of(self, name: str, request: ResourceRequest) -> ResourceRequest:
+        """The request as backend ``name`` judges it. The platform gives every job one of
+        its scheduler's queues (the cheapest that fits, when none was named): that name
+        says which queue the job gets there, not that it may run nowhere else, so another
+        backend judges the job without it; a rule kept on the cluster is pinned there.
+        A queue the platform does not list binds every backend."""
+        platform = self.platform
+        if (
+            request.queue
+            and platform is not None
+            and name != platform.scheduler
+            and platform.queue(request.queue) is not None
+        ):
+            return attrs.evolve(request, queue=None)
+        return request
 
     def _choose(self, specs: Sequence[JobSpec]) -> list[Choice]:
         extra: dict[str, list[tuple[float, float, float, str]]] = {n: [] for n in self.backends}
