@@ -192,7 +192,7 @@ def _main(args: list[str]) -> int:
         if not session.entry.shared_fs:
             assert options.s3_prefix is not None  # make_session refuses ECS without it
             staging = S3Staging(options.s3_prefix, run_id)
-        elif options.s3_prefix is not None and getattr(session.backend, "unshared", ()):
+        elif options.s3_prefix is not None and getattr(session.backend, "unshared", None):
             # routing with a cloud candidate: a job may go there with its files through S3
             staging = S3Staging(options.s3_prefix, run_id)
         # a routing backend sees local jobs end at once and asks schedulers less often

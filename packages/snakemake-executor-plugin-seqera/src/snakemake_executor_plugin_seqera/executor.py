@@ -46,6 +46,7 @@ from ._logs import DEFAULT_DAYS, LogRetention
 from ._loop import exiting, resolve
 from ._preload import PRELOAD
 from ._restart import Interrupts, run_onerror, submission_key, unfinished
+from ._staging import staged_form, staging_refusal
 from .resources import RUNNER_MEMORY, job_request
 from .settings import ExecutorSettings
 
@@ -117,6 +118,12 @@ class Executor(RemoteExecutor):
             # (a routing backend asks its schedulers at most every few seconds).
             every = self.workflow.remote_execution_settings.seconds_between_status_checks
             self._next_seconds_between_status_checks = min(every, 1)
+        # routing with a cloud candidate: a job goes there only if Snakemake stages its files
+        self._unshared = tuple(getattr(backend, "unshared", ()))
+        self._unstaged = staging_refusal(self.workflow.storage_settings)
+        if self._unshared and self._unstaged:
+            self.logger.info(f"seqera: no job goes to {', '.join(self._unshared)}: "
+                             f"{self._unstaged}")  # fmt: skip
         if not self._session.entry.shared_fs and (
             SharedFSUsage.INPUT_OUTPUT in self.workflow.storage_settings.shared_fs_usage
         ):
@@ -240,9 +247,10 @@ class Executor(RemoteExecutor):
             # The job runs Snakemake itself: the task's image is Snakemake's, whatever
             # image the rule's own command uses.
             request = attrs.evolve(request, container=self._image)
-        return JobSpec(
+        text = self.format_job_exec(job)
+        spec = JobSpec(
             name=f"smk-{name}",
-            command=command(self.format_job_exec(job), squashed=self._forks),
+            command=command(text, squashed=self._forks),
             request=request,
             workdir=str(Path(self.workflow.workdir_init).absolute()) if shared else None,
             env=self.envvars(),
@@ -251,6 +259,10 @@ class Executor(RemoteExecutor):
             stderr=(str(log.with_suffix(".err")) if apart else str(log)) if shared else None,
             key=submission_key(job, Path(self.workflow.workdir_init).absolute()),
         )
+        if self._unshared and self._unstaged is None:
+            here, image = spec, self._image
+            spec = attrs.evolve(spec, staged=lambda: staged_form(here, text, image))
+        return spec
 
     # -- status ----------------------------------------------------------------------
 
