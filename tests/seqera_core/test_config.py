@@ -182,3 +182,20 @@ def test_the_self_sizing_guard_opt_out(tmp_path: Path) -> None:
     assert shrink({"SEQERA_SIZING_SHRINK_SELF_SIZING": "yes"}) is True
     with pytest.raises(ResourceError, match=r"SEQERA_SIZING_SHRINK_SELF_SIZING.*true or false"):
         shrink({"SEQERA_SIZING_SHRINK_SELF_SIZING": "sometimes"})
+
+
+def test_route_objectives_and_the_cost_ceiling(tmp_path: Path) -> None:
+    from seqera_core.backends.route import OBJECTIVES
+    from seqera_core.config import _OBJECTIVES
+
+    assert _OBJECTIVES == OBJECTIVES  # the config checks what the policy knows
+    text = "route: {objective: cost-per-hour-saved, max_cost_per_hour_saved: 2.5}\n"
+    (tmp_path / "seqera.yaml").write_text(text)
+    config = load_config(environ={}, cwd=tmp_path, home=tmp_path)
+    assert config.section("route") == {"objective": "cost-per-hour-saved",
+                                       "max_cost_per_hour_saved": 2.5}  # fmt: skip
+    for bad in ("-1", "cheap", ".inf", "true"):
+        with pytest.raises(ResourceError) as info:
+            load_config(environ={"SEQERA_ROUTE_MAX_COST_PER_HOUR_SAVED": bad}, cwd=tmp_path,
+                        home=tmp_path)  # fmt: skip
+        assert "route.max_cost_per_hour_saved" in info.value.field and info.value.value == bad

@@ -71,5 +71,6 @@ def config_from(settings: ExecutorSettings) -> Config:
         "route.backends": _listed(settings.route_backends),
         "route.objective": settings.route_objective,
         "route.pin": _listed(settings.route_pin),
+        "route.max_cost_per_hour_saved": settings.route_max_cost_per_hour_saved,
     }
     return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)

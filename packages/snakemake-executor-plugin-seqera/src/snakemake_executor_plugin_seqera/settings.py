@@ -190,9 +190,18 @@ class ExecutorSettings(ExecutorSettingsBase):
     route_objective: Optional[str] = field(
         default=None,
         metadata=_setting(
-            "What a route run sends each job by: finish (where it ends first, default) or "
-            "cost (where it costs least, the platform's rates).",
-            choices=("finish", "cost"),
+            "What a route run sends each job by: finish (where it ends first, default), "
+            "cost (where it costs least, the platform's rates) or cost-per-hour-saved (the "
+            "cheapest unless a costlier backend saves time for at most "
+            "--seqera-route-max-cost-per-hour-saved per hour saved).",
+            choices=("finish", "cost", "cost-per-hour-saved"),
+        ),
+    )
+    route_max_cost_per_hour_saved: Optional[str] = field(
+        default=None,
+        metadata=_setting(
+            "AMOUNT >= 0: the most extra cost per hour of finish time saved that the "
+            "cost-per-hour-saved objective pays.",
         ),
     )
     route_pin: Optional[List[str]] = field(
