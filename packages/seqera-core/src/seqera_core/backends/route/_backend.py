@@ -41,39 +41,12 @@ from ..local import LocalBackend
 from ..registry import entry
 from ._policy import OBJECTIVES, Choice, Option, Unroutable, choose, refusal, start_after
 from ._probe import Probe
+from ._settings import OVERHEAD, ceiling_of, pairs
 
 __all__ = ["RouteBackend"]
 
-# Seconds between submission and the engine seeing a job end that are not the job's
-# own, by kind: a fork of the local fork server; a batch scheduler's cycle plus the
-# route's poll of it (``scheduler_every``); a cloud task's image pull and start.
-_OVERHEAD = {"local": 0.3, "batch": 5.0, "cloud": 60.0}
 #: Opens a backend of the registry by name as the run would (the fork server for one that forks).
 Opener = Callable[..., Backend]
-
-
-def _ceiling(value: float | str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        ceiling = float(value)
-    except (TypeError, ValueError):
-        ceiling = -1.0
-    if not ceiling >= 0 or ceiling == float("inf"):
-        raise UsageError(f"route.max_cost_per_hour_saved: {value!r} is not a number >= 0")
-    return ceiling
-
-
-def _pairs(values: Sequence[str] | Mapping[str, Any], what: str) -> dict[str, str]:
-    if isinstance(values, Mapping):
-        return {str(k): str(v) for k, v in values.items()}
-    found = {}
-    for item in values:
-        name, sep, value = str(item).partition("=")
-        if not sep or not name.strip() or not value.strip():
-            raise UsageError(f"route.{what}: {item!r} is not NAME=VALUE")
-        found[name.strip()] = value.strip()
-    return found
 
 
 class RouteBackend(Backend):
@@ -124,7 +97,7 @@ class RouteBackend(Backend):
             raise UsageError(
                 f"route.objective: {objective!r} is not one of {', '.join(OBJECTIVES)}"
             )
-        self.ceiling = _ceiling(max_cost_per_hour_saved)
+        self.ceiling = ceiling_of(max_cost_per_hour_saved)
         if objective == "cost-per-hour-saved" and self.ceiling is None:
             raise UsageError(
                 "route.max_cost_per_hour_saved: not set; the objective cost-per-hour-saved "
@@ -134,11 +107,11 @@ class RouteBackend(Backend):
         if not names or "route" in names:
             raise UsageError(f"route.backends: {names!r} must name one or more other backends")
         self.objective = objective
-        self.pin = _pairs(pin, "pin")
+        self.pin = pairs(pin, "pin")
         for rule, name in self.pin.items():
             if name not in names:
                 raise UsageError(f"route.pin: {rule}={name}: {name} is not one of route.backends")
-        waits = {k: float(v) for k, v in _pairs(overhead, "overhead").items()}
+        waits = {k: float(v) for k, v in pairs(overhead, "overhead").items()}
         self.staged = bool(staged)
         self.runtime = float(runtime)
         self.platform = platform
@@ -156,7 +129,7 @@ class RouteBackend(Backend):
                 self.backends[name] = backend
                 kind = "local" if isinstance(backend, LocalBackend) else (
                     "batch" if found.batch else "cloud")  # fmt: skip
-                wait = waits.get(name, _OVERHEAD[kind])
+                wait = waits.get(name, OVERHEAD[kind])
                 self.probes[name] = Probe(name, backend, found.shared_fs, wait, platform,
                                           scheduler_every, clock)  # fmt: skip
         except BaseException:
