@@ -5,7 +5,7 @@ GPU step goes to ECS because the cluster has no GPU; a job neither can run is re
 before anything is sent, naming each backend's reason.
 
 Every job is counted once where it ran: ECS tasks by the emulator (the test plays their
-container, see ``test_cwl_ecs``), the cluster's by the line its job appends to a file
+container, see ``tests/integration/aws.py``), the cluster's by the line its job appends to a file
 here (the ECS player cannot see this directory: it runs under an empty tmpfs).
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -23,8 +24,9 @@ from typing import TYPE_CHECKING
 import boto3
 import pytest
 
+from tests.integration.aws import Isolated, Player, isolation_works
 from tests.integration.conftest import SlurmCluster
-from tests.integration.ecs.test_cwl_ecs import COMMAND, ROLE, Container, _isolation_works
+from tests.integration.ecs.emulator import EXECUTION_ROLE as ROLE
 
 if TYPE_CHECKING:
     from tests.integration.ecs.emulator import Emulator
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 
 BUCKET = "seqera-route"
+COMMAND = str(Path(sys.executable).parent / "cwltool-seqera")
 IMAGE = "DockerRequirement: {dockerPull: 'debian:bookworm-slim'}"
 
 WORKFLOW = """
@@ -125,13 +128,13 @@ def _fill(slurm: SlurmCluster, tmp_path: Path) -> Path:
     raise AssertionError(f"the filling job {job} did not start")
 
 
-def _open_when(gate: Path, player: Container, tasks: int, limit: float = 120) -> None:
+def _open_when(gate: Path, player: Player, tasks: int, limit: float = 120) -> None:
     """Open the gate (end the filling job) once ECS has seen ``tasks`` tasks, or after
     ``limit`` seconds whatever happened (the test then fails on what it finds)."""
 
     def watch() -> None:
         deadline = time.monotonic() + limit
-        while len(player.tasks) < tasks and time.monotonic() < deadline:
+        while len(player.jobs) < tasks and time.monotonic() < deadline:
             time.sleep(0.1)
         gate.touch()
 
@@ -139,14 +142,13 @@ def _open_when(gate: Path, player: Container, tasks: int, limit: float = 120) ->
 
 
 def _cwl(
-    emulator: Emulator, tmp_path: Path, player: Container, *args: str
+    emulator: Emulator, tmp_path: Path, player: Player, *args: str
 ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **emulator.env, "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
            "SEQERA_ROUTE_BACKENDS": "slurm,ecs"}  # fmt: skip
     for name in ("SEQERA_BACKEND", "SEQERA_PLATFORM", "SEQERA_ROUTE_STAGED"):
         env.pop(name, None)
-    player.start()
-    try:
+    with player:
         return subprocess.run(
             [COMMAND, "--executor", "route", "--seqera-s3-prefix", f"s3://{BUCKET}/runs",
              "--seqera-ecs", "cluster=seqera", "--seqera-ecs", f"execution_role={ROLE}",
@@ -156,14 +158,11 @@ def _cwl(
              *args],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
         )  # fmt: skip
-    finally:
-        player.done.set()
-        player.join()
 
 
-def _tasks_by_step(player: Container) -> Counter[str]:
+def _tasks_by_step(player: Player) -> Counter[str]:
     steps: Counter[str] = Counter()
-    for task in player.tasks:
+    for task in player.jobs:
         tags = {t["key"]: t["value"] for t in task.tags}
         steps[tags["cwl/step"]] += 1
     return steps
@@ -172,8 +171,8 @@ def _tasks_by_step(player: Container) -> Counter[str]:
 def test_a_saturated_cluster_sends_what_can_travel_to_ecs_and_the_rest_waits(
     slurm: SlurmCluster, emulator: Emulator, tmp_path: Path
 ) -> None:
-    _isolation_works()
-    emulator.transitions(times=1000)  # each task runs until the player stops it
+    isolation_works()
+    emulator.hold()  # each task runs until the player ends it
     boto3.client("s3", endpoint_url=emulator.url).create_bucket(Bucket=BUCKET)
     for name, text in (("wf.cwl", WORKFLOW), ("cloud.cwl", CLOUD), ("gpu.cwl", GPU),
                        ("here.cwl", HERE)):  # fmt: skip
@@ -181,12 +180,13 @@ def test_a_saturated_cluster_sends_what_can_travel_to_ecs_and_the_rest_waits(
     mark = tmp_path / "here-ran"
     (tmp_path / "job.json").write_text(json.dumps({"words": ["a", "b", "c"], "mark": str(mark)}))
     gate = _fill(slurm, tmp_path)
-    player = Container(emulator, tmp_path)
+    container = Isolated(tmp_path)
+    player = Player(emulator, container)
     # the cluster stays full until the four jobs that can travel have reached ECS
     _open_when(gate, player, tasks=4)
     done = _cwl(emulator, tmp_path, player, "--enable-ext",  # cwltool:CUDARequirement
                 str(tmp_path / "wf.cwl"), str(tmp_path / "job.json"))  # fmt: skip
-    ran = "\n".join(r.stderr for r in player.results)
+    ran = "\n".join(r.stderr for r in container.results)
     assert done.returncode == 0, done.stderr[-6000:] + ran
     outputs = json.loads(done.stdout)
     words = [Path(f["path"]).read_text() for f in outputs["counted"]]
@@ -196,8 +196,8 @@ def test_a_saturated_cluster_sends_what_can_travel_to_ecs_and_the_rest_waits(
 
     # ECS ran the three scattered jobs and the GPU job, each once; nothing else
     assert _tasks_by_step(player) == Counter(cloud=3, gpu=1)
-    assert all(r.returncode == 0 for r in player.results)
-    (gpu,) = [t for t in player.tasks if {"key": "cwl/step", "value": "gpu"} in t.tags]
+    assert all(r.returncode == 0 for r in container.results)
+    (gpu,) = [t for t in player.jobs if {"key": "cwl/step", "value": "gpu"} in t.tags]
     definition = emulator.ecs_state.describe_task_definition(gpu.task_definition_arn)
     assert definition.container_definitions[0]["resourceRequirements"] == [
         {"type": "GPU", "value": "1"}
@@ -231,7 +231,7 @@ def test_a_job_no_backend_can_run_is_refused_before_anything_is_sent(
     (tmp_path / "huge.cwl").write_text(HUGE)
     mark = tmp_path / "huge-ran"
     (tmp_path / "job.json").write_text(json.dumps({"mark": str(mark)}))
-    player = Container(emulator, tmp_path, run=False)
+    player = Player(emulator, lambda command: 0)  # a task that appeared would "succeed"
     done = _cwl(emulator, tmp_path, player, str(tmp_path / "huge.cwl"),
                 str(tmp_path / "job.json"))  # fmt: skip
     assert done.returncode != 0
@@ -240,7 +240,7 @@ def test_a_job_no_backend_can_run_is_refused_before_anything_is_sent(
         "ecs: no shared file system, and the engine does not stage this job's files" in done.stderr
     )
     assert "submitted to" not in done.stderr
-    assert player.tasks == [] and not mark.exists()
+    assert player.jobs == [] and not mark.exists()
     queued = subprocess.run(["squeue", "-h", "-n", "huge", "-o", "%i"], capture_output=True,
                             text=True, check=True, env={**os.environ, **slurm.env})  # fmt: skip
     assert queued.stdout.strip() == ""

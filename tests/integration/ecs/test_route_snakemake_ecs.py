@@ -2,8 +2,8 @@
 emulator: files decide what may go to the cloud. Without a default storage provider a job
 the machine cannot hold is refused before anything is sent, naming each backend's reason;
 with S3 storage and ``--shared-fs-usage none`` it goes to ECS as the Snakemake command in
-the Snakemake image. The test plays the container, as ``test_snakemake_ecs`` does: it
-writes the job's output to the (emulated) bucket and stops the task."""
+the Snakemake image. The test plays the container (``tests/integration/aws.py``): it
+writes the job's output to the (emulated) bucket and ends the task."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,13 +18,14 @@ import boto3
 import pytest
 
 from tests.conftest import require
+from tests.integration.aws import Player
+from tests.integration.ecs.emulator import EXECUTION_ROLE as ROLE
 
 if TYPE_CHECKING:
     from tests.integration.ecs.emulator import Emulator
 
 pytestmark = pytest.mark.integration
 
-ROLE = "arn:aws:iam::123456789012:role/ecsTaskExecutionRole"
 BUCKET = "seqera-route-smk"
 SNAKEFILE = """
 rule wide:
@@ -37,27 +36,17 @@ rule wide:
 """
 
 
-def _player(emulator: Emulator, seen: list[Any], done: threading.Event) -> None:
-    s3 = boto3.client("s3", endpoint_url=emulator.url)
-    while not done.is_set():
-        for task in list(emulator.ecs_state.tasks.get("seqera", {}).values()):
-            if task.task_arn in {t.task_arn for t in seen}:
-                continue
-            seen.append(task)
-            s3.put_object(Bucket=BUCKET, Key="run/wide.txt", Body=b"wide\n")
-            emulator.stop(task.task_arn, exit_code=0)
-        time.sleep(0.1)
-
-
 def _snakemake(emulator: Emulator, tmp_path: Path, *args: str) -> tuple[Any, list[Any]]:
-    seen: list[Any] = []
-    done = threading.Event()
-    player = threading.Thread(target=_player, args=(emulator, seen, done), daemon=True)
-    player.start()
+    s3 = boto3.client("s3", endpoint_url=emulator.url)
+
+    def wide(_: list[str]) -> int:  # the job's part: its output where Snakemake reads it
+        s3.put_object(Bucket=BUCKET, Key="run/wide.txt", Body=b"wide\n")
+        return 0
+
     env = {**os.environ, **emulator.env, "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
     for name in ("SEQERA_BACKEND", "SEQERA_PLATFORM", "SEQERA_ROUTE_STAGED"):
         env.pop(name, None)
-    try:
+    with Player(emulator, wide) as player:
         run = subprocess.run(
             [sys.executable, "-m", "snakemake", "--executor", "seqera", "--jobs", "2",
              "--seqera-backend", "route", "--seqera-route-backends", "local", "ecs",
@@ -66,10 +55,7 @@ def _snakemake(emulator: Emulator, tmp_path: Path, *args: str) -> tuple[Any, lis
              *args],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
         )  # fmt: skip
-    finally:
-        done.set()
-        player.join()
-    return run, seen
+    return run, player.jobs
 
 
 def test_without_storage_a_job_the_machine_cannot_hold_is_refused(
@@ -91,7 +77,7 @@ def test_with_s3_storage_the_job_goes_to_ecs_in_snakemakes_image(
     emulator: Emulator, tmp_path: Path
 ) -> None:
     require("snakemake_storage_plugin_s3", "ECS jobs exchange files through S3 storage")
-    emulator.transitions(times=1000)  # each task runs until the player stops it
+    emulator.hold()  # each task runs until the player ends it
     boto3.client("s3", endpoint_url=emulator.url).create_bucket(Bucket=BUCKET)
     (tmp_path / "Snakefile").write_text(textwrap.dedent(SNAKEFILE))
     run, seen = _snakemake(
