@@ -85,7 +85,7 @@ def _why(objective: str = "finish", **options: tuple[float, float, float] | str)
     candidate as (start, run time, cost) or why it cannot run the job."""
     verdicts = [Option(name, value) if isinstance(value, str) else Option(name, None, *value)
                 for name, value in options.items()]  # fmt: skip
-    return choose(verdicts, objective).reason
+    return choose(verdicts, objective).record
 
 
 def routed_records() -> list[TaskRecord]:

@@ -12,10 +12,10 @@ import pytest
 from seqera_core.cli import main
 from seqera_core.history import TaskRecord, open_history
 from seqera_core.report import build, document
-from seqera_core.report._backends import _expected, backend_rates, routing
+from seqera_core.report._backends import backend_rates, routing
 from seqera_core.report._reasons import Counted
 
-from .conftest import ROUTED_PLATFORM, ROUTED_RUN, routed_records
+from .conftest import ROUTED_PLATFORM, ROUTED_RUN
 
 RUN_ID = "local-run"  # the run conftest.local_history records
 
@@ -116,15 +116,3 @@ def test_json_carries_the_same_figures(
     assert shown["saving"]["cost_saved"] == pytest.approx(expected.saving.cost_saved)
     assert shown["saving"]["alternatives"][0]["finish"] is None  # local could not
     assert "routing.saving.time_saved" in figures["units"]
-
-
-def test_the_run_time_the_router_expected_is_rebuilt_as_it_takes_it() -> None:
-    records = {(r.task_id, r.attempt): r for r in routed_records()}
-    guesses = _expected(list(records.values()))
-    # the first wave of a process: its time limit; once one had ended, the longest seen
-    assert guesses[id(records["index-0", 1])] == 60.0
-    assert guesses[id(records["index-4", 1])] == 1.2
-    assert guesses[id(records["merge-0", 1])] == 60.0
-    assert guesses[id(records["merge-1", 1])] == 2.0
-    # a failed attempt (call-4, killed at 30 s) teaches the router nothing
-    assert guesses[id(records["call-4", 2])] == 600.0

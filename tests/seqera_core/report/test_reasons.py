@@ -1,67 +1,92 @@
-"""The routing reasons read back: from the routing policy's own text (``choose``), so a
-change of its wording that the report cannot read fails here."""
+"""The routing decisions read back: from the routing policy's own record (``choose``), so
+a change of what it keeps that the report cannot read fails here."""
 
 from __future__ import annotations
 
+import json
 import math
 
-from seqera_core.backends.registry import BACKENDS
-from seqera_core.backends.route import Option, choose
+import pytest
+
+from seqera_core.backends.route import Option, choose, said
 from seqera_core.report._reasons import Counted, Reason, parse, phrase, short, summarise
 
 NO_FILES = "no shared file system, and the engine does not stage this job's files"
 
 
-def test_a_finish_decision_gives_every_candidates_estimate_and_refusal() -> None:
-    text = choose([Option("local", None, 0.3, 1.2, 0.0), Option("slurm", None, 5.0, 1.2, 0.01),
-                   Option("ecs", NO_FILES)], "finish").reason  # fmt: skip
-    reason = parse(text, BACKENDS)
-    assert reason == Reason("finish", "local", finish={"local": 1.5, "slurm": 6.2},
-                            refused={"ecs": NO_FILES})  # fmt: skip
+def test_a_finish_decision_gives_every_candidates_estimates_and_refusal() -> None:
+    choice = choose([Option("local", None, 0.3, 1.2, 0.0), Option("slurm", None, 5.0, 1.2, 0.01),
+                     Option("ecs", NO_FILES)], "finish")  # fmt: skip
+    reason = parse(choice.record)
+    assert reason == Reason(
+        "finish", "local",
+        start={"local": 0.3, "slurm": 5.0},
+        finish={"local": pytest.approx(1.5), "slurm": pytest.approx(6.2)},
+        cost={"local": 0.0, "slurm": 0.01},
+        refused={"ecs": NO_FILES},
+    )  # fmt: skip
     assert phrase(reason) == "finishes first (ecs: no shared files)"
+    # the words stay the reason the labels carry
+    assert said(choice.record) == choice.reason
+    assert said("not a decision") == "not a decision"
 
 
-def test_a_cost_decision_gives_costs_not_times() -> None:
-    text = choose([Option("local", None, 60, 10, 0.0), Option("slurm", None, 5, 10, 0.0125)],
-                  "cost").reason  # fmt: skip
-    reason = parse(text)
-    assert reason == Reason("cost", "local", cost={"local": 0.0, "slurm": 0.0125})
+def test_a_cost_decision_is_the_cheapest() -> None:
+    choice = choose([Option("local", None, 60, 10, 0.0), Option("slurm", None, 5, 10, 0.0125)],
+                    "cost")  # fmt: skip
+    reason = parse(choice.record)
+    assert reason is not None and reason.chosen == "local"
+    assert reason.cost == {"local": 0.0, "slurm": 0.0125}
     assert phrase(reason) == "cheapest"
 
 
-def test_numbers_in_exponent_form_and_never_are_read() -> None:
-    text = choose([Option("local", None, 1300, 1.0), Option("slurm", None, math.inf, 1.0)],
-                  "finish").reason  # fmt: skip
-    assert "1.3e+03 s" in text and "slurm never" in text
-    reason = parse(text)
+def test_a_ceiling_decision_is_the_cheapest_or_worth_its_cost() -> None:
+    options = [Option("local", None, 900, 600, 0.0), Option("slurm", None, 0, 600, 0.5)]
+    # 0.5 more to finish 900 s sooner: 2.0 per hour saved
+    worth = parse(choose(options, "cost-per-hour-saved", ceiling=2.5).record)
+    assert worth is not None and worth.chosen == "slurm"
+    assert phrase(worth) == "sooner, worth its cost"
+    cheap = parse(choose(options, "cost-per-hour-saved", ceiling=1.5).record)
+    assert cheap is not None and cheap.chosen == "local"
+    assert phrase(cheap) == "cheapest"
+
+
+def test_estimates_are_exact_and_never_is_no_estimate() -> None:
+    choice = choose([Option("local", None, 1300.25, 1.0), Option("slurm", None, math.inf, 1.0)],
+                    "finish")  # fmt: skip
+    assert "1.3e+03 s" in choice.reason  # the words round; the record does not
+    json.loads(choice.record, parse_constant=lambda c: pytest.fail(f"{c} in the record"))
+    reason = parse(choice.record)
     assert reason is not None
-    assert reason.finish == {"local": 1300.0}  # as written: three significant digits
+    assert reason.finish == {"local": 1301.25}
     assert reason.refused == {"slurm": "never starts"}
     assert phrase(reason) == "the only backend that could run it (slurm: never starts)"
 
 
 def test_pinned_and_only_able_read_as_such() -> None:
     pin = "rule qc is pinned to local"
-    pinned = choose([Option("local", None, 0.3, 1.0), Option("slurm", pin)], "finish").reason
+    pinned = choose([Option("local", None, 0.3, 1.0), Option("slurm", pin)], "finish").record
     assert phrase(parse(pinned)) == "pinned to it by the user"
     wide = choose([Option("local", "40 cores asked, its largest node has 4"),
-                   Option("slurm", None, 5, 600)], "finish").reason  # fmt: skip
+                   Option("slurm", None, 5, 600)], "finish").record  # fmt: skip
     assert phrase(parse(wide)) == "the only backend that could run it (local: too many cores)"
 
 
-def test_a_refusal_holding_a_semicolon_stays_one_when_the_names_are_known() -> None:
+def test_a_refusal_holding_a_semicolon_stays_one() -> None:
     down = "sinfo did not answer: exit 1; slurm_load_partitions: 2 errors"
-    text = choose([Option("local", None, 0.3, 1.0), Option("slurm", down),
-                   Option("ecs", None, 60, 1.0, 0.1)], "finish").reason  # fmt: skip
-    reason = parse(text, ["local", "slurm", "ecs"])
+    choice = choose([Option("local", None, 0.3, 1.0), Option("slurm", down),
+                     Option("ecs", None, 60, 1.0, 0.1)], "finish")  # fmt: skip
+    reason = parse(choice.record)
     assert reason is not None
     assert reason.refused == {"slurm": down}
     assert reason.finish == {"local": 1.3, "ecs": 61.0}
 
 
-def test_what_is_not_a_reason_reads_as_none() -> None:
-    for text in ("", "local", "finish: local", "finish: local finish in soon",
-                 "cost: local cost cheap", "finish: local finish in 1 s (slurm soon)"):  # fmt: skip
+def test_what_is_not_a_decision_reads_as_none() -> None:
+    for text in ("", "local", "finish: local finish in 1 s (slurm 6 s)", "[]", "{}",
+                 '{"objective": "finish", "backend": "local"}',
+                 '{"objective": "finish", "backend": "local", "options": [{"start": 1}]}',
+                 '{"objective": "finish", "backend": "local", "options": []}'):  # fmt: skip
         assert parse(text) is None, text
     assert phrase(None) == "not routed"
 
@@ -76,9 +101,9 @@ def test_refusals_in_a_few_words() -> None:
 
 def test_summarise_counts_the_same_reason_together_most_first() -> None:
     fast = parse(choose([Option("local", None, 0.3, 1.0), Option("slurm", None, 5, 1.0)],
-                        "finish").reason)  # fmt: skip
+                        "finish").record)  # fmt: skip
     later = parse(choose([Option("local", None, 0.3, 9.0), Option("slurm", None, 5, 9.0)],
-                         "finish").reason)  # fmt: skip
+                         "finish").record)  # fmt: skip
     assert summarise([fast, None, later, fast]) == (
         Counted(3, "finishes first"), Counted(1, "not routed"),
     )  # fmt: skip

@@ -13,7 +13,7 @@ from seqera_core.report import build, render, summary_lines
 from seqera_core.report._charts import timeline
 from seqera_core.report._routed import routing_section
 
-from .conftest import ROUTED_PLATFORM, ROUTED_RUN, routed_records
+from .conftest import ROUTED_PLATFORM, ROUTED_RUN, _why, routed_records
 
 RUN_ID = "local-run"  # the run conftest.local_history records
 SCIENTIFIC = re.compile(r"(?<![\w.])\d+(?:\.\d+)?[eE][-+]?\d+(?!\w)")
@@ -81,8 +81,7 @@ def test_one_backend_shows_no_section_and_names_are_escaped(local_history: Path)
 def test_no_single_backend_could_run_everything() -> None:
     records = [r for r in routed_records() if r.process in ("align", "index")]
     # the index jobs could not have gone to the cluster either (no such partition, say)
-    records = [attrs.evolve(r, route="finish: local finish in 1.5 s "
-                            "(slurm cannot: has no queue 'short')")
+    records = [attrs.evolve(r, route=_why(local=(0.3, 1.2, 0.0), slurm="has no queue 'short'"))
                if r.process == "index" else r for r in records]  # fmt: skip
     section = _section(_page(records))
     assert "No single backend could have run every task" in section

@@ -12,7 +12,6 @@ from seqera_core.report._routing import (
     Task,
     capacity,
     estimate,
-    resolution,
     schedule,
     waits,
 )
@@ -22,11 +21,11 @@ WIDE = "4 cores asked, its largest node has 2"
 CLUSTER = CostRates(core_hour=3.6)
 
 
-def test_waits_are_the_least_the_router_expected_beyond_the_run_time() -> None:
+def test_waits_are_the_least_start_the_router_expected() -> None:
     tasks = [
-        Task("r", "local", 0, 10, finish={"local": 10.5, "slurm": 15}),
-        Task("r", "local", 0, 10, finish={"local": 40, "slurm": 13}),  # local busy then
-        Task("r", "slurm", 0, 20, finish={"slurm": 19}),  # ran longer than expected: 0
+        Task("r", "local", 0, 10, wait={"local": 0.5, "slurm": 5}),
+        Task("r", "local", 0, 10, wait={"local": 30, "slurm": 3}),  # local busy then
+        Task("r", "slurm", 0, 20, wait={"slurm": -1, "ecs": math.inf}),  # never below 0
     ]
     assert waits(tasks) == {"local": 0.5, "slurm": 0.0}
 
@@ -53,9 +52,9 @@ def test_schedule_is_first_come_first_served_on_the_cores() -> None:
 
 def test_a_backend_that_cannot_run_a_task_is_no_alternative() -> None:
     tasks = [
-        Task("r", "local", 100, 10, finish={"local": 10.5, "slurm": 15}),
-        Task("r", "local", 100, 10, finish={"local": 10.5, "slurm": 15}),
-        Task("r", "slurm", 105, 20, cpus=4, finish={"slurm": 25}, refused={"local": WIDE}),
+        Task("r", "local", 100, 10, wait={"local": 0.5, "slurm": 5}),
+        Task("r", "local", 100, 10, wait={"local": 0.5, "slurm": 5}),
+        Task("r", "slurm", 105, 20, cpus=4, wait={"slurm": 5}, refused={"local": WIDE}),
     ]
     saving = estimate(tasks, {"slurm": CLUSTER})
     assert saving is not None
@@ -76,10 +75,10 @@ def test_a_backend_that_cannot_run_a_task_is_no_alternative() -> None:
 
 def test_a_small_machine_given_everything_queues_it() -> None:
     tasks = [
-        Task("r", "local", 0, 10, finish={"local": 10.5, "slurm": 15}),
-        Task("r", "local", 0, 10, finish={"local": 10.5, "slurm": 15}),
+        Task("r", "local", 0, 10, wait={"local": 0.5, "slurm": 5}),
+        Task("r", "local", 0, 10, wait={"local": 0.5, "slurm": 5}),
         # sent to the cluster while the machine was full
-        Task("r", "slurm", 2, 10, cpus=2, finish={"slurm": 12, "local": 20.5}),
+        Task("r", "slurm", 2, 10, cpus=2, wait={"slurm": 2, "local": 10.5}),
     ]
     saving = estimate(tasks, {})
     assert saving is not None
@@ -97,9 +96,9 @@ def test_a_small_machine_given_everything_queues_it() -> None:
 
 def test_a_candidate_that_ran_nothing_is_never_full_and_runs_are_summed() -> None:
     tasks = [
-        Task("a", "local", 0, 10, finish={"local": 10.3, "ecs": 70}),
-        Task("a", "slurm", 0, 10, finish={"slurm": 15, "ecs": 70}),
-        Task("b", "local", 1000, 4, finish={"local": 4.3, "ecs": 64}),
+        Task("a", "local", 0, 10, wait={"local": 0.3, "ecs": 60}),
+        Task("a", "slurm", 0, 10, wait={"slurm": 5, "ecs": 60}),
+        Task("b", "local", 1000, 4, wait={"local": 0.3, "ecs": 60}),
     ]
     saving = estimate(tasks, {"ecs": CostRates(core_hour=36.0)})
     assert saving is not None
@@ -117,18 +116,6 @@ def test_a_candidate_that_ran_nothing_is_never_full_and_runs_are_summed() -> Non
 
 def test_every_figure_is_finite_and_none_without_tasks() -> None:
     assert estimate([], {}) is None
-    saving = estimate([Task("r", "local", 0, 1, finish={"local": math.inf})], {})
+    saving = estimate([Task("r", "local", 0, 1, wait={"local": math.inf})], {})
     assert saving is not None
     assert all(math.isfinite(v) for v in (saving.finish, saving.alternatives[0].finish or 0))
-
-
-def test_only_a_backends_finest_written_estimates_give_its_wait() -> None:
-    assert resolution(600.0) == 0.5 and resolution(6.2) == 0.005 and resolution(0.0) == 0.0
-    tasks = [
-        # 600.3 s written "600": its 0.3 s lost to the reason's three digits
-        Task("r", "local", 0, 590, finish={"local": 600.0, "slurm": 605}, expected=600),
-        Task("r", "local", 700, 1.2, finish={"local": 1.5, "slurm": 6.2}, expected=1.2),
-    ]
-    assert waits(tasks) == pytest.approx({"local": 0.3, "slurm": 5.0})
-    # without the expected run time, the measured one stands in
-    assert waits([Task("r", "local", 0, 1.0, finish={"local": 1.25})]) == {"local": 0.25}

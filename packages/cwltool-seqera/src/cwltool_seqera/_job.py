@@ -191,7 +191,7 @@ class DispatchingJob(JobBase):
                     self.name,
                     h.backend,
                     h.native_id,
-                    f" ({h.route})" if h.route else "",  # a routing backend's choice and why
+                    f" ({_said(h.route)})" if h.route else "",  # a routing backend's choice and why
                 ),
                 limit=spec.request.time,
             )
@@ -410,3 +410,10 @@ class DispatchingJob(JobBase):
 
 class SeqeraCommandLineJob(DispatchingJob, CommandLineJob):
     """A tool run on the node's host (``--no-container``, or a tool without a container)."""
+
+
+def _said(route: str) -> str:
+    # imported here: only a routed run has a decision to say
+    from seqera_core.backends.route import said
+
+    return said(route)

@@ -4,6 +4,7 @@ reason carried by handles and labels, and exactly-once lookups across backends."
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -14,7 +15,7 @@ import attrs
 import pytest
 
 from seqera_core.backends import Backend, JobHandle, JobSpec, JobStatus, open_backend
-from seqera_core.backends.route import RouteBackend, Unroutable
+from seqera_core.backends.route import RouteBackend, Unroutable, said
 from seqera_core.errors import UsageError
 from seqera_core.models import ResourceRequest
 from seqera_core.platforms import load
@@ -61,8 +62,11 @@ def test_jobs_go_where_they_can_run_and_say_why(route: RouteBackend, tmp_path: P
     assert [h.backend for h in handles] == ["local"] * 3
     for handle in handles:
         assert handle.route is not None
-        assert handle.route.startswith("finish: local finish in")
-        assert "slurm cannot: sinfo did not answer" in handle.route
+        assert said(handle.route).startswith("finish: local finish in")
+        assert "slurm cannot: sinfo did not answer" in said(handle.route)
+        decision = json.loads(handle.route)  # the history's route column: the numbers too
+        local = next(o for o in decision["options"] if o["backend"] == "local")
+        assert decision["backend"] == "local" and local["start"] >= 0
     statuses = wait(route, handles)
     assert all(s.state.value == "succeeded" for s in statuses)
     assert [s.handle for s in statuses] == handles  # the reason stays with the status

@@ -353,7 +353,9 @@ def _submit_and_wait(
                 (handle,) = backend.submit([spec])
             if args.verbose:
                 # under routing, the backend chosen and why
-                why = f" ({handle.route})" if handle.route else ""
+                from ..backends.route import said
+
+                why = f" ({said(handle.route)})" if handle.route else ""
                 _say(f"submitted job {handle.native_id} to {handle.backend}{why}")
             tails.append(Tail(handle.stdout, sys.stdout))
             if handle.stderr != handle.stdout:

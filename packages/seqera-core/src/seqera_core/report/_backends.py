@@ -19,7 +19,6 @@ from collections.abc import Sequence
 import attrs
 from attrs import frozen
 
-from ..backends import registry
 from ..history import TaskRecord
 from ..platforms import CostRates, Platform
 from ._figures import Usage, cost_rates, usage
@@ -60,23 +59,7 @@ def backend_rates(platform: Platform | None, backend: str) -> CostRates | None:
     return cost_rates(platform)
 
 
-def _expected(records: Sequence[TaskRecord]) -> dict[int, float | None]:
-    """Per attempt, the run time the router expected when it chose (as
-    ``RouteBackend.runtime_of``): the longest successful run of its process that had ended
-    before it started, else its declared time limit; None where neither is known."""
-    ended: dict[str, list[tuple[float, float]]] = defaultdict(list)  # (end, run time)
-    for r in records:
-        if r.succeeded and r.finished is not None and r.realtime is not None:
-            ended[r.process].append((r.finished, r.realtime))
-    guesses: dict[int, float | None] = {}
-    for r in records:
-        start = None if r.finished is None or r.realtime is None else r.finished - r.realtime
-        before = [took for end, took in ended[r.process] if start is not None and end <= start]
-        guesses[id(r)] = max(before) if before else (float(r.time) if r.time else None)
-    return guesses
-
-
-def _task(record: TaskRecord, reason: Reason | None, expected: float | None) -> Task | None:
+def _task(record: TaskRecord, reason: Reason | None) -> Task | None:
     if record.realtime is None or record.finished is None or not record.backend:
         return None
     return Task(
@@ -86,9 +69,8 @@ def _task(record: TaskRecord, reason: Reason | None, expected: float | None) -> 
         runtime=record.realtime,
         cpus=record.cpus or 1.0,
         memory=record.memory or 0,
-        finish={} if reason is None else reason.finish,
+        wait={} if reason is None else reason.start,
         refused={} if reason is None else reason.refused,
-        expected=expected,
     )
 
 
@@ -102,8 +84,7 @@ def routing(records: Sequence[TaskRecord], platform: Platform | None = None) -> 
     names = sorted({r.backend for r in records if r.backend})
     if len(names) < 2:
         return None
-    known = {*registry.BACKENDS, *names}
-    reasons = {id(r): parse(r.route, known) if r.route else None for r in records}
+    reasons = {id(r): parse(r.route) if r.route else None for r in records}
     rates = {name: backend_rates(platform, name) for name in names}
     priced = any(r is not None for r in rates.values())
     by_backend: dict[str, list[TaskRecord]] = defaultdict(list)
@@ -123,8 +104,7 @@ def routing(records: Sequence[TaskRecord], platform: Platform | None = None) -> 
         )
         for name, mine in by_backend.items()
     ]
-    guesses = _expected(records)
-    tasks = [t for r in records if (t := _task(r, reasons[id(r)], guesses[id(r)])) is not None]
+    tasks = [t for r in records if (t := _task(r, reasons[id(r)])) is not None]
     saving = estimate(tasks, rates)
     if saving is not None and len(tasks) < len(records):
         saving = attrs.evolve(saving, left_out=len(records) - len(tasks))

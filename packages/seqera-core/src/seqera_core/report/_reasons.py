@@ -1,44 +1,30 @@
-"""The routing backend's reasons, read back from the history's ``route`` column.
+"""The routing backend's decisions, read back from the history's ``route`` column.
 
-The routing backend writes one reason per job (``seqera_core.backends.route.choose``):
-
-    finish: local finish in 1.5 s (slurm 6.2 s; ecs cannot: no shared file system, ...)
-    cost: local cost 0 (slurm 0.01)
-
-that is the objective, the backend chosen with its estimate, then every other candidate
-with its own estimate (seconds from submission to the end seen for ``finish``, money for
-``cost``) or why it could not run the job. :func:`parse` reads one back into a
-:class:`Reason`; :func:`phrase` says it in a few words for the report ("finishes first",
-"the only backend that could run it (slurm: too many cores)"), so tasks routed for the
-same reason count together, and :func:`summarise` counts them. A text that is not such a
-reason (a row written before routing, another writer's) reads as ``None``: the task is
-counted as "not routed" and adds no estimate. The raw text is never shown: its numbers
-are written with ``%g`` (``1.3e+03 s``), which the report never prints.
+The routing backend keeps one decision per job (``seqera_core.backends.route.Choice.record``,
+JSON): the objective, the backend chosen, the reason in words, and every candidate's
+estimates (start and run time in seconds from the decision, cost) or why it could not
+run the job. :func:`parse` reads one back into a :class:`Reason`; :func:`phrase` says it
+in a few words for the report ("finishes first", "the only backend that could run it
+(slurm: too many cores)"), so tasks routed for the same reason count together, and
+:func:`summarise` counts them. A text that is not such a decision (a row written before
+routing, another writer's) reads as ``None``: the task is counted as "not routed" and
+adds no estimate. The reason's own words are never shown: their numbers are written with
+``%g`` (``1.3e+03 s``), which the report never prints.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
 
 from attrs import field, frozen
 
 __all__ = ["Counted", "Reason", "parse", "phrase", "short", "summarise"]
 
-_HEAD = re.compile(
-    r"(?P<objective>finish|cost): (?P<chosen>\S+) "
-    r"(?:finish in (?P<finish>never|\S+ s)|cost (?P<cost>\S+))(?: \((?P<others>.*)\))?",
-    re.DOTALL,
-)
-# One other candidate: "slurm 6.2 s", "slurm never", "slurm 0.01", "ecs cannot: why".
-_OTHER = re.compile(r"(?P<backend>\S+) (?:cannot: (?P<why>.*)|(?P<value>never|\S+ s|\S+))",
-                    re.DOTALL)  # fmt: skip
-# Where one candidate's verdict ends and the next begins: "; " before "name verdict". A
-# refusal's own words may hold "; " (a scheduler's error): with the backends' names known,
-# only one of them starts a verdict.
-_VERDICT = r"; (?={name} (?:cannot: |never(?:;|$)|[-+0-9.eEinfa]+(?: s)?(?:;|$)))"
 # The refusals of ``seqera_core.backends.route.refusal`` in a few words each.
 _SHORT = (
     (re.compile(r"^rule .* is pinned to "), "pinned"),
@@ -63,11 +49,12 @@ def _texts(values: Iterable[tuple[str, str]] | dict[str, str]) -> dict[str, str]
 @frozen
 class Reason:
     """One routing decision: the ``objective``, the ``chosen`` backend, each able
-    candidate's ``finish`` estimate (seconds from submission to the end seen; the chosen
-    one's too under ``finish``) or ``cost``, and why each other one could not run it."""
+    candidate's estimated ``start`` and ``finish`` (seconds from the decision) and
+    ``cost``, and why each other one could not run it."""
 
     objective: str
     chosen: str
+    start: dict[str, float] = field(factory=dict, converter=_floats)
     finish: dict[str, float] = field(factory=dict, converter=_floats)
     cost: dict[str, float] = field(factory=dict, converter=_floats)
     refused: dict[str, str] = field(factory=dict, converter=_texts)
@@ -81,61 +68,44 @@ class Counted:
     reason: str
 
 
-def _seconds(text: str) -> float | None:
-    """``6.2 s`` as 6.2; ``never`` (the job would never start there) as infinity."""
-    if text == "never":
-        return math.inf
-    return _number(text.removesuffix(" s"))
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
-def _number(text: str) -> float | None:
+def parse(text: str) -> Reason | None:
+    """The decision ``text`` records, or None when it is not a routing decision."""
     try:
-        value = float(text)
+        decision = json.loads(text)
     except ValueError:
         return None
-    return value if math.isfinite(value) else None
-
-
-def _splitter(names: Iterable[str]) -> re.Pattern[str]:
-    known = sorted(set(names), key=lambda n: (-len(n), n))
-    name = "(?:" + "|".join(re.escape(n) for n in known) + ")" if known else r"\S+"
-    return re.compile(_VERDICT.format(name=name))
-
-
-def parse(text: str, names: Iterable[str] = ()) -> Reason | None:
-    """The decision ``text`` records, or None when it is not a routing reason.
-
-    ``names``: the backends that may be candidates (the registry's, those of the
-    selection), so a refusal holding "; " is not read as two verdicts; empty: any word.
-    """
-    head = _HEAD.fullmatch(text.strip())
-    if head is None:
+    if not isinstance(decision, dict):
         return None
-    objective, chosen = head["objective"], head["chosen"]
-    values: dict[str, float] = {}
+    objective, chosen, options = (decision.get(k) for k in ("objective", "backend", "options"))
+    if not (isinstance(objective, str) and isinstance(chosen, str) and isinstance(options, list)):
+        return None
+    start: dict[str, float] = {}
+    finish: dict[str, float] = {}
+    cost: dict[str, float] = {}
     refused: dict[str, str] = {}
-    own = _seconds(head["finish"]) if head["finish"] else _number(head["cost"])
-    if own is None or own == math.inf:
-        return None
-    values[chosen] = own
-    for item in _splitter(names).split(head["others"]) if head["others"] else ():
-        other = _OTHER.fullmatch(item)
-        if other is None:
+    for option in options:
+        backend = option.get("backend") if isinstance(option, dict) else None
+        if not isinstance(backend, str):
             return None
-        backend = other["backend"]
-        if other["why"] is not None:
-            refused[backend] = other["why"]
+        if isinstance(why := option.get("refused"), str):
+            refused[backend] = why
             continue
-        value = (_seconds if objective == "finish" else _number)(other["value"])
-        if value is None:
-            return None
-        if value == math.inf:  # it would never start there: it could not have run it
+        begins, runtime = _number(option.get("start")), _number(option.get("runtime"))
+        if begins is None or runtime is None:  # it would never start there: it could not run it
             refused[backend] = "never starts"
-        else:
-            values[backend] = value
-    if objective == "finish":
-        return Reason(objective, chosen, finish=values, refused=refused)
-    return Reason(objective, chosen, cost=values, refused=refused)
+            continue
+        start[backend], finish[backend] = begins, begins + runtime
+        if (price := _number(option.get("cost"))) is not None:
+            cost[backend] = price
+    if chosen not in finish:
+        return None
+    return Reason(objective, chosen, start=start, finish=finish, cost=cost, refused=refused)
 
 
 def short(why: str) -> str:
@@ -159,8 +129,12 @@ def phrase(reason: Reason | None) -> str:
         words = "pinned to it by the user"
     elif not others:
         words = "the only backend that could run it"
-    else:
-        words = "finishes first" if reason.objective == "finish" else "cheapest"
+    elif reason.objective == "finish":
+        words = "finishes first"
+    elif reason.objective == "cost" or reason.cost.get(reason.chosen) == min(reason.cost.values()):
+        words = "cheapest"
+    else:  # cost-per-hour-saved, and not the cheapest: the time it saves is worth its cost
+        words = "sooner, worth its cost"
     if unable:
         words += f" ({'; '.join(unable)})"
     return words

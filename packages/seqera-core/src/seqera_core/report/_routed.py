@@ -136,7 +136,7 @@ def _saving_table(saving: Saving) -> str:
 _HOW = (
     "How this is estimated: every attempt runs as long on any backend as it was measured "
     "to run here; a backend's wait (submission to start, and the status poll) is the least "
-    "the router expected there beyond a task's run time, from the estimate it recorded for "
+    "the router expected there before a task's start, from the estimate it recorded for "
     "each candidate; an attempt was submitted at its start less its own backend's wait; a "
     "backend runs at most the cores it was seen to run at once in this selection, first "
     "come, first served; cost is each attempt's cores and memory at the backend's rates "

@@ -2,24 +2,16 @@
 
 An estimate, not a measurement, and built from what the history holds for each attempt:
 where it ran, its measured run time, when it ended (so when it started), what it asked
-for, and the routing backend's reason (:mod:`._reasons`), which gives, for every
-candidate, the router's estimate at the time of how long the job would take there from
-submission to its end seen, or why it could not run there. The rules:
+for, and the routing backend's decision (:mod:`._reasons`), which gives, for every
+candidate, the router's estimate at the time of how long the job would wait there
+before it started, or why it could not run there. The rules:
 
 - **Run time**: an attempt runs as long on any backend as it ran on its own (the history
   measured it once; the backends' machines are taken as alike).
-- **Wait** (submission to start, plus the status poll): per backend, the least the router
-  ever expected beyond the run time it expected, ``min(estimate - expected)`` over the
-  tasks, never below 0. The least, because an estimate made while the backend was busy
-  also holds a queue that the simulation below counts itself. The run time it expected
-  is not in the reason; it is taken as the router takes it (``RouteBackend.runtime_of``):
-  the longest run of the task's process that had ended before the task started, else its
-  declared time limit, else its own run time. Where the router knew more (a longer
-  history than the selection) its guess was shorter and the wait reads shorter: the
-  saving errs small. The reason writes three significant digits, so only a backend's
-  finest-written estimates count (a 600.3 s estimate reads 600, its 0.3 s lost). A
-  backend the router gave no time estimate for (the ``cost`` objective) waits 0, and the
-  page says so.
+- **Wait** (submission to start, plus the status poll): per backend, the least start the
+  router ever expected there, over the tasks, never below 0. The least, because an
+  estimate made while the backend was busy also holds a queue that the simulation below
+  counts itself. A backend the router gave no estimate for waits 0, and the page says so.
 - **Submission**: an attempt was submitted at its start less its own backend's wait.
 - **Cores**: a backend runs at once at most the cores it was seen to run at once in the
   selection (and at least the widest task it could run); a backend that ran nothing here
@@ -55,7 +47,6 @@ __all__ = [
     "Task",
     "capacity",
     "estimate",
-    "resolution",
     "schedule",
     "waits",
 ]
@@ -72,8 +63,8 @@ def _texts(values: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, s
 @frozen
 class Task:
     """One attempt as the estimate sees it (epoch ``start``, seconds ``runtime``), with the
-    router's ``finish`` estimate per candidate, why the others could not run it, and the
-    run time the router ``expected`` when it chose (None: its measured one)."""
+    router's estimate per candidate of how long it would ``wait`` there before it started,
+    and why the others could not run it."""
 
     run_id: str
     backend: str
@@ -81,9 +72,8 @@ class Task:
     runtime: float
     cpus: float = 1.0
     memory: int = 0
-    finish: dict[str, float] = field(factory=dict, converter=_floats)
+    wait: dict[str, float] = field(factory=dict, converter=_floats)
     refused: dict[str, str] = field(factory=dict, converter=_texts)
-    expected: float | None = None
 
 
 @frozen
@@ -119,30 +109,13 @@ class Saving:
 
 
 def waits(tasks: Iterable[Task]) -> dict[str, float]:
-    """Per backend, the least the router expected a task to take there beyond the run time
-    it expected."""
-    # (resolution, gap) per backend: the reason writes three significant digits, so a
-    # 600.3 s estimate reads 600 and its gap is lost; only the finest-written count
-    found: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    """Per backend, the least wait before a start the router expected there."""
+    least: dict[str, float] = {}
     for task in tasks:
-        expected = task.runtime if task.expected is None else task.expected
-        for backend, finish in task.finish.items():
-            if not math.isfinite(finish):  # never there: no wait to learn from
-                continue
-            found[backend].append((resolution(finish), max(0.0, finish - expected)))
-    least = {}
-    for backend, gaps in found.items():
-        finest = min(r for r, _ in gaps)
-        least[backend] = min(gap for r, gap in gaps if r == finest)
+        for backend, wait in task.wait.items():
+            if math.isfinite(wait):  # never there: no wait to learn from
+                least[backend] = min(least.get(backend, math.inf), max(0.0, wait))
     return least
-
-
-def resolution(value: float) -> float:
-    """Half a unit in the last of three significant digits (the reason's ``%.3g``) of
-    ``value``: how far the written number may be from the router's own."""
-    if value <= 0:
-        return 0.0
-    return 0.5 * 10.0 ** (math.floor(math.log10(value)) - 2)
 
 
 def capacity(tasks: Iterable[Task]) -> dict[str, float]:
@@ -220,7 +193,7 @@ def estimate(tasks: Sequence[Task], rates: Mapping[str, CostRates | None]) -> Sa
     wait = waits(tasks)
     seen = capacity(tasks)
     names = list(dict.fromkeys([t.backend for t in tasks]
-                               + [b for t in tasks for b in (*t.finish, *t.refused)]))  # fmt: skip
+                               + [b for t in tasks for b in (*t.wait, *t.refused)]))  # fmt: skip
     priced = any(rates.get(n) is not None for n in names)
 
     def price(name: str) -> CostRates | None:

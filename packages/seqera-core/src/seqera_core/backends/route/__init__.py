@@ -13,6 +13,7 @@ from ._policy import (
     Unroutable,
     choose,
     refusal,
+    said,
     saved_rate,
     start_after,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "Unroutable",
     "choose",
     "refusal",
+    "said",
     "saved_rate",
     "start_after",
 ]

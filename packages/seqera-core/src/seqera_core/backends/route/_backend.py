@@ -17,10 +17,11 @@ backend that has it. A batch with a job no backend can run is refused whole, bef
 anything is submitted, naming each backend's reason.
 
 A handle is the chosen backend's own (``JobHandle.backend`` names it, so the history's
-``backend`` column says where the job ran) with the reason in ``JobHandle.route`` (the
-history's ``route`` column); the job's labels carry both (``route-backend``,
-``route-reason``). Polls, cancels and logs go to the backend a handle names;
-:meth:`find` asks all of them, so a run after a crash adopts a job wherever it went.
+``backend`` column says where the job ran) with the decision in ``JobHandle.route`` (the
+history's ``route`` column: :attr:`Choice.record`, JSON); the job's labels carry the
+backend and the reason in words (``route-backend``, ``route-reason``). Polls, cancels
+and logs go to the backend a handle names; :meth:`find` asks all of them, so a run after
+a crash adopts a job wherever it went.
 """
 
 from __future__ import annotations
@@ -304,7 +305,7 @@ class RouteBackend(Backend):
     def _sent(
         self, spec: JobSpec, choice: Choice, handle: JobHandle, into: dict[int, JobHandle], n: int
     ) -> None:
-        routed = attrs.evolve(handle, route=choice.reason)
+        routed = attrs.evolve(handle, route=choice.record)
         into[n] = routed
         cores = spec.request.cpus or 1
         best = next(o for o in choice.options if o.backend == choice.backend)

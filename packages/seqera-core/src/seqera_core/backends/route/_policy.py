@@ -10,12 +10,19 @@ refused with every backend's reason, before anything of its batch is submitted.
 
 When a job would start is estimated from a backend's :class:`Load`: the cores free now,
 when running jobs release theirs, and the jobs queued before it (:func:`start_after`).
+
+A decision is kept as :attr:`Choice.record` (JSON: the objective, the backend, the
+reason in words and every verdict's numbers as the policy had them), so the report reads
+the estimates back exactly; :func:`said` gives the words.
 """
 
 from __future__ import annotations
 
 import heapq
+import json
+import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from attrs import field, frozen
 
@@ -32,6 +39,7 @@ __all__ = [
     "Unroutable",
     "choose",
     "refusal",
+    "said",
     "saved_rate",
     "start_after",
 ]
@@ -109,6 +117,37 @@ class Choice:
     backend: str
     reason: str
     options: tuple[Option, ...] = field(converter=_options)
+    objective: str = "finish"
+
+    @property
+    def record(self) -> str:
+        """The decision as a job's handle and the history keep it: JSON with the
+        ``objective``, the ``backend``, the ``reason`` in words, and each option's
+        ``start``, ``runtime`` (seconds from the decision; null: it would never start)
+        and ``cost``, or why it was ``refused``."""
+        options: list[dict[str, Any]] = []
+        for o in self.options:
+            if o.refused is not None:
+                options.append({"backend": o.backend, "refused": o.refused})
+            else:
+                numbers = {"start": o.start, "runtime": o.runtime, "cost": o.cost}
+                options.append({"backend": o.backend} | {k: _finite(v) for k, v in numbers.items()})
+        return json.dumps({"objective": self.objective, "backend": self.backend,
+                           "reason": self.reason, "options": options}, allow_nan=False)  # fmt: skip
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def said(route: str) -> str:
+    """The words of a decision :attr:`Choice.record` kept (a text that is not one, as it is)."""
+    try:
+        decision = json.loads(route)
+    except ValueError:
+        return route
+    reason = decision.get("reason") if isinstance(decision, dict) else None
+    return reason if isinstance(reason, str) else route
 
 
 def refusal(limits: Limits, request: ResourceRequest, *, staged: bool) -> str | None:
@@ -225,7 +264,7 @@ def _said(
     reason = f"{objective}: {best.backend} {measure}"
     if others:
         reason += " (" + "; ".join(others) + ")"
-    return Choice(best.backend, reason, options)
+    return Choice(best.backend, reason, options, objective)
 
 
 def _verdict(
