@@ -6,6 +6,7 @@ that judges the small jobs by the seconds the history says they take."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -94,9 +95,11 @@ def test_each_job_runs_once_where_the_policy_sent_it(tmp_path: Path) -> None:
         {("small", b): n for b, n in ran["small"].items()} | {("wide", "slurm"): 2}
     )
     for process, backend, route in rows:
-        assert route.startswith(f"finish: {backend} finish in"), route
+        decision = json.loads(route)  # the whole decision, its reason in words inside
+        assert decision["backend"] == backend, route
+        assert decision["reason"].startswith(f"finish: {backend} finish in"), route
         if process == "wide":
-            assert "local cannot: 4 cores asked, its largest node has 2" in route
+            assert "local cannot: 4 cores asked, its largest node has 2" in decision["reason"]
     assert ran["small"]["local"] >= 2  # the machine's free cores first: no queue, no poll
 
     # Again, from the history: a small job takes about a second, not its minute of runtime
@@ -111,5 +114,6 @@ def test_each_job_runs_once_where_the_policy_sent_it(tmp_path: Path) -> None:
     # every small job was judged by the seconds it took, not by its five declared minutes
     for process, _, route in rows:
         if process == "small":
-            assert "300 s" not in route and "finish in" in route, route
+            runtimes = [o["runtime"] for o in json.loads(route)["options"] if "runtime" in o]
+            assert runtimes and max(runtimes) < 300, route
     assert again["small"]["local"] >= 2
