@@ -260,6 +260,17 @@ class _Counting:
         self.fetched += rows
         return rows
 
+    def windows(self, *args: Any) -> dict[str, list[TaskRecord]]:
+        found = self.inner.windows(*args)
+        for rows in found.values():
+            self.fetched += rows
+        return found
+
+    def first_declared(self, *args: Any) -> TaskRecord | None:
+        found = self.inner.first_declared(*args)
+        self.fetched += [] if found is None else [found]
+        return found
+
     def feed(self, *args: Any) -> list[Fed]:
         fed = self.inner.feed(*args)
         self.fetched += [f.record for f in fed]
