@@ -172,13 +172,13 @@ class PredictiveResolver(Resolver):
         window = int(self._options["window"])
         limits = {"memory": window, "time": window, "out_of_memory": KEPT_FAILURES,
                   "time_limit": KEPT_FAILURES}  # fmt: skip
-        whole = next(s for s in summaries if s.whole)
-        read = self.history.windows(whole, whole.last_seq, limits)
+        total = next(s for s in summaries if s.whole)
+        read = self.history.windows(total, total.last_seq, limits)
         for summary in summaries:
             key: _Key = process if summary.whole else (process, summary.cpus, summary.container)
             model = self._model(key)
             self._resume(model, summary)
-            alike = summary.attempts == whole.attempts and summary.last_seq == whole.last_seq
+            alike = summary.attempts == total.attempts and summary.last_seq == total.last_seq
             self._refill(model, read if alike else self.history.windows(
                 summary, summary.last_seq, limits))  # fmt: skip
             if summary.whole:
