@@ -166,10 +166,13 @@ def test_every_query_of_a_run_a_resolve_and_the_report_is_indexed(
     _, summaries = history.summaries("ALIGN")
     queries = []
     for summary in summaries:
-        for kind in _sql.WINDOWS:
+        for kind in [*_sql.WINDOWS, "measured"]:
             query, params = _sql.window(kind, summary.cpus, summary.container, summary.whole,
                                         dialect)  # fmt: skip
             queries.append((query, ["ALIGN", *params, 10**9, 200]))
+    # what a process declared: by the windows' index, in its order (no sort of its rows)
+    declared = [(_sql.declared(succeeded, dialect), ["ALIGN"]) for succeeded in (False, True)]
+    queries += declared
     for run_ids, since in ((["run0"], None), ((), 5.0)):
         where, params = _sql.filters(run_ids, since, p)
         queries.append((f"SELECT {_sql.COLUMNS} FROM task_history{where}", params))
@@ -181,6 +184,8 @@ def test_every_query_of_a_run_a_resolve_and_the_report_is_indexed(
             assert "SCAN task_history" not in plan and "USING" in plan, plan
         else:
             assert "Seq Scan" not in plan and "Index" in plan, plan
+    for plan in _plans(location, declared):
+        assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan
 
 
 def _version_one(location: str, records: list[TaskRecord]) -> None:
@@ -259,6 +264,17 @@ class _Counting:
         rows = self.inner.window(*args)
         self.fetched += rows
         return rows
+
+    def windows(self, *args: Any) -> dict[str, list[TaskRecord]]:
+        found = self.inner.windows(*args)
+        for rows in found.values():
+            self.fetched += rows
+        return found
+
+    def first_declared(self, *args: Any) -> TaskRecord | None:
+        found = self.inner.first_declared(*args)
+        self.fetched += [] if found is None else [found]
+        return found
 
     def feed(self, *args: Any) -> list[Fed]:
         fed = self.inner.feed(*args)

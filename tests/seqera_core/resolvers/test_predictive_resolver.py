@@ -211,11 +211,12 @@ def test_a_warm_resolve_reads_no_window_of_a_large_history() -> None:
     resolver = PredictiveResolver(cast(History, reads), fallback_margin=1.0)
     for i in range(50):  # a process's first request reads its window and fits it
         resolver.resolve(ResourceRequest(memory=GIB, process=f"P{i}"))
-    assert reads.calls["window"] > 0
+    assert reads.calls["windows"] > 0
     reads.calls.clear()
     for i in range(1000):
         resolver.resolve(ResourceRequest(memory=GIB, process=f"P{i % 50}", input_bytes=i * 7919))
-    assert not {"window", "summaries", "records", "stats"} & set(reads.calls), reads.calls
+    reading = {"window", "windows", "summaries", "records", "stats", "first_declared"}
+    assert not reading & set(reads.calls), reads.calls
     assert reads.calls["feed"] <= 1000  # at most one look for newer rows per resolve
 
 

@@ -54,7 +54,13 @@ def shown(value: Any) -> str:
 
 def within(value: float | None, maximum: float) -> float | None:
     """``value`` when it is a finite number from 0 to ``maximum``, else ``None`` (unknown)."""
-    if value is None or isinstance(value, bool):
+    if value is None:
+        return None
+    # a plain int or float first (every history row's column): a NaN or an infinity fails
+    # the comparison, so the checks below add nothing for it
+    if value.__class__ is int or value.__class__ is float:
+        return value if 0 <= value <= maximum else None
+    if isinstance(value, bool):
         return None
     if not isinstance(value, int | float):
         return None

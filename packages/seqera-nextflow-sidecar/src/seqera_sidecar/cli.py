@@ -210,9 +210,8 @@ def _config(args: argparse.Namespace) -> int:
             from .pertask import declared_values, per_task_config
 
             settings = _per_task_settings(args, session.config)
-            declared = declared_values(session.history)
-            known = set(session.history.processes())
-            text = per_task_config({p: d for p, d in declared.items() if p in known}, settings)
+            # the processes the history has seen succeed, each by an index
+            text = per_task_config(declared_values(session.history), settings)
         else:
             text = process_config(session.history, session.resolvers,
                                   cpus=args.resolver == "max" or args.apply_cpus)  # fmt: skip

@@ -23,7 +23,7 @@ Nextflow's environment and never written into the file.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from attrs import frozen
 
@@ -58,15 +58,18 @@ class Settings:
     auto_labels: Collection[str] = METADATA
 
 
-def declared_values(history: History) -> dict[str, Declared]:
-    """Per process, the values its earliest first attempt in the history was given."""
+def declared_values(
+    history: History, processes: Iterable[str] | None = None
+) -> dict[str, Declared]:
+    """Per process (``processes``, or every one with a successful attempt), the values its
+    earliest first attempt in the history was given; a process whose first attempts were
+    given none is left out. One indexed read per process (:meth:`History.first_declared`),
+    never the whole table."""
     found: dict[str, Declared] = {}
-    for record in history.records():
-        if record.attempt != 1 or record.process in found:
-            continue
-        if record.cpus is None and record.memory is None and record.time is None:
-            continue
-        found[record.process] = Declared(record.cpus, record.memory, record.time)
+    for process in history.processes() if processes is None else processes:
+        record = history.first_declared(process)
+        if record is not None:
+            found[process] = Declared(record.cpus, record.memory, record.time)
     return found
 
 

@@ -3,7 +3,7 @@ session are written against (SQLite and PostgreSQL are its two siblings)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from ._records import CpuUse, ProcessStats, TaskRecord
@@ -53,6 +53,18 @@ class History(Protocol):
         """The newest ``limit`` attempts of ``summary``'s process or stratum numbered up to
         ``through`` that count in the right-sizer's ``kind`` window (``memory``, ``time``,
         ``out_of_memory``, ``time_limit``), oldest first; by an index."""
+        ...
+
+    def windows(
+        self, summary: Summary, through: int, limits: Mapping[str, int]
+    ) -> dict[str, list[TaskRecord]]:
+        """:meth:`window` of each kind of ``limits`` (kind: its limit), the same rows, read
+        together where one read serves several."""
+        ...
+
+    def first_declared(self, process: str) -> TaskRecord | None:
+        """The earliest first attempt (``attempt == 1``) of ``process`` that was given
+        cpus, memory or time (what the process declares), or ``None``; by an index."""
         ...
 
     def recent_runs(self, limit: int = 5) -> list[str]:

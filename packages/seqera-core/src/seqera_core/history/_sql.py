@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from ..bounds import MAX_BYTES, MAX_SECONDS
+from ..bounds import MAX_BYTES, MAX_CPUS, MAX_SECONDS
 from ._records import TaskRecord
 from ._tally import SUMMARY_COLUMNS
 
@@ -28,10 +28,12 @@ __all__ = [
     "FIELDS",
     "FLAG_INDEX",
     "KEY",
+    "MEASURED",
     "SUMMARY_COLUMNS",
     "VERSION",
     "WINDOWS",
     "add_column",
+    "declared",
     "filters",
     "row",
     "schema",
@@ -182,16 +184,28 @@ WINDOWS = {
 }
 
 
+# The memory and the time windows together: successful runs that count in either. Its
+# query hands back, before the columns, whether each row counts in the memory window and
+# in the time window (the database's own reading of the same conditions).
+MEASURED = (f"succeeded = TRUE AND ({_measured('peak_memory', MAX_BYTES)} OR "
+            f"{_measured('realtime', MAX_SECONDS)})")  # fmt: skip
+
+
 def window(
     kind: str, cpus: float | None, container: str | None, whole: bool, dialect: str
 ) -> tuple[str, list[Any]]:
     """One window's query, newest first, and the stratum's parameters. Its parameters:
-    the process, the stratum's, the last number to read, and how many rows.
+    the process, the stratum's, the last number to read, and how many rows. ``kind`` is
+    one of :data:`WINDOWS`, or ``measured`` (:data:`MEASURED`: each row led by its
+    memory and time flags).
 
     ``IS NULL`` is written out for a missing cpus or container: PostgreSQL's index serves
     ``= value`` and ``IS NULL`` but not ``IS NOT DISTINCT FROM``."""
     param = "?" if dialect == "sqlite" else "%s"
     cursor = CURSOR[dialect]
+    columns = COLUMNS
+    if kind == "measured":
+        columns = f"({WINDOWS['memory']}), ({WINDOWS['time']}), {COLUMNS}"
     clauses = [f"process = {param}"]
     params: list[Any] = []
     if not whole:
@@ -201,10 +215,28 @@ def window(
             else:
                 clauses.append(f"{column} = {param}")
                 params.append(value)
-    clauses += [WINDOWS[kind], f"{cursor} <= {param}"]
-    query = (f"SELECT {COLUMNS} FROM task_history WHERE {' AND '.join(clauses)} "
+    clauses += [MEASURED if kind == "measured" else WINDOWS[kind], f"{cursor} <= {param}"]
+    query = (f"SELECT {columns} FROM task_history WHERE {' AND '.join(clauses)} "
              f"ORDER BY {cursor} DESC LIMIT {param}")  # fmt: skip
     return query, params
+
+
+def _given(column: str, maximum: int) -> str:
+    # what TaskRecord's converters keep of a stored value (bounds.within: 0 to maximum)
+    return f"({column} >= 0 AND {column} <= {maximum})"
+
+
+def declared(succeeded: bool, dialect: str) -> str:
+    """The query of a process's earliest first attempt, among its successful (or failed)
+    ones, that was given cpus, memory or time; its parameter: the process. By the index
+    that a window reads by, oldest first: it stops at the first such row."""
+    cursor = CURSOR[dialect]
+    given = " OR ".join(_given(c, m) for c, m in (("cpus", MAX_CPUS), ("memory", MAX_BYTES),
+                                                   ("time", MAX_SECONDS)))  # fmt: skip
+    param = "?" if dialect == "sqlite" else "%s"
+    return (f"SELECT {cursor}, {COLUMNS} FROM task_history WHERE process = {param} AND "
+            f"succeeded = {str(succeeded).upper()} AND attempt = 1 AND ({given}) "
+            f"ORDER BY {cursor} LIMIT 1")  # fmt: skip
 
 
 def filters(run_ids: Sequence[str], since: float | None, param: str) -> tuple[str, list[Any]]:

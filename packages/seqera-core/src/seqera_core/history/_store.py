@@ -11,7 +11,7 @@ runs named.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from . import _sql
@@ -264,6 +264,44 @@ class SummaryStore:
                                     self._dialect)  # fmt: skip
         rows = self._rows(query, (summary.process, *params, through, limit))
         return [self._record(row) for row in reversed(rows)]
+
+    def windows(
+        self, summary: Summary, through: int, limits: Mapping[str, int]
+    ) -> dict[str, list[TaskRecord]]:
+        """What :meth:`window` answers for each kind of ``limits`` (kind: limit), in fewer
+        reads: the memory and the time windows come from one read of the newest runs that
+        count in either, as long as it holds each window whole (the usual case: a run
+        that reports its peak reports its run time), else from a read of their own."""
+        wanted = {kind: min(limit, _counted(summary, kind)) for kind, limit in limits.items()}
+        found: dict[str, list[TaskRecord]] = {}
+        if wanted.get("memory", 0) > 0 and wanted.get("time", 0) > 0:
+            limit = max(wanted["memory"], wanted["time"])
+            query, params = _sql.window("measured", summary.cpus, summary.container,
+                                        summary.whole, self._dialect)  # fmt: skip
+            rows = self._rows(query, (summary.process, *params, through, limit))
+            records = [(bool(row[0]), bool(row[1]), self._record(row[2:])) for row in rows]
+            for index, kind in enumerate(("memory", "time")):
+                own = [record for *flags, record in records if flags[index]][: wanted[kind]]
+                # every run of either kind newer than the oldest read was read: the window
+                # is whole when it has all it asks for, or when nothing older is left
+                if len(own) == wanted[kind] or len(rows) < limit:
+                    found[kind] = own[::-1]
+        for kind, limit in limits.items():
+            if kind not in found:
+                found[kind] = self.window(summary, kind, through, limit)
+        return found
+
+    def first_declared(self, process: str) -> TaskRecord | None:
+        """The earliest first attempt of ``process`` that was given cpus, memory or time.
+
+        Two reads by the window's index (the process's failures, then its successes, each
+        oldest first), each of one row unless the process's first attempts were given
+        nothing: never the whole table."""
+        first = []
+        for succeeded in (False, True):
+            rows = self._rows(_sql.declared(succeeded, self._dialect), (process,))
+            first += [(int(row[0]), self._record(row[1:])) for row in rows]
+        return min(first, key=lambda found: found[0])[1] if first else None
 
     def feed(self, after: int = 0, limit: int = 10_000) -> list[Fed]:
         """Attempts numbered after ``after``, oldest first, each with its number and

@@ -171,7 +171,8 @@ def _memory_saving(record: TaskRecord, answer: ResourceResponse, measured: bool)
 
 def advise(history: History, records: Sequence[TaskRecord]) -> dict[str, Advice]:
     """Per process of ``records``, the right-sizer's advice (processes it cannot size: none)."""
-    resolver = PredictiveResolver(history, apply_cpus=True)
+    # the history as it is now: one read of its summaries, then only the run's processes
+    resolver = PredictiveResolver(history, apply_cpus=True, follow=False)
     by_process: dict[str, list[TaskRecord]] = defaultdict(list)
     for record in records:
         by_process[record.process].append(record)

@@ -107,6 +107,10 @@ class PredictiveResolver(Resolver):
         default_disk: int = 10 * GIB,
         apply_cpus: bool = False,
         shrink_self_sizing: bool = False,
+        # False: learn the history as it was when the resolver was made and when each
+        # process was first asked for, never what is stored after (a report's advice:
+        # one state throughout, and no read of new attempts per task it sizes)
+        follow: bool = True,
     ) -> None:
         self._options = {"alpha": alpha, "retry_cost": retry_cost, "window": window,
                          "min_runs": min_runs, "fallback_margin": fallback_margin,
@@ -123,6 +127,7 @@ class PredictiveResolver(Resolver):
         self.default_disk = default_disk
         self.apply_cpus = apply_cpus
         self.shrink_self_sizing = shrink_self_sizing
+        self.follow = follow
         self._models: dict[_Key, _Process] = {}
         # Per process: the last attempt number its models hold, and whether its windows
         # and strata are loaded (a process first seen after the start is learned whole).
@@ -160,14 +165,22 @@ class PredictiveResolver(Resolver):
 
     def _load(self, process: str) -> None:
         """A process's summaries (its own and its strata's) and the windows its models keep,
-        each read by an index up to the attempt its summary was read at."""
+        each read by an index up to the attempt its summary was read at. A stratum that
+        holds every attempt of its process (one cpus count and one container, the usual
+        case) has the process's own windows: they are read once."""
         _, summaries = self.history.summaries(process)
         window = int(self._options["window"])
+        limits = {"memory": window, "time": window, "out_of_memory": KEPT_FAILURES,
+                  "time_limit": KEPT_FAILURES}  # fmt: skip
+        total = next(s for s in summaries if s.whole)
+        read = self.history.windows(total, total.last_seq, limits)
         for summary in summaries:
             key: _Key = process if summary.whole else (process, summary.cpus, summary.container)
             model = self._model(key)
             self._resume(model, summary)
-            self._refill(model, summary, window)
+            alike = summary.attempts == total.attempts and summary.last_seq == total.last_seq
+            self._refill(model, read if alike else self.history.windows(
+                summary, summary.last_seq, limits))  # fmt: skip
             if summary.whole:
                 self._through[process] = summary.last_seq
         self._loaded.add(process)
@@ -180,20 +193,20 @@ class PredictiveResolver(Resolver):
             ):
                 model.memory.upper(None), model.time.upper(None)
 
-    def _refill(self, model: _Process, summary: Summary, window: int) -> None:
+    @staticmethod
+    def _refill(model: _Process, windows: dict[str, list[TaskRecord]]) -> None:
         """The windows of one process or stratum, as learning its runs in order left them."""
-        history, through = self.history, summary.last_seq
-        for r in history.window(summary, "memory", through, window):
+        for r in windows["memory"]:
             assert r.peak_memory is not None
             model.memory.recall(r.input_bytes, r.peak_memory, weight=r.realtime or 1.0,
                                 allocation=r.memory, attempt=r.attempt)  # fmt: skip
-        for r in history.window(summary, "time", through, window):
+        for r in windows["time"]:
             assert r.realtime is not None
             model.time.recall(r.input_bytes, r.realtime, allocation=r.time, attempt=r.attempt)
-        for r in history.window(summary, "out_of_memory", through, KEPT_FAILURES):
+        for r in windows["out_of_memory"]:
             assert r.memory is not None
             model.memory.fail(r.input_bytes, r.memory)
-        for r in history.window(summary, "time_limit", through, KEPT_FAILURES):
+        for r in windows["time_limit"]:
             assert r.time is not None
             model.time.fail(r.input_bytes, r.time)
 
@@ -338,7 +351,8 @@ class PredictiveResolver(Resolver):
         """Effective resources from the process's model, or ``None`` for a process never seen."""
         if not request.process:
             return None
-        self.refresh()
+        if self.follow:
+            self.refresh()
         with self._lock:  # a fit is cached in the model: one thread at a time
             model = self._pick(request)
             if model is None:
