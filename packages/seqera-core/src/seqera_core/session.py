@@ -100,7 +100,9 @@ class Session:
             keeps them in its own log.
         ledger: where the run keeps its ledger of submission keys (``runs/`` of the
             engine's work directory), so the run after a crash adopts its jobs (see
-            :mod:`seqera_core.resume`); none: nothing is adopted.
+            :mod:`seqera_core.resume`); none: nothing is adopted. A backend that keeps its
+            jobs on disk to be adopted (local) keeps them beside it, in ``NAME-jobs/``,
+            unless its settings name a ``state`` directory.
     """
 
     def __init__(
@@ -138,6 +140,7 @@ class Session:
         self._recorder: Recorder | None = None
         self.resolvers: list[Resolver] = []
         self._resume: Resume | None = None
+        self._ledger_dir = ledger
         path = config.get("platform")
         self.platform: Platform | None = platforms.load(path) if path else None
         name = str(config.get("backend"))
@@ -209,7 +212,8 @@ class Session:
             if self._closed:
                 raise UsageError("the session is closed")
             if self._backend is None:
-                options = {**self.backend_settings, **self._backend_options}
+                options = {**self._state(self.entry), **self.backend_settings,
+                           **self._backend_options}  # fmt: skip
                 if self.entry.composite:  # it opens its backends as this run would
                     options = {**self.backend_settings, "opener": self._open_one,
                                "platform": self.platform, "expected": self._expected()}  # fmt: skip
@@ -239,7 +243,8 @@ class Session:
         the ``--seqera-backend-option`` pass-through too."""
         found = entry(name)
         own = self.platform.settings if self.platform and self.platform.scheduler == name else {}
-        options = {**own, **(self.config.section(found.section) if found.section else {})}
+        options = {**self._state(found), **own,
+                   **(self.config.section(found.section) if found.section else {})}  # fmt: skip
         if found.batch:
             options.update(self._backend_options)
         chosen = self._work_dir(found) if callable(self._work_dir) else self._work_dir
@@ -254,6 +259,13 @@ class Session:
             fork_server=fork_server,
             **options,
         )
+
+    def _state(self, found: BackendEntry) -> dict[str, Path]:
+        """Where a backend that keeps its jobs on disk keeps them: beside the ledger, so the
+        run after a crash finds by key what it started (none without a ledger)."""
+        if not found.readopts or self._ledger_dir is None:
+            return {}
+        return {"state": self._ledger_dir.parent / f"{found.name}-jobs"}
 
     def _expected(self) -> Callable[[JobSpec], float | None] | None:
         """Expected run times from the history (the longest run of a job's process)."""

@@ -19,7 +19,7 @@ _D = "seqera_core.dialects."
 _B = "seqera_core.backends."
 
 LOCAL = BackendEntry("local", f"{_B}local._backend", "LocalBackend", section="local",
-                     dialect=f"{_D}local:submission", forks=True)  # fmt: skip
+                     dialect=f"{_D}local:submission", forks=True, readopts=True)  # fmt: skip
 SLURM = BackendEntry("slurm", f"{_B}batch.slurm", "SlurmBackend", batch=True, section="slurm",
                      dialect=f"{_D}slurm:submission")  # fmt: skip
 PBS = BackendEntry("pbs", f"{_B}batch.pbs", "PbsBackend", batch=True,

@@ -68,6 +68,10 @@ class BackendEntry:
     #: Runs jobs on other backends of this registry (routing): its constructor takes
     #: ``opener``, which opens one of them by name as the run would open it alone.
     composite: bool = False
+    #: Keeps its jobs on disk under ``state`` (a directory), so the backend of the run
+    #: after a crash takes them back and finds them by key (a scheduler needs none: it
+    #: keeps them itself). A session with a resume ledger gives it one beside the ledger.
+    readopts: bool = False
 
     def submission(
         self, request: ResourceRequest, settings: Mapping[str, Any] | None = None

@@ -26,13 +26,16 @@ in its group is killed before it is reaped. Time limits and cancellation send SI
 the group, then SIGKILL after ``kill_grace`` seconds; memory enforcement sends SIGKILL at
 once, as the kernel OOM killer. A job killed by signal N reports exit code 128 + N.
 
-Re-adoption: with a ``state`` directory, every job is recorded there (``_local_records``:
-its spec when queued, its leader's pid and start time when started, its exit status
-written by a ``sh`` wrapper, how it ended), so a new backend on the same directory, after
-its predecessor died (even by SIGKILL), takes the jobs back: running ones are polled,
-sampled, time-limited and cancellable again, finished ones report their exit code, and
-queued ones (whose queue died) are queued again; none runs twice. ``find(keys)`` answers
-which submission keys it holds. ``detach()`` stops watching without ending the jobs.
+Re-adoption: with a ``state`` directory, every job is recorded there (``_records``: its
+spec when queued, its leader's pid and start time when started, its exit status written
+as it ends by a ``sh`` wrapper or, for a fork, by the job and its fork server, how it
+ended), so a new backend on the same directory, after its predecessor died (even by
+SIGKILL), takes the jobs back: running ones are polled, sampled, time-limited and
+cancellable again, finished ones report their exit code, and queued ones (whose queue
+died) are queued again; none runs twice. The fork server works the same with or without
+it. ``find(keys)`` answers which submission keys it holds. ``detach()`` stops watching
+without ending the jobs; ``close()`` deletes the records of the jobs whose end a poll
+reported (the rest are pruned a week after they ended).
 """
 
 from __future__ import annotations
@@ -85,12 +88,10 @@ class LocalBackend(Backend):
         memory_cgroups: put jobs in memory cgroups where one can be made (False: sample).
         preload: Python entry points (``module`` or ``module:function``) a fork server,
             started at once, loads; ``PYTHON -m MODULE`` jobs of those packages then
-            start as its forks (about 0.2 s of CPU for a Snakemake job, not 3.7 s); not
-            with ``state``.
+            start as its forks (about 0.2 s of CPU for a Snakemake job, not 3.7 s).
         fork_server: a fork server the caller started earlier (``ForkServer(preload,
             fork=True)``, forked from an engine before it ran threads), used instead of
-            starting one for ``preload``; the backend owns it from then on, and closes it
-            at once with ``state``.
+            starting one for ``preload``; the backend owns it from then on.
         state: a directory where jobs are recorded, so a later backend on it re-adopts
             them (see the module's docstring); None keeps nothing on disk.
     """
@@ -139,14 +140,10 @@ class LocalBackend(Backend):
         self._thread: threading.Thread | None = None
         self._wakeup: Wakeup | None = None
         self._detached = False
-        self._records = None if state is None else JobRecords(state)
+        self._records = None if state is None else JobRecords(state, self._instance)
         if self._records is not None:
             self._adopt(self._records)
-        # A re-adoptable job is a process with its wrapper: no fork server then.
-        if fork_server is not None and state is not None:
-            fork_server.close()
-            fork_server = None
-        if fork_server is None and preload and state is None:
+        if fork_server is None and preload:
             fork_server = ForkServer(preload)
         self._forker = fork_server
 
@@ -169,7 +166,11 @@ class LocalBackend(Backend):
         with self._lock:
             self.calls["poll"] += 1
             now = time.monotonic()
-            return [self._status(handle, now) for handle in handles]
+            statuses = [self._status(handle, now) for handle in handles]
+            for status in statuses:
+                if status.state.finished and (job := self._find(status.handle)) is not None:
+                    job.reported = True  # the caller has its end: the record may go
+            return statuses
 
     def wait(self, handles: Sequence[JobHandle], timeout: float) -> bool:
         """Block until one of ``handles`` has finished or ``timeout`` seconds pass.
@@ -233,6 +234,10 @@ class LocalBackend(Backend):
             forker.close()
         if self._cgroups is not None:
             self._cgroups.close()
+        if self._records is not None:
+            with self._lock:
+                seen = [i for i, job in self._jobs.items() if job.reported and job.state.finished]
+            self._records.close(prune=seen)
 
     def find(self, keys: Sequence[str]) -> dict[str, JobHandle]:
         """The jobs carrying these submission keys (see ``job_key``), by key."""
@@ -251,6 +256,10 @@ class LocalBackend(Backend):
             if self._thread is not None:
                 self._wake()
             self._idle.wait_for(lambda: self._thread is None, timeout)
+            forker, self._forker = self._forker, None
+        if forker is not None:
+            forker.detach()  # its jobs run on; it records their ends
+        self._records.close()
 
     def __enter__(self) -> LocalBackend:
         return self
@@ -390,7 +399,7 @@ class LocalBackend(Backend):
         if self._forker is not None:
             self._forker.collect()
         for job in list(self._running.values()):
-            ended = reap(job, self._forker, self._records)
+            ended = reap(job, self._forker, self._records, now)
             if ended is None:
                 continue
             self.calls["reap"] += 1

@@ -213,9 +213,12 @@ class ForkServer:
         env: Mapping[str, str],
         streams: Sequence[int],
         cgroup: str | None = None,
+        record: str | None = None,
     ) -> int | None:
         """Fork ``command`` with these directory, environment and (stdout[, stderr]) fds;
-        the child joins ``cgroup`` (a ``cgroup.procs`` file) before anything else.
+        the child joins ``cgroup`` (a ``cgroup.procs`` file) before anything else. With
+        ``record`` (the job's record directory, ``_records``), the server records the
+        job's pid before it answers, and its exit status when it ends.
 
         Returns the job's pid (leader of its own session), or ``None`` if the server
         cannot (or has not preloaded yet): the caller then starts a new process.
@@ -231,6 +234,7 @@ class ForkServer:
             "cwd": cwd,
             "env": dict(env),
             "cgroup": cgroup,
+            "record": record,
         }
         if not self._send(request, list(streams)):
             return None
@@ -268,6 +272,14 @@ class ForkServer:
         """``(wait status, peak bytes, CPU seconds)`` of an ended job (status ``None``: lost
         with the server), or ``None`` while it runs."""
         return self._exits.pop(pid, None)
+
+    def detach(self) -> None:
+        """Stop talking to the server and leave its jobs running: it waits for them (and
+        records their ends where they have a record), then exits on its own."""
+        self._running.clear()  # not ours to stop or report any more
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
 
     def close(self, timeout: float = 5.0) -> None:
         """End the server: it lets running jobs finish, so call it when none run."""

@@ -15,14 +15,19 @@ takes its interpreter's name back.
 Messages, both ways: a 4-byte big-endian length, then that much JSON. File descriptors
 ride on the length (``SCM_RIGHTS``, see unix(7)).
 
-- ``spawn`` (id, module, args, cwd, env), with the job's stdout and stderr descriptors
-  (one when both streams share a file): the server forks; the child becomes the job
-  exactly as ``python -m MODULE ARGS`` started with that environment, directory and
+- ``spawn`` (id, module, args, cwd, env, cgroup, record), with the job's stdout and
+  stderr descriptors (one when both streams share a file): the server forks; the child
+  becomes the job exactly as ``python -m MODULE ARGS`` started with that environment, directory and
   streams would see it (its own session, the signal dispositions of a new interpreter,
   an empty signal mask, stdin from /dev/null, ``sys.argv``, ``sys.path[0]`` the
   directory, the environment replaced, not merged) and runs the module as ``__main__``; an uncaught
   exception prints its traceback and is exit code 1, ``sys.exit`` is honoured as the
-  interpreter does. Reply: ``started`` (id, pid) or ``failed`` (id, reason).
+  interpreter does. Reply: ``started`` (id, pid) or ``failed`` (id, reason). With a
+  ``record`` (the job's directory in the backend's ``state``, ``_records``), the server
+  writes the job's ``pid`` line there before it replies, the child its own exit code
+  as it ends and the server the wait status before it reaps the leader (``_marks``): a
+  backend that died meanwhile leaves a job the next one re-adopts as it would a job
+  started as a new process.
 - ``signal`` (pid, signum): sent to the job's process group only while its leader has
   not been reaped here, so a group id that the kernel recycled is never hit.
 - ``exited`` (pid, status, maxrss, cpu), from the server when a job's leader ends: as the
@@ -33,9 +38,9 @@ ride on the length (``SCM_RIGHTS``, see unix(7)).
   and ``cpu`` its rusage's user + system seconds.
 
 End of input (the backend closed the socket or died): no more jobs start; the server
-waits for the running ones, as jobs started by ``subprocess`` would outlive the backend
-too, and exits at once (``os._exit``: tearing down a preloaded interpreter is work for
-nothing).
+waits for the running ones (recording their ends where they have a ``record``), as
+jobs started by ``subprocess`` would outlive the backend too, and exits at once
+(``os._exit``: tearing down a preloaded interpreter is work for nothing).
 
 What a fork does not reset: modules imported by the preload (or by the engine before
 the server forked from it) stay imported (that is the point), with whatever they read
@@ -58,9 +63,11 @@ import socket
 import struct
 import sys
 import traceback
+from pathlib import Path
 from typing import Any, NoReturn
 
 from ..squash._launcher import _preload, _run_as_main
+from ._marks import write_exit, write_pid
 
 __all__ = ["MAX_FDS", "receive", "send", "serve_forked"]
 
@@ -152,6 +159,9 @@ def _child(sock: socket.socket, request: dict[str, Any], fds: list[int]) -> None
         with contextlib.suppress(BaseException):
             sys.stdout.flush()
             sys.stderr.flush()
+        if request.get("record"):  # before it ends: its server may be gone by then
+            with contextlib.suppress(BaseException):
+                write_exit(Path(str(request["record"])), code & 0xFF)
         os._exit(code)
 
 
@@ -186,7 +196,7 @@ def _stdio() -> None:
 class _Server:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.children: set[int] = set()
+        self.children: dict[int, str | None] = {}  # pid -> its record directory
         self.accepting = True
 
     def run(self) -> None:
@@ -238,7 +248,11 @@ class _Server:
             return
         if pid == 0:
             _child(self.sock, message, fds)  # never returns
-        self.children.add(pid)
+        record = message.get("record")
+        self.children[pid] = str(record) if record else None
+        if record:  # before "started": the backend may die the moment it reads it
+            with contextlib.suppress(OSError):
+                write_pid(Path(str(record)), pid)
         self._reply({"op": "started", "id": message.get("id"), "pid": pid})
 
     def _reap(self) -> None:
@@ -246,15 +260,19 @@ class _Server:
             try:
                 ended = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
-                self.children.discard(pid)
+                self.children.pop(pid, None)
                 continue
             if ended is None:
                 continue
+            record = self.children[pid]
+            if record:  # before reaping: while the zombie lasts, a reader waits for this
+                killed = ended.si_code != os.CLD_EXITED
+                write_exit(Path(record), -ended.si_status if killed else ended.si_status)
             # The zombie leader still holds the group id: this cannot reach a recycled group.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
             _, status, usage = os.wait4(pid, 0)
-            self.children.discard(pid)
+            del self.children[pid]
             maxrss = usage.ru_maxrss * 1024  # kilobytes on Linux
             cpu = round(usage.ru_utime + usage.ru_stime, 3)
             self._reply({"op": "exited", "pid": pid, "status": status, "maxrss": maxrss,

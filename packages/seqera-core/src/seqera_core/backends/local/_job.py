@@ -47,6 +47,8 @@ class LocalJob:
     started_wall: float | None = None
     forked: bool = False  # a child of the fork server, not of this process
     cgroup: Path | None = None  # its own memory cgroup, where the kernel enforces the limit
+    gone_at: float | None = None  # when an adopted leader was first seen ended (a zombie)
+    reported: bool = False  # a poll reported it finished: its record can go at close
 
     @classmethod
     def of(cls, handle: JobHandle, spec: JobSpec) -> LocalJob:

@@ -7,8 +7,9 @@ A job whose argv is ``PYTHON -m MODULE ...`` of a package the fork server preloa
 (``_forking``) starts as a fork of that server instead of a new interpreter: same log
 files, directory, environment, session and exit code; its ``ru_maxrss`` counts from the
 fork, since every page resident then is the job's own. Every other job starts as a new
-process, and so does every job of a backend with a ``state`` directory (its ``sh``
-wrapper, ``_local_records.wrap``, writes the exit status a later backend re-adopts).
+process. A backend with a ``state`` directory keeps both kinds re-adoptable: a new
+process runs in a ``sh`` wrapper (``_records.wrap``) that writes its exit status; a fork
+is given its record directory, where the server and the job write the same (``_marks``).
 A command that cannot start fails as a shell reports it: 127 not found, 126 otherwise.
 """
 
@@ -86,7 +87,8 @@ def launch(
         out.close()
         return NotStarted(None, f"cannot open a log file: {exc}")
     try:
-        if _fork(job, forker, out, err, procs):
+        record = None if records is None else str(records.directory(job.handle.native_id))
+        if _fork(job, forker, out, err, procs, record):
             calls["fork"] += 1
             return None
         env = environment(job)
@@ -124,13 +126,18 @@ def launch(
 
 
 def _fork(
-    job: LocalJob, forker: ForkServer | None, out: IO[bytes], err: IO[bytes], procs: str | None
+    job: LocalJob,
+    forker: ForkServer | None,
+    out: IO[bytes],
+    err: IO[bytes],
+    procs: str | None,
+    record: str | None,
 ) -> bool:
     """Start ``job`` as a fork of the preloaded server, if it is one it can start."""
     if forker is None or not forker.accepts(job.spec.command):
         return False
     streams = [out.fileno()] if err is out else [out.fileno(), err.fileno()]
-    pid = forker.spawn(job.spec.command, job.spec.workdir, environment(job), streams, procs)
+    pid = forker.spawn(job.spec.command, job.spec.workdir, environment(job), streams, procs, record)
     if pid is None:
         return False
     job.forked, job.pid = True, pid

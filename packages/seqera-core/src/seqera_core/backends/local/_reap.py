@@ -11,8 +11,10 @@ Three kinds of leader, three ways to learn its end:
 * a child of the fork server: the server does the same and reports the wait status and
   ``ru_maxrss`` (``_forking.ForkServer.exit_status``); a server that died lost it.
 * an adopted job (started by an earlier backend on the same ``state``): it is nobody's
-  child here; its end is its pid gone (or a zombie), its status the file its ``sh``
-  wrapper wrote, and what it left in its group is not killed.
+  child here; its end is its pid gone (or a zombie), its status the ``exit`` file its
+  ``sh`` wrapper, or for a fork the job and its server, wrote (``_marks``); a zombie
+  with no status yet is given ``ZOMBIE_PATIENCE`` seconds for its server to write it.
+  What it left in its group is not killed.
 
 A job killed by signal N reports exit code 128 + N, as shells do (``_local_job.outcome``).
 """
@@ -27,9 +29,14 @@ from attrs import frozen
 
 from ._forking import ForkServer
 from ._job import LocalJob
-from ._records import JobRecords, start_ticks
+from ._marks import leader
+from ._records import JobRecords
 
-__all__ = ["Ended", "reap", "send_signal"]
+__all__ = ["ZOMBIE_PATIENCE", "Ended", "reap", "send_signal"]
+
+# Seconds an adopted leader may stay a zombie with no exit status before it counts as
+# lost: its fork server writes the status between the leader's end and its reaping.
+ZOMBIE_PATIENCE = 5.0
 
 
 @frozen
@@ -44,12 +51,14 @@ class Ended:
     cpu: float | None = None
 
 
-def reap(job: LocalJob, forker: ForkServer | None, records: JobRecords | None) -> Ended | None:
+def reap(
+    job: LocalJob, forker: ForkServer | None, records: JobRecords | None, now: float
+) -> Ended | None:
     """How ``job``'s leader ended, or ``None`` while it runs (reaping it if it is a child)."""
     if job.forked:
         return _forked(job, forker)
     if job.adopted:
-        return _adopted(job, records)
+        return _adopted(job, records, now)
     return _child(job)
 
 
@@ -95,13 +104,24 @@ def _forked(job: LocalJob, forker: ForkServer | None) -> Ended | None:
     return Ended(os.waitstatus_to_exitcode(status), peak=maxrss, cpu=cpu)
 
 
-def _adopted(job: LocalJob, records: JobRecords | None) -> Ended | None:
-    if start_ticks(job.pid) is not None:
-        return None  # still running (a zombie waiting for init counts as ended)
+def _adopted(job: LocalJob, records: JobRecords | None, now: float) -> Ended | None:
+    seen = leader(job.pid)
+    if seen is not None and not seen.zombie:
+        return None  # still running
     code = None
     if records is not None:
         with contextlib.suppress(OSError, ValueError):
             code = int(records.exit_file(job.handle.native_id).read_text().strip())
+    if code is None and seen is not None:
+        # A zombie with no status yet: a fork server writes it before it reaps the leader
+        # (and init reaps one whose parent died); wait for either, a while.
+        if job.gone_at is None:
+            job.gone_at = now
+            if job.pidfd is not None:  # readable from now on: it would wake us in a loop
+                os.close(job.pidfd)
+                job.pidfd = None
+        if now - job.gone_at < ZOMBIE_PATIENCE:
+            return None
     if code is None and job.kill_at is not None:  # ended by our own signal
         code = -(signal.SIGKILL if job.killed else signal.SIGTERM)
     if code is None:

@@ -1,33 +1,47 @@
 """On-disk records of local jobs, so a new LocalBackend re-adopts what a dead one started.
 
 One directory per job under the backend's ``state`` directory (0700; files 0600, since
-the spec holds the job's environment):
+the spec holds the job's environment), named by its native id ``INSTANCE.N``:
 
 * ``job.json``: the handle and the spec, written when the job is queued;
-* ``pid``: the leader's pid and its start time in clock ticks after boot (field 22 of
-  ``/proc/<pid>/stat``, proc(5)), so a recycled pid is never taken for the job;
-* ``exit``: the exit status, written by a ``sh`` wrapper around the command when the
-  command ends, whether or not a backend is still watching;
+* ``pid`` and ``exit`` (``_marks``): the leader's pid and start time, written when it is
+  spawned (by the fork server too, for a fork, before it says the job started), and the
+  exit status, written as the job ends whether or not a backend still watches (by a
+  ``sh`` wrapper around a new process; by a forked job itself and its fork server);
 * ``final.json``: how the job ended as its backend saw it (state, reason, flags, usage),
   written when a live backend finishes it.
 
+Each backend instance holds ``INSTANCE.lock`` (``flock(2)``, exclusive) while it lives;
+the kernel drops it when the process dies, ``kill -9`` included, as the resume ledger's
+locks (``seqera_core.resume._ledger``). A new backend adopts only the jobs of instances
+whose lock it can take, and keeps that lock: two backends on one directory (two runs of
+one workflow directory) never take each other's jobs, and two successors never share a
+dead one's.
+
 :func:`recover` reads one directory back: finished (``final.json``, or a dead leader and
-its ``exit``), running (the leader alive with the same start time, or found by its
-``SEQERA_JOB_ID`` in ``/proc/*/environ`` when the old backend died between spawning it
-and writing ``pid``), or never started (queued: its old queue died with its backend).
-A leader that died with no ``exit`` was killed while no backend watched it.
+its ``exit``), running (the leader alive with the same start time, a zombie whose parent
+is about to write its status included, or found by its ``SEQERA_JOB_ID`` in
+``/proc/*/environ`` when the old backend died between spawning it and writing ``pid``),
+or never started (queued: its old queue died with its backend). A leader that died with
+no ``exit`` was killed while no backend watched it.
+
+Pruning: a finished job's record goes when a backend that reported its end to a poll
+closes (:meth:`JobRecords.close`), or 7 days after it ended (a run that died before it
+saw the end may still look for it until then); a dead instance's lock goes with its last
+record.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import attrs
 from attrs import frozen
@@ -35,6 +49,7 @@ from attrs import frozen
 from ... import wire
 from ...models import ResourceRequest
 from ..base import JobHandle, JobSpec
+from ._marks import EXIT, PID, leader, read_exit, write_pid, write_whole
 
 __all__ = ["KEY_VARIABLE", "JobRecords", "Recovered", "job_key", "wrap"]
 
@@ -43,6 +58,7 @@ KEY_VARIABLE = "SEQERA_SUBMISSION_KEY"
 # the shell too, so the leader's own status still says "killed by SIGTERM".
 _WRAPPER = 'e=$1; shift; "$@"; s=$?; echo "$s" > "$e"; exit "$s"'
 _PRUNE_AFTER = 7 * 86400
+_LOCK = ".lock"
 
 
 def wrap(command: tuple[str, ...], exit_file: Path, cwd: str | None, path: str | None) -> list[str]:
@@ -66,17 +82,6 @@ def wrap(command: tuple[str, ...], exit_file: Path, cwd: str | None, path: str |
 def job_key(spec: JobSpec) -> str | None:
     """The submission key a job carries: the spec's ``key``, else its environment's."""
     return spec.key if spec.key is not None else spec.env.get(KEY_VARIABLE)
-
-
-def start_ticks(pid: int) -> int | None:
-    """The process's start time after boot in clock ticks; None if gone or a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as file:
-            stat = file.read()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(b")") + 2 :].split()
-    return None if fields[0] == b"Z" else int(fields[19])
 
 
 def _find_by_environment(native_id: str) -> int | None:
@@ -118,50 +123,87 @@ def _spec(document: Mapping[str, Any]) -> JobSpec:
     return JobSpec(**values)
 
 
+def _take(path: Path) -> IO[bytes] | None:
+    """The lock file, opened and locked; None while a live backend holds it."""
+    file = path.open("ab")
+    try:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        file.close()
+        return None
+    except BaseException:
+        file.close()
+        raise
+    return file
+
+
+def _instance(native_id: str) -> str:
+    return native_id.partition(".")[0]
+
+
 class JobRecords:
-    """The ``state`` directory of one local backend (at most one backend at a time)."""
+    """The ``state`` directory of local backends, as the one with ``instance`` sees it.
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root)
+    Raises:
+        RuntimeError: another live backend holds ``instance``.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], instance: str) -> None:
+        # Absolute: a forked job and a wrapper write its exit file from the job's directory.
+        self.root = Path(root).absolute()
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.instance = instance
+        own = _take(self.root / f"{instance}{_LOCK}")
+        if own is None:
+            raise RuntimeError(f"local backend {instance} already holds {self.root}")
+        self._held: dict[str, IO[bytes]] = {instance: own}  # instances whose jobs are ours
+        self._refused: set[str] = set()  # instances a live backend holds
 
-    def _dir(self, native_id: str) -> Path:
+    def directory(self, native_id: str) -> Path:
+        """The job's record directory."""
         return self.root / native_id
 
     def exit_file(self, native_id: str) -> Path:
         """Where the job's wrapper writes its exit status."""
-        return self._dir(native_id) / "exit"
-
-    def _write(self, path: Path, text: str) -> None:
-        # Written whole or not at all: a crash never leaves half a record.
-        partial = path.with_name(path.name + ".part")
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as file:
-            file.write(text)
-        os.replace(partial, path)
+        return self.directory(native_id) / EXIT
 
     def queued(self, handle: JobHandle, spec: JobSpec) -> None:
         """Record a job as it enters the queue."""
-        directory = self._dir(handle.native_id)
+        directory = self.directory(handle.native_id)
         directory.mkdir(mode=0o700, exist_ok=True)
         document = {"handle": attrs.asdict(handle), "spec": _spec_document(spec),
                     "queued": time.time()}  # fmt: skip
-        self._write(directory / "job.json", json.dumps(document))
+        write_whole(directory / "job.json", json.dumps(document))
 
     def started(self, native_id: str, pid: int, started_wall: float) -> None:
         """Record the leader's pid and start time, right after spawning it."""
-        self._write(self._dir(native_id) / "pid", f"{pid} {start_ticks(pid)} {started_wall}\n")
+        write_pid(self.directory(native_id), pid, started_wall)
 
     def finished(self, native_id: str, final: Mapping[str, Any]) -> None:
         """Record how a job ended, as its backend saw it."""
         with contextlib.suppress(FileNotFoundError):  # a job whose record was pruned
-            self._write(self._dir(native_id) / "final.json", json.dumps(dict(final)))
+            write_whole(self.directory(native_id) / "final.json", json.dumps(dict(final)))
+
+    def _ours(self, instance: str) -> bool:
+        """Whether the jobs of ``instance`` are this backend's: its own, or a dead one's
+        (whose lock it then holds)."""
+        if instance in self._held:
+            return True
+        if instance in self._refused:
+            return False
+        held = _take(self.root / f"{instance}{_LOCK}")
+        if held is None:
+            self._refused.add(instance)
+            return False
+        self._held[instance] = held
+        return True
 
     def __iter__(self) -> Iterator[Recovered]:
-        """Every job recorded here, read back (unreadable records are skipped)."""
+        """Every job of a dead backend recorded here, read back (unreadable records are
+        skipped, and ones that ended more than 7 days ago pruned)."""
         now = time.time()
         for directory in sorted(self.root.iterdir()):
-            if not directory.is_dir():
+            if not directory.is_dir() or not self._ours(_instance(directory.name)):
                 continue
             try:
                 found = self._recover(directory)
@@ -171,6 +213,19 @@ class JobRecords:
                 shutil.rmtree(directory, ignore_errors=True)
                 continue
             yield found
+
+    def close(self, prune: Iterable[str] = ()) -> None:
+        """Delete the records of the jobs ``prune`` (native ids: ended, and their end
+        reported), then release the locks, deleting those of instances with no record left."""
+        for native_id in prune:
+            shutil.rmtree(self.directory(native_id), ignore_errors=True)
+        left = {_instance(p.name) for p in self.root.iterdir() if p.is_dir()}
+        for instance, held in self._held.items():
+            if instance not in left:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.root / f"{instance}{_LOCK}")
+            held.close()
+        self._held.clear()
 
     def _recover(self, directory: Path) -> Recovered:
         document = json.loads((directory / "job.json").read_text())
@@ -182,20 +237,22 @@ class JobRecords:
                              final=final)  # fmt: skip
         pid, ticks, started_wall = 0, None, None
         with contextlib.suppress(FileNotFoundError):
-            first, second, third = (directory / "pid").read_text().split()
+            first, second, third = (directory / PID).read_text().split()
             pid, ticks, started_wall = int(first), second, float(third)
-        if pid and ticks != "None" and str(start_ticks(pid)) == ticks:
+        exit_file = directory / EXIT
+        seen = leader(pid) if pid else None
+        # A zombie with no status yet: its parent (a fork server) writes it before reaping.
+        if seen is not None and str(seen.ticks) == ticks and not (seen.zombie and
+                                                                  exit_file.exists()):  # fmt: skip
             return Recovered("running", handle, spec, pid, started_wall)
-        exit_file = directory / "exit"
         if not pid:
             found = _find_by_environment(handle.native_id)
             if found is not None:  # spawned, but its backend died before writing pid
                 return Recovered("running", handle, spec, found, os.stat(directory).st_mtime)
             if not exit_file.exists():
                 return Recovered("queued", handle, spec)
-        code = None
         ended = None
-        with contextlib.suppress(FileNotFoundError, ValueError):
+        with contextlib.suppress(FileNotFoundError):
             ended = exit_file.stat().st_mtime
-            code = int(exit_file.read_text().strip())
+        code = read_exit(directory)
         return Recovered("finished", handle, spec, pid, started_wall, ended, code)
