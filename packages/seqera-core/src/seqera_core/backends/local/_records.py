@@ -55,8 +55,15 @@ __all__ = ["KEY_VARIABLE", "JobRecords", "Recovered", "job_key", "wrap"]
 
 KEY_VARIABLE = "SEQERA_SUBMISSION_KEY"
 # "$1" is the exit file; the command follows. No trap: a signal to the job's group ends
-# the shell too, so the leader's own status still says "killed by SIGTERM".
-_WRAPPER = 'e=$1; shift; "$@"; s=$?; echo "$s" > "$e"; exit "$s"'
+# the shell too, so the leader's own status still says "killed by SIGTERM". A command
+# killed alone (by itself, or the OOM killer) ends the shell with the same signal, as
+# its status says (128 + N, POSIX "Exit Status for Commands"), so the leader's status
+# still reads "killed by SIGKILL". The shell's own stderr is /dev/null (the command's is
+# fd 3's copy of it): its job-status note ("Killed") is no line of the job's log.
+_WRAPPER = (
+    'exec 3>&2 2>/dev/null; e=$1; shift; "$@" 2>&3 3>&-; s=$?; echo "$s" > "$e"; '
+    'if [ "$s" -gt 128 ] && [ "$s" -le 192 ]; then kill -"$((s - 128))" "$$"; fi; exit "$s"'
+)
 _PRUNE_AFTER = 7 * 86400
 _LOCK = ".lock"
 
