@@ -1,8 +1,18 @@
-"""``seqera run``: one command on any backend; waits, streams its output, exits with its code."""
+"""``seqera run``: one command on any backend; waits, streams its output, exits with its code.
+
+A job accepted runs once even if ``seqera run`` is killed (``kill -9``) while it runs: the
+job carries a submission key made from what it is (its directory, command, name and
+attempt), and each run keeps a ledger of it (``seqera_core.resume``) under
+``~/.seqera/run/<key>/``, where the local backend keeps its records too; the same
+command run again adopts the job the dead run left (waits for it and streams its output,
+or reports how it ended) instead of starting a second copy. A job whose end a run saw,
+a failed one and a cancelled one run again when asked again.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import shlex
@@ -24,6 +34,7 @@ from ..dialects.human import DURATION_FORMS, SIZE_FORMS, parse_duration, parse_s
 from ..errors import ResourceError, UsageError
 from ..models import Accelerator, ResourceRequest
 from ..outcomes import cause, failure_message
+from ..resume import job_key
 from ..session import Finished, Session
 from ..units import format_bytes, format_seconds
 from ._args import key_value, settings
@@ -39,6 +50,8 @@ __all__ = [
     "run",
 ]
 
+# Where each command's runs keep their ledgers (and the local backend its job records).
+_RESUME_HOME = "~/.seqera/run"
 # The longest pause between polls: local polls are free, a scheduler's are not.
 _MAX_DELAY = {"local": 0.25}
 # The engine task key of the one job a run submits (its attempts share it).
@@ -228,6 +241,10 @@ def run(args: argparse.Namespace) -> int:
         **{f"batch.{key}": value for key, value in batch.items()},
     )
     request = _request(args)
+    workdir = os.path.abspath(args.workdir or os.getcwd())
+    # the same command in the same place: one key, one ledger directory, for all its runs
+    what = job_key("seqera-run", workdir, command, args.name)
+    resume = Path(os.path.expanduser(_RESUME_HOME)) / what
     with tempfile.TemporaryDirectory(prefix="seqera-run-") as logdir:
         session = Session(
             config,
@@ -238,6 +255,7 @@ def run(args: argparse.Namespace) -> int:
             # A batch scheduler's job scripts go to its own default place (visible to the
             # nodes); locally the logs are ours and go with the run.
             work_dir=lambda backend: None if backend.batch else logdir,
+            ledger=resume / "runs",
         )
         with session:
             if session.records_history:
@@ -251,6 +269,17 @@ def run(args: argparse.Namespace) -> int:
                 if flag in ("ecs", "batch") and f"{flag}." in str(exc):
                     raise UsageError(f"{exc} (or --{flag} KEY=VALUE)") from None
                 raise
+            finally:
+                session.close()
+                _tidy(resume)
+
+
+def _tidy(resume: Path) -> None:
+    """Remove the command's ledger directory once nothing is left in it (a run that
+    saw its job end deletes its ledger; the local backend its records)."""
+    for directory in (*sorted(resume.iterdir(), reverse=True), resume) if resume.is_dir() else ():
+        with contextlib.suppress(OSError):  # not empty: kept for the next run
+            directory.rmdir()
 
 
 def _process(command: list[str]) -> str:
@@ -312,7 +341,7 @@ def _attempt(
     for note in prepared.notes:
         if note.startswith("retry after"):
             _say(f"{note}: {_sizes(request)}")
-    status = _submit_and_wait(session.backend, command, request, args, logdir)
+    status = _submit_and_wait(session, command, request, args, logdir)
     if isinstance(status, JobStatus):
         session.record([Finished(request, status, task_id=_TASK)])
     return status
@@ -325,32 +354,36 @@ def _sizes(request: ResourceRequest) -> str:
 
 
 def _submit_and_wait(
-    backend: Backend,
+    session: Session,
     command: list[str],
     request: ResourceRequest,
     args: argparse.Namespace,
     logdir: str,
 ) -> JobStatus | int:
     """The finished job's status, or the exit status after an interruption."""
+    backend = session.backend
     local = backend.name == "local"
+    workdir = os.path.abspath(args.workdir or os.getcwd())
     # base.JobSpec's bare `converter=tuple` leaves mypy an unsolved TypeVar for `command`.
     argv: Any = tuple(command)
     spec = JobSpec(
         args.name or Path(command[0]).name,
         argv,
         request,
-        workdir=args.workdir or os.getcwd(),
+        workdir=workdir,
         labels=request.labels,
         # Locally stdout and stderr stay apart so each reaches our own stream.
         stdout=os.path.join(logdir, "stdout") if local else None,
         stderr=os.path.join(logdir, "stderr") if local else None,
+        key=job_key("seqera-run", workdir, command, args.name, request.attempt),
     )
     handle: JobHandle | None = None
     tails: list[Tail] = []
     with interruptible() as signals:
         try:
             with signals.held():
-                (handle,) = backend.submit([spec])
+                # a job a killed run of this command left is adopted, not sent again
+                (handle,) = session.submit([spec])
             if args.verbose:
                 # under routing, the backend chosen and why
                 from ..backends.route import said
@@ -363,21 +396,22 @@ def _submit_and_wait(
             status = _wait(backend, handle, tails, limit=float("inf"))
         except (KeyboardInterrupt, Terminated) as exc:
             signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
-            return _cancel(backend, handle, tails, signum)
+            return _cancel(session, handle, tails, signum)
     if handle.stdout is None:
         sys.stdout.write(backend.logs(handle))
     _report(status, request, args.verbose)
     return status
 
 
-def _cancel(backend: Backend, handle: JobHandle | None, tails: list[Tail], signum: int) -> int:
+def _cancel(session: Session, handle: JobHandle | None, tails: list[Tail], signum: int) -> int:
+    backend = session.backend
     # A second Ctrl-C must not abandon a job half-way through its kill grace.
     if threading.current_thread() is threading.main_thread():
         for number in CANCELLING:
             signal.signal(number, signal.SIG_IGN)
     if handle is not None:
         _say(f"interrupted: cancelling job {handle.native_id}")
-        backend.cancel([handle])
+        session.cancel([handle])
         grace = backend.kill_grace
         status = _wait(backend, handle, tails, limit=grace + 10.0)
         if not status.state.finished:
