@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ..squash._launcher import _preload, _run_as_main
-from ._marks import write_exit, write_pid
+from ._marks import SERVER_NAME, write_exit, write_pid
 
 __all__ = ["MAX_FDS", "receive", "send", "serve_forked"]
 
@@ -290,7 +290,7 @@ class _Server:
 def serve(sock: socket.socket, entries: list[str]) -> int:
     """Preload ``entries``, say ``ready`` on ``sock``, and serve until its end of input and
     the last job's end; the exit code."""
-    _name("seqera-forks")
+    _name(SERVER_NAME)
     # Stray prints of a preloaded module go to stderr; stdin is not for them either.
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)

@@ -24,11 +24,13 @@ from pathlib import Path
 
 from attrs import frozen
 
-__all__ = ["EXIT", "PID", "Leader", "leader", "read_exit", "start_ticks", "write_exit",
-           "write_pid", "write_whole"]  # fmt: skip
+__all__ = ["EXIT", "PID", "SERVER_NAME", "Leader", "leader", "read_exit", "start_ticks",
+           "write_exit", "write_pid", "write_whole"]  # fmt: skip
 
 PID = "pid"
 EXIT = "exit"
+#: The fork server's name in ps (``comm``): a zombie whose parent is one gets its status.
+SERVER_NAME = "seqera-forks"
 
 
 def write_whole(path: Path, text: str) -> None:
@@ -42,11 +44,24 @@ def write_whole(path: Path, text: str) -> None:
 
 @frozen
 class Leader:
-    """A job leader as ``/proc`` shows it: its start ticks, and whether it is a zombie
-    (ended, not yet reaped by its parent)."""
+    """A job leader as ``/proc`` shows it: its start ticks, whether it is a zombie (ended,
+    not yet reaped by its parent), and whether that parent is a fork server, which
+    writes the job's exit status before it reaps it."""
 
     ticks: int
     zombie: bool
+    parent: int = 0
+
+    @property
+    def status_coming(self) -> bool:
+        """Ended, and its status not written yet but about to be (its parent serves forks)."""
+        if not self.zombie or self.parent <= 1:
+            return False
+        try:
+            with open(f"/proc/{self.parent}/comm") as file:
+                return file.read().strip() == SERVER_NAME
+        except OSError:
+            return False
 
 
 def leader(pid: int) -> Leader | None:
@@ -57,7 +72,7 @@ def leader(pid: int) -> Leader | None:
     except OSError:
         return None
     fields = stat[stat.rindex(b")") + 2 :].split()
-    return Leader(int(fields[19]), fields[0] in (b"Z", b"X"))
+    return Leader(int(fields[19]), fields[0] in (b"Z", b"X"), int(fields[1]))
 
 
 def start_ticks(pid: int) -> int | None:

@@ -12,8 +12,9 @@ Three kinds of leader, three ways to learn its end:
   ``ru_maxrss`` (``_forking.ForkServer.exit_status``); a server that died lost it.
 * an adopted job (started by an earlier backend on the same ``state``): it is nobody's
   child here; its end is its pid gone (or a zombie), its status the ``exit`` file its
-  ``sh`` wrapper, or for a fork the job and its server, wrote (``_marks``); a zombie
-  with no status yet is given ``ZOMBIE_PATIENCE`` seconds for its server to write it.
+  ``sh`` wrapper, or for a fork the job and its server, wrote (``_marks``); a fork
+  server's zombie with no status yet is given ``ZOMBIE_PATIENCE`` seconds for the server
+  to write it.
   What it left in its group is not killed.
 
 A job killed by signal N reports exit code 128 + N, as shells do (``_local_job.outcome``).
@@ -34,8 +35,8 @@ from ._records import JobRecords
 
 __all__ = ["ZOMBIE_PATIENCE", "Ended", "reap", "send_signal"]
 
-# Seconds an adopted leader may stay a zombie with no exit status before it counts as
-# lost: its fork server writes the status between the leader's end and its reaping.
+# Seconds an adopted leader may stay a fork server's zombie with no exit status before it
+# counts as lost: the server writes the status between the leader's end and its reaping.
 ZOMBIE_PATIENCE = 5.0
 
 
@@ -112,9 +113,8 @@ def _adopted(job: LocalJob, records: JobRecords | None, now: float) -> Ended | N
     if records is not None:
         with contextlib.suppress(OSError, ValueError):
             code = int(records.exit_file(job.handle.native_id).read_text().strip())
-    if code is None and seen is not None:
-        # A zombie with no status yet: a fork server writes it before it reaps the leader
-        # (and init reaps one whose parent died); wait for either, a while.
+    if code is None and seen is not None and seen.status_coming:
+        # A zombie of a fork server, whose status it writes before it reaps the leader.
         if job.gone_at is None:
             job.gone_at = now
             if job.pidfd is not None:  # readable from now on: it would wake us in a loop

@@ -19,8 +19,8 @@ one workflow directory) never take each other's jobs, and two successors never s
 dead one's.
 
 :func:`recover` reads one directory back: finished (``final.json``, or a dead leader and
-its ``exit``), running (the leader alive with the same start time, a zombie whose parent
-is about to write its status included, or found by its ``SEQERA_JOB_ID`` in
+its ``exit``), running (the leader alive with the same start time, a fork server's
+zombie whose status the server is about to write included, or found by its ``SEQERA_JOB_ID`` in
 ``/proc/*/environ`` when the old backend died between spawning it and writing ``pid``),
 or never started (queued: its old queue died with its backend). A leader that died with
 no ``exit`` was killed while no backend watched it.
@@ -248,9 +248,12 @@ class JobRecords:
             pid, ticks, started_wall = int(first), second, float(third)
         exit_file = directory / EXIT
         seen = leader(pid) if pid else None
-        # A zombie with no status yet: its parent (a fork server) writes it before reaping.
-        if seen is not None and str(seen.ticks) == ticks and not (seen.zombie and
-                                                                  exit_file.exists()):  # fmt: skip
+        # A fork server's zombie with no status yet: the server writes it before reaping.
+        if (
+            seen is not None
+            and str(seen.ticks) == ticks
+            and (not seen.zombie or (seen.status_coming and not exit_file.exists()))
+        ):
             return Recovered("running", handle, spec, pid, started_wall)
         if not pid:
             found = _find_by_environment(handle.native_id)
