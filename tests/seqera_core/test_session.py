@@ -212,3 +212,33 @@ def test_an_attempt_that_ends_after_the_run_closed_is_said_not_raised(tmp_path: 
     session.settled([_status("2").handle])
     assert "after the run closed" in warnings[-1]
     assert open_history(path).count() == 0
+
+
+def test_a_local_job_of_a_run_killed_before_its_end_is_adopted_by_the_next(
+    tmp_path: Path,
+) -> None:
+    # The run's local backend keeps its jobs beside the ledger: the next run over the same
+    # directory finds the one a dead run left, by key, and sends nothing.
+    config = Config({"backend": "local"})
+    gate = tmp_path / "gate"
+    command = (
+        "sh",
+        "-c",
+        f"echo ran >> {tmp_path / 'ran'}; while [ ! -e {gate} ]; do sleep 0.05; done",
+    )
+    spec = JobSpec("j", command, ResourceRequest(memory=64 * MIB), key="k-1")
+    dead = Session(config, "seqera-run", ledger=tmp_path / "runs", run_id="dead")
+    (handle,) = dead.submit([spec])
+    assert (tmp_path / "local-jobs" / handle.native_id / "job.json").exists()
+    dead.backend.detach()  # type: ignore[attr-defined]
+    dead._resume._ledger._lock.close()  # type: ignore[union-attr]  # as a SIGKILL drops it
+    with Session(config, "seqera-run", ledger=tmp_path / "runs", run_id="next") as again:
+        (adopted,) = again.submit([spec])
+        assert adopted == handle
+        gate.touch()
+        deadline = time.monotonic() + 30
+        while not (status := again.poll([adopted])[0]).state.finished:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert status.state is JobState.SUCCEEDED
+    assert (tmp_path / "ran").read_text() == "ran\n"
