@@ -179,13 +179,14 @@ def _main(args: list[str]) -> int:
             return int(cwltool.main.main(argsl=["--help"]))
         except SystemExit as done:  # argparse's help ends with it
             return done.code if isinstance(done.code, int) else 0
+    workdir: Path | None = None
     try:
         options, rest = parse_options(args)
         workdir = (options.workdir or Path.cwd() / "cwltool-seqera-work").absolute()
         run_id = uuid.uuid4().hex[:12]
         session = make_session(options, workdir, run_id=run_id, run_name=_workflow_name(rest))
     except (SeqeraError, OSError) as err:
-        print(f"cwltool-seqera: error: {err}", file=sys.stderr)
+        print(f"cwltool-seqera: error: {_said(err, workdir)}", file=sys.stderr)
         return 2
     with session:
         staging = None
@@ -272,3 +273,13 @@ def _report(session: Session, path: Path | None) -> None:
         _log.warning("seqera: no report: %s", err)
         return
     _log.info("seqera: report of this run: %s", written.absolute())
+
+
+def _said(err: Exception, workdir: Path | None) -> str:
+    """The error, naming --seqera-workdir when it is about a file under it (a name too long,
+    a directory that cannot be made)."""
+    where = getattr(err, "filename", None)
+    if isinstance(err, OSError) and workdir and where and str(where).startswith(str(workdir)):
+        return (f"--seqera-workdir {str(workdir)!r}: cannot use {str(where)!r}: "
+                f"{err.strerror or err}; expected a directory this user can write")  # fmt: skip
+    return str(err)
