@@ -27,9 +27,10 @@ import attrs
 from attrs import frozen
 
 from . import platforms
+from ._opening import Opening, WorkDir
 from ._recorder import Recorder
 from .backends.base import Backend, JobHandle, JobSpec, JobState, JobStatus
-from .backends.registry import BackendEntry, entry, open_backend
+from .backends.registry import BackendEntry, entry
 from .config import Config
 from .errors import HistoryError, UsageError
 from .history import History
@@ -41,7 +42,7 @@ from .platforms import Platform
 from .resolvers import PredictiveResolver, Resolver, configured
 from .resume import Ledger, Orphan, Resume
 from .retries import Failure, rescued
-from .squash import SquashMode, SquashPolicy
+from .squash import SquashPolicy
 
 if TYPE_CHECKING:
     from .backends.local._forking import ForkServer
@@ -110,7 +111,7 @@ class Session:
         config: Config,
         engine: str,
         *,
-        work_dir: str | Path | Callable[[BackendEntry], str | Path | None] | None = None,
+        work_dir: WorkDir = None,
         run_id: str | None = None,
         metadata: Mapping[str, str] | None = None,
         backend_options: Mapping[str, Any] | None = None,
@@ -125,10 +126,7 @@ class Session:
         self.config = config
         self.engine = engine
         self.run_id = run_id or str(uuid.uuid4())
-        self._work_dir = work_dir
         self._warn = warn or _LOG.warning
-        self._backend_options = dict(backend_options or {})
-        self._preload = tuple(preload)
         self._fork_server = fork_server
         self._backend: Backend | None = None
         # Per engine task key: its last prepared attempt, and its last failure (what the
@@ -140,7 +138,6 @@ class Session:
         self._recorder: Recorder | None = None
         self.resolvers: list[Resolver] = []
         self._resume: Resume | None = None
-        self._ledger_dir = ledger
         path = config.get("platform")
         self.platform: Platform | None = platforms.load(path) if path else None
         name = str(config.get("backend"))
@@ -149,6 +146,8 @@ class Session:
             name = "route" if self.platform.route else self.platform.scheduler
         self.entry: BackendEntry = entry(name)
         self.squash = squash_policy(config, self.platform)
+        self._opening = Opening(config, self.platform, self.squash, work_dir,
+                                dict(backend_options or {}), tuple(preload), ledger)  # fmt: skip
         self.labels = run_labels(
             label_prefix or engine,
             {"engine": engine, **(metadata or {})},
@@ -189,21 +188,13 @@ class Session:
     @property
     def work_dir(self) -> Path | None:
         """Where the backend keeps job scripts and logs (``None``: its own default)."""
-        if not self.entry.shared_fs:
-            return None  # a cloud backend keeps nothing on this machine
-        chosen = self._work_dir(self.entry) if callable(self._work_dir) else self._work_dir
-        return None if chosen is None else Path(chosen)
+        return self._opening.directory(self.entry)
 
     @property
     def backend_settings(self) -> dict[str, Any]:
         """The backend's settings: the platform's ``settings`` (the routing backend's: its
         ``route:``), then its config section."""
-        if not self.entry.section:
-            return {}
-        own: Mapping[str, Any] = {}
-        if self.platform is not None:  # a route: section is the routing backend's own
-            own = self.platform.route if self.entry.composite else self.platform.settings
-        return {**own, **self.config.section(self.entry.section)}
+        return self._opening.settings(self.entry)
 
     @property
     def backend(self) -> Backend:
@@ -212,21 +203,9 @@ class Session:
             if self._closed:
                 raise UsageError("the session is closed")
             if self._backend is None:
-                options = {**self._state(self.entry), **self.backend_settings,
-                           **self._backend_options}  # fmt: skip
-                if self.entry.composite:  # it opens its backends as this run would
-                    options = {**self.backend_settings, "opener": self._open_one,
-                               "platform": self.platform, "expected": self._expected()}  # fmt: skip
                 server, self._fork_server = self._fork_server, None
                 try:
-                    self._backend = open_backend(
-                        self.entry.name,
-                        work_dir=self.work_dir,
-                        squash=None if self.entry.composite else self.squash,
-                        preload=self._preload,
-                        fork_server=server,
-                        **options,
-                    )
+                    self._backend = self._opening.run_backend(self.entry, server, self._expected())
                 finally:
                     if self._backend is None and server is not None:
                         server.close()
@@ -235,37 +214,6 @@ class Session:
                 if callable(set_warn := getattr(inner, "set_warn", None)):
                     set_warn(self._warn)
             return self._backend
-
-    def _open_one(self, name: str, fork_server: ForkServer | None = None) -> Backend:
-        """The backend ``name`` as this run would open it alone (a routing backend's
-        candidates): its config section (and the platform's settings if it is the
-        platform's scheduler), its work directory, squashing if it is a batch scheduler,
-        the ``--seqera-backend-option`` pass-through too."""
-        found = entry(name)
-        own = self.platform.settings if self.platform and self.platform.scheduler == name else {}
-        options = {**self._state(found), **own,
-                   **(self.config.section(found.section) if found.section else {})}  # fmt: skip
-        if found.batch:
-            options.update(self._backend_options)
-        chosen = self._work_dir(found) if callable(self._work_dir) else self._work_dir
-        return open_backend(
-            name,
-            work_dir=None if chosen is None or not found.shared_fs else Path(chosen),
-            # squashing for a batch scheduler; arrays alone for one that sends them (AWS Batch)
-            squash=self.squash
-            if found.batch or (found.arrays and self.squash.mode is SquashMode.ARRAY)
-            else None,
-            preload=self._preload,
-            fork_server=fork_server,
-            **options,
-        )
-
-    def _state(self, found: BackendEntry) -> dict[str, Path]:
-        """Where a backend that keeps its jobs on disk keeps them: beside the ledger, so the
-        run after a crash finds by key what it started (none without a ledger)."""
-        if not found.readopts or self._ledger_dir is None:
-            return {}
-        return {"state": self._ledger_dir.parent / f"{found.name}-jobs"}
 
     def _expected(self) -> Callable[[JobSpec], float | None] | None:
         """Expected run times from the history (the longest run of a job's process)."""
