@@ -146,6 +146,18 @@ def test_no_answer_is_an_error_never_an_empty_answer(tmp_path: Path) -> None:
         backend(tmp_path, runner).find(["k-a"])
 
 
+def test_a_controller_that_timed_out_is_asked_again(tmp_path: Path) -> None:
+    # a rerun's first lookup, while a busy slurmctld times out: it must not conclude
+    # that nothing was sent (every job would go out twice) nor fail the run
+    scheduler = Slurm()
+    runner = FakeSlurm({"sbatch": [scheduler.sbatch],
+                        "squeue": [fail("Socket timed out"), scheduler.squeue]})  # fmt: skip
+    [sent] = backend(tmp_path, runner).submit([_spec("a", "k-a")])
+    calls = len(runner.argvs)
+    assert backend(tmp_path, runner).find(["k-a"]) == {"k-a": sent}
+    assert [a[0] for a in runner.argvs[calls:]] == ["squeue", "squeue"]
+
+
 class Pbs:
     """qsub that keeps each job's key (Pro: ``-v SEQERA_SUBMISSION``; Torque: the end of
     its name); qstat lists what it kept, in each dialect's format."""

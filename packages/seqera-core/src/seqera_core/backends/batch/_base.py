@@ -231,6 +231,13 @@ class BatchBackend(BatchVerbs):
         if not records:
             return {}
         listed = self._keys()  # NoLookup where the scheduler has no such listing
+        # a listing, safe to repeat: a busy controller's "Socket timed out" is asked again
+        # (with the retry policy's backoff), or a rerun's first lookup fails every job it
+        # would have adopted; submission's own checks ask once per attempt (see _send)
+        delays = self.retry.delays()
+        while listed is None and (delay := next(delays, None)) is not None:
+            self._sleep(delay)
+            listed = self._keys()
         if listed is None:
             raise SchedulerError(f"{self.name} did not list its jobs' submission keys")
         if any(latest_run(listed, r) is None for r in records.values()):

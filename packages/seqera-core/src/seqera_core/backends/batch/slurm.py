@@ -229,9 +229,7 @@ class SlurmBackend(BatchBackend):
         # ArrayJobID is the job's id, or an array's own id (what sbatch printed for it);
         # -t all: a job that already ended (within MinJobAge) counts too.
         argv = ["squeue", "-h", "--me", "-t", "all", "-O", "ArrayJobID:|,Comment:|"]
-        # a listing, safe to repeat: a busy slurmctld's "Socket timed out" is asked again,
-        # or a rerun's first lookup fails every job it would have adopted
-        result = self._run_retrying(self._on_clusters(argv))
+        result = self._run(self._on_clusters(argv))
         return parse_squeue_keys(result.stdout) if result.ok else None
 
     def _forgotten_keys(self, since: float) -> dict[str, str]:
