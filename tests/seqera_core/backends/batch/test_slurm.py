@@ -349,6 +349,25 @@ def test_finished_jobs_get_their_usage_in_one_sacct_per_poll(tmp_path: Path) -> 
     assert slurm.calls == {"squeue": 3, "sacct": 2}
 
 
+def test_a_job_whose_batch_step_slurmdbd_has_not_shown_yet_is_asked_again(
+    tmp_path: Path,
+) -> None:
+    # a busy slurmdbd may hold the job's end before its batch step's TotalCPU and MaxRSS
+    early = "6|00:00:03||00:00:00\n"
+    whole = "6|00:00:03||00:01.500\n6.batch|00:00:03|2048K|00:01.500\n"
+    runner = FakeSlurm({"squeue": [ok("6|COMPLETED|None|0|\n")],
+                        "sacct": [ok(early), ok(early), ok(whole)]})  # fmt: skip
+    slurm = backend(tmp_path, runner)
+    [done] = slurm.poll([JobHandle("slurm", "6")])
+    assert (done.cpu_seconds, done.peak_memory_bytes) == (1.5, 2048 * 1024)
+    assert slurm.calls["sacct"] == 3 and slurm.sleeps == [1.0, 1.0]  # type: ignore[attr-defined]
+    # never shown: asked a bounded number of times, and what it shows is kept
+    runner = FakeSlurm({"squeue": [ok("7|COMPLETED|None|0|\n")], "sacct": [ok("7|00:00:03||")]})
+    slurm = backend(tmp_path, runner)
+    [done] = slurm.poll([JobHandle("slurm", "7")])
+    assert done.wall_seconds == 3.0 and slurm.calls["sacct"] == 4
+
+
 def test_without_accounting_sacct_is_asked_once(tmp_path: Path) -> None:
     runner = FakeSlurm(
         {

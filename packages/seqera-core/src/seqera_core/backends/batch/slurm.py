@@ -96,6 +96,9 @@ _SQUEUE_FORMAT = "JobID:|,ArrayJobID:|,ArrayTaskID:|,State:|,Reason:|,exit_code:
 # JobID is the job's id or an element's 123_4; JobIDRaw would be the element's own number.
 _SACCT_FIELDS = "JobID,State,ExitCode,NodeList"
 _USAGE_FIELDS = "JobID,Elapsed,MaxRSS,TotalCPU"
+# How many times (a second apart) sacct is asked again for a job whose batch step it does
+# not show yet.
+_STEP_WAITS = 3
 # What slurmstepd writes to the job's stderr when it kills a step for memory
 # (jobacct_gather OverMemoryKill) or the kernel's OOM killer hit it (task/cgroup).
 _OOM_MARKERS = ("Exceeded job memory limit", "exceeded memory limit", "oom-kill", "oom_kill")
@@ -277,6 +280,13 @@ class SlurmBackend(BatchBackend):
             return {}
         argv = ["sacct", "-n", "-P", "-j", ",".join(ids), "-o", _USAGE_FIELDS]
         result = self._run(self._on_clusters(argv))
+        for _ in range(_STEP_WAITS):
+            # slurmctld sends a job's end and its batch step's record (TotalCPU, MaxRSS) to
+            # slurmdbd apart: a busy slurmdbd may show the job ended before its step
+            if not result.ok or not _without_batch_step(result.stdout, ids):
+                break
+            self._sleep(1.0)
+            result = self._run(self._on_clusters(argv))
         if not result.ok:
             # "Slurm accounting storage is disabled"
             self._no_accounting = not self._transient(result)
@@ -316,3 +326,17 @@ def _tail(path: str | None, size: int = 8192) -> str:
             return stream.read().decode(errors="replace")
     except OSError:
         return ""
+
+
+def _without_batch_step(text: str, ids: Sequence[str]) -> bool:
+    """Whether sacct's lines show one of ``ids`` (a job, or an array element ``1_2``)
+    without its ``.batch`` step."""
+    jobs: set[str] = set()
+    steps: set[str] = set()
+    for line in text.splitlines():
+        job_id, _, step = line.split("|", 1)[0].strip().partition(".")
+        if not step:
+            jobs.add(job_id)
+        elif step == "batch":
+            steps.add(job_id)
+    return any(i in jobs and i not in steps for i in ids)

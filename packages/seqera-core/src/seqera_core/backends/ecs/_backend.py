@@ -219,9 +219,12 @@ class EcsBackend(Backend):
         with the process that submitted it). ECS forgets a stopped task after about an hour.
 
         Raises:
+            UsageError: no such cluster (as a submission says it, :meth:`check`).
             EcsError: ListTasks failed (after botocore's retries): nothing can be concluded.
         """
         found: dict[str, JobHandle] = {}
+        if keys:
+            self.check()  # a cluster that does not exist is the user's to fix, not a failure
         for key in dict.fromkeys(keys):
             arn = self._listed(submission_key(caller=key))
             if arn is not None:
