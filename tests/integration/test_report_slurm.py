@@ -100,7 +100,9 @@ def test_with_accounting_cpu_is_measured_and_reserved_counts_every_attempt(
     assert all(r.cpu_time is not None and r.realtime and r.backend == "slurm" for r in rows)
     spinners = [r for r in rows if r.process == "align"]
     # TotalCPU: at least the second each spun, and what the interpreter took to start
-    assert all(r.cpu_time is not None and r.cpu_time >= 1.0 for r in spinners)
+    assert all(r.cpu_time is not None and r.cpu_time >= 1.0 for r in spinners), [
+        (r.task_id, r.cpu_time, r.realtime) for r in spinners
+    ]
     summary = _report(db)["summary"]
     assert isinstance(summary, dict)
     reserved = sum((r.cpus or 0) * (r.realtime or 0) for r in rows) / 3600
