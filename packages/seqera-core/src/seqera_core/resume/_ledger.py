@@ -19,7 +19,6 @@ it deletes the dead run's files: a key is always in at least one ledger until do
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import threading
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from attrs import field, frozen
+
+from .._locks import take
 
 __all__ = ["Entry", "Ledger"]
 
@@ -71,20 +72,6 @@ def _read(path: Path) -> dict[str, Entry]:
     return entries
 
 
-def _take(path: Path) -> IO[bytes] | None:
-    """The lock file, opened and locked; None while a live run holds it."""
-    file = path.open("ab")
-    try:
-        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        file.close()
-        return None
-    except BaseException:
-        file.close()
-        raise
-    return file
-
-
 class Ledger:
     """This run's ledger in ``directory``, and the orphans it found there at open.
 
@@ -97,7 +84,7 @@ class Ledger:
         directory.mkdir(parents=True, exist_ok=True)
         self.directory = directory
         self.run_id = run_id
-        lock = _take(directory / f"{run_id}{_LOCK}")
+        lock = take(directory / f"{run_id}{_LOCK}")
         if lock is None:
             raise RuntimeError(f"run {run_id} already holds {directory}")
         self._lock = lock
@@ -118,7 +105,7 @@ class Ledger:
             run = path.name.removesuffix(_LOCK)
             if run == self.run_id:
                 continue
-            held = _take(path)
+            held = take(path)
             if held is None:
                 continue  # a live run's
             self._dead[run] = held

@@ -34,7 +34,6 @@ record.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -47,6 +46,7 @@ import attrs
 from attrs import frozen
 
 from ... import wire
+from ..._locks import take
 from ...models import ResourceRequest
 from ..base import JobHandle, JobSpec
 from ._marks import EXIT, PID, leader, read_exit, write_pid, write_whole
@@ -130,20 +130,6 @@ def _spec(document: Mapping[str, Any]) -> JobSpec:
     return JobSpec(**values)
 
 
-def _take(path: Path) -> IO[bytes] | None:
-    """The lock file, opened and locked; None while a live backend holds it."""
-    file = path.open("ab")
-    try:
-        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        file.close()
-        return None
-    except BaseException:
-        file.close()
-        raise
-    return file
-
-
 def _instance(native_id: str) -> str:
     return native_id.partition(".")[0]
 
@@ -160,7 +146,7 @@ class JobRecords:
         self.root = Path(root).absolute()
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.instance = instance
-        own = _take(self.root / f"{instance}{_LOCK}")
+        own = take(self.root / f"{instance}{_LOCK}")
         if own is None:
             raise RuntimeError(f"local backend {instance} already holds {self.root}")
         self._held: dict[str, IO[bytes]] = {instance: own}  # instances whose jobs are ours
@@ -198,7 +184,7 @@ class JobRecords:
             return True
         if instance in self._refused:
             return False
-        held = _take(self.root / f"{instance}{_LOCK}")
+        held = take(self.root / f"{instance}{_LOCK}")
         if held is None:
             self._refused.add(instance)
             return False
