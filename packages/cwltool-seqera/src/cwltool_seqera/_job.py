@@ -8,7 +8,6 @@ import os
 import shutil
 import sys
 import tarfile
-import uuid
 from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, cast
@@ -163,6 +162,7 @@ class DispatchingJob(JobBase):
             attempt += 1
             prepared = self._prepare()
             staging = self.settings.staging
+            key = self._key(attempt)
             files: S3JobFiles | None = None
             # the files of a job a routing backend sends to a cloud candidate (see below)
             sent_through: list[S3JobFiles] = []
@@ -179,10 +179,10 @@ class DispatchingJob(JobBase):
                 )
                 if staging is not None and self._stageable(runtime):
                     spec = attrs.evolve(spec, staged=self._staged_form(
-                        staging, prepared, command, env, sent_through))  # fmt: skip
+                        staging, prepared, command, env, key, sent_through))  # fmt: skip
             else:
-                files, spec = self._through_s3(staging, prepared, command, env)
-            spec = attrs.evolve(spec, key=self._key(attempt))
+                files, spec = self._through_s3(staging, prepared, command, env, key)
+            spec = attrs.evolve(spec, key=key)
             _log.info("[job %s] %s$ %s", self.name, self.outdir, " ".join(command))
             result = self.settings.poller.run(
                 spec,
@@ -261,20 +261,26 @@ class DispatchingJob(JobBase):
         prepared: Prepared,
         command: list[str],
         env: dict[str, str],
+        key: str,
         into: list[S3JobFiles],
     ) -> Callable[[], JobSpec]:
         """The job's staged form, built (inputs uploaded) only when the routing backend
         sends it to a backend without this machine's files; ``into`` gets its files."""
 
         def build() -> JobSpec:
-            files, spec = self._through_s3(staging, prepared, command, env)
+            files, spec = self._through_s3(staging, prepared, command, env, key)
             into.append(files)
             return spec
 
         return build
 
     def _through_s3(
-        self, staging: S3Staging, prepared: Prepared, command: list[str], env: dict[str, str]
+        self,
+        staging: S3Staging,
+        prepared: Prepared,
+        command: list[str],
+        env: dict[str, str],
+        key: str,
     ) -> tuple[S3JobFiles, JobSpec]:
         """Upload the staged inputs and the job script; the spec runs the script's bootstrap."""
         docker, _ = self.get_requirement("DockerRequirement")
@@ -285,7 +291,7 @@ class DispatchingJob(JobBase):
                 f"[job {self.name}] ECS and AWS Batch run every job in a container image: give "
                 "the tool a DockerRequirement with dockerPull, or pass --seqera-image"
             )
-        files = staging.job(f"{self.name}-{uuid.uuid4().hex[:8]}")
+        files = staging.job(key)
         # target (the path the command line names) -> where its content is on this machine
         paths: dict[str, str] = {self.outdir: self.outdir}
         contents: dict[str, str] = {}

@@ -192,10 +192,10 @@ def _main(args: list[str]) -> int:
         staging = None
         if not session.entry.shared_fs:
             assert options.s3_prefix is not None  # make_session refuses ECS without it
-            staging = S3Staging(options.s3_prefix, run_id)
+            staging = S3Staging(options.s3_prefix)
         elif options.s3_prefix is not None and getattr(session.backend, "unshared", None):
             # routing with a cloud candidate: a job may go there with its files through S3
-            staging = S3Staging(options.s3_prefix, run_id)
+            staging = S3Staging(options.s3_prefix)
         # a routing backend sees local jobs end at once and asks schedulers less often
         local = session.backend_name == "local" or session.entry.composite
         interval = options.poll_interval or (0.1 if local else 1.0)
@@ -213,7 +213,7 @@ def _main(args: list[str]) -> int:
         loading.construct_tool_object = make_tool_factory(settings)
         try:
             with _terminating():
-                resume(session, poller, rest)
+                resume(session, poller, rest, staging)
                 code: int = cwltool.main.main(
                     argsl=staging_arguments(session.backend_name, rest, workdir) + rest,
                     executor=DispatchingExecutor(poller),

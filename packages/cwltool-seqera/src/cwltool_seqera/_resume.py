@@ -24,17 +24,19 @@ import contextlib
 import fcntl
 import logging
 import os
+import tarfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from seqera_core.backends import JobState
+from seqera_core.backends import JobHandle, JobState
 from seqera_core.errors import SeqeraError
 from seqera_core.resume import Orphan
 from seqera_core.session import Session
 
 from ._poller import JobPoller
+from ._staging import S3Staging, StagingError
 
 __all__ = ["cachedir", "resume"]
 
@@ -74,12 +76,40 @@ def _hold(status: Path) -> IO[str] | None:
     return file
 
 
-def _follow(poller: JobPoller, session: Session, orphan: Orphan, lock: IO[str]) -> None:
+def _away(session: Session, handle: JobHandle) -> bool:
+    """Whether the job ran where this machine's files are not (ECS): its outputs are in S3."""
+    unshared = getattr(session.backend, "unshared", ())  # a routing backend's cloud ones
+    return not session.entry.shared_fs or handle.backend in unshared
+
+
+def _fetched(staging: S3Staging | None, orphan: Orphan, workdir: Path) -> bool:
+    """Bring an adopted job's outputs home from S3 as its own run would have (False, and
+    why logged, when they cannot be: it then runs again rather than leave an empty
+    directory that says ``success``)."""
+    name = orphan.meta.get("name", orphan.key)
+    if staging is None:
+        _log.error("[job %s] its outputs are in S3 and no --seqera-s3-prefix is given", name)
+        return False
+    stdout = orphan.meta.get("stdout", os.devnull)
+    stderr = orphan.meta.get("stderr", os.devnull)
     try:
-        assert orphan.handle is not None
+        staging.download_outputs(staging.job(orphan.key), str(workdir), stdout, stderr)
+    except (StagingError, OSError, tarfile.TarError) as err:
+        _log.error("[job %s] %s", name, err)
+        return False
+    return True
+
+
+def _follow(
+    poller: JobPoller, session: Session, orphan: Orphan, lock: IO[str], staging: S3Staging | None
+) -> None:
+    try:
+        assert orphan.handle is not None and orphan.workdir is not None
         result = poller.follow(orphan.handle)
         session.settled([orphan.handle])
-        if result.state is JobState.SUCCEEDED:
+        if result.state is JobState.SUCCEEDED and (
+            not _away(session, orphan.handle) or _fetched(staging, orphan, orphan.workdir)
+        ):
             lock.seek(0)
             lock.truncate()
             lock.write("success")
@@ -92,9 +122,13 @@ def _follow(poller: JobPoller, session: Session, orphan: Orphan, lock: IO[str]) 
             lock.close()
 
 
-def resume(session: Session, poller: JobPoller, argv: Sequence[str]) -> list[threading.Thread]:
+def resume(
+    session: Session, poller: JobPoller, argv: Sequence[str], staging: S3Staging | None = None
+) -> list[threading.Thread]:
     """Adopt the dead runs' jobs cached in this run's ``--cachedir``, cancel the others
-    (see the module's docstring); returns the threads following the adopted ones."""
+    (see the module's docstring); returns the threads following the adopted ones. A job
+    that ran in the cloud (its files through S3) has its outputs fetched with ``staging``
+    before its directory says ``success``."""
     cache = cachedir(argv)
     try:
         orphans = session.orphans()
@@ -114,7 +148,8 @@ def resume(session: Session, poller: JobPoller, argv: Sequence[str]) -> list[thr
         session.adopt([orphan])
         _log.info("[job %s] following %s, left by an earlier run", orphan.meta.get("name"),
                   orphan.handle.native_id)  # fmt: skip
-        thread = threading.Thread(target=_follow, args=(poller, session, orphan, lock), daemon=True)
+        thread = threading.Thread(target=_follow, args=(poller, session, orphan, lock, staging),
+                                  daemon=True)  # fmt: skip
         thread.start()
         threads.append(thread)
     return threads

@@ -88,11 +88,8 @@ class S3Staging:
     """Moves ECS jobs' files through one S3 prefix; one instance per run (thread-safe:
     boto3 clients may be shared between threads)."""
 
-    def __init__(
-        self, prefix: str, run_id: str, *, client: Any = None, expires: int = 7 * 24 * 3600
-    ) -> None:
-        self.bucket, base = _location(prefix)
-        self.base = f"{base}/{run_id}" if base else run_id
+    def __init__(self, prefix: str, *, client: Any = None, expires: int = 7 * 24 * 3600) -> None:
+        self.bucket, self.base = _location(prefix)
         self.expires = expires
         if client is None:
             import boto3  # only ECS runs need it (seqera-core[ecs])
@@ -101,9 +98,11 @@ class S3Staging:
             client = boto3.client("s3")
         self.s3 = client
 
-    def job(self, name: str) -> S3JobFiles:
-        """The objects of the job called ``name``."""
-        return S3JobFiles(self.bucket, f"{self.base}/{name}")
+    def job(self, key: str) -> S3JobFiles:
+        """The objects of the job sent under submission ``key`` (``jobs/KEY`` under the
+        prefix): the same in every run, so a run that adopts a dead run's job finds its
+        outputs (the key names the job's output directory and attempt)."""
+        return S3JobFiles(self.bucket, f"{self.base}/jobs/{key}" if self.base else f"jobs/{key}")
 
     def _url(self, method: str, key: str) -> str:
         url: str = self.s3.generate_presigned_url(

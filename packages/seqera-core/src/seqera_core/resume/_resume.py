@@ -49,8 +49,9 @@ def job_key(engine: str, *parts: object) -> str:
 @frozen
 class Orphan:
     """A job a dead run sent: its key, what the ledger kept of it (``name``,
-    ``workdir``), whether that run saw it end, and where the backend found it (None: it
-    never reached the scheduler, or is gone from every record)."""
+    ``workdir``, ``stdout``, ``stderr``), whether that run saw it end, and where the
+    backend found it (None: it never reached the scheduler, or is gone from every
+    record)."""
 
     key: str
     meta: Mapping[str, str]
@@ -65,7 +66,10 @@ class Orphan:
 
 
 def _meta(spec: JobSpec) -> dict[str, str]:
-    return {"name": spec.name, **({"workdir": spec.workdir} if spec.workdir else {})}
+    # the logs too: an engine adopting a job whose files it must fetch (S3) writes them
+    kept = {"name": spec.name, "workdir": spec.workdir, "stdout": spec.stdout,
+            "stderr": spec.stderr}  # fmt: skip
+    return {k: v for k, v in kept.items() if v}
 
 
 class Resume:
