@@ -63,3 +63,19 @@ def test_own_jobs_count_for_their_expected_time() -> None:
 def test_an_idle_partition_takes_a_job_at_once() -> None:
     load = parse_load(IDLE, "", None, NOW, overhead=5)
     assert (load.free, load.not_before, start_after(load, 16)) == (16, 0, 5)
+
+
+def test_own_allocations_are_room_for_own_jobs() -> None:
+    # a squashing candidate's allocation 7 holds the whole node and a second array of
+    # its own waits; a foreign 4-core job waits too
+    squeue = (
+        "7|debug|RUNNING|16|59:58|1:00:00|2026-11-27T11:04:55\n"
+        "8_[0-1]|debug|PENDING|16|1:00:00|1:00:00|N/A\n"
+        "9|debug|PENDING|4|10:00|10:00|N/A\n"
+    )
+    foreign = parse_load(BUSY, squeue, None, NOW)
+    assert foreign.free == 0 and foreign.releases == ((3598, 16),)  # held to its limit
+    assert [cores for cores, _ in foreign.queued] == [16, 4]  # the array: one line
+    own = parse_load(BUSY, squeue, None, NOW, pool={"7", "8_0"})
+    assert own.free == 16 and own.releases == ()  # the caller serves its jobs on them
+    assert own.queued == ((4, 600),)

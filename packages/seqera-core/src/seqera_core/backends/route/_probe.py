@@ -21,6 +21,7 @@ from ...platforms import Platform
 from ..base import Backend
 from ..batch.slurm import SlurmBackend
 from ..local import LocalBackend
+from ..squash import SquashBackend
 from ._policy import Limits, Load
 from ._slurm import SINFO, SQUEUE, parse_limits, parse_load
 
@@ -84,20 +85,15 @@ class Probe:
         now = self.clock()
         left = [(c, max(1.0, e - (now - at)), at, n) for c, e, at, n in outstanding]
         if (local := self._local) is not None:
-            cpus = local.capacity_cpus
-            # first come, first served on the machine: what fits runs, the rest queues
-            running: list[tuple[float, float]] = []
-            queued: list[tuple[float, float]] = []
-            free = cpus
-            for c, seconds, _, _ in left:
-                if not queued and c <= free:
-                    free -= c
-                    running.append((seconds, c))
-                else:
-                    queued.append((c, seconds))
-            return Load(free, running, queued, 0.0, self.overhead)
+            return _serve(Load(local.capacity_cpus, overhead=self.overhead), left)
         if self._slurm is not None:
             sinfo, squeue = self._answers(queue)
+            if isinstance(self.backend, SquashBackend):
+                # its allocations run the jobs the route sent: their cores are room for
+                # those, served in turn, not others' load held to the time limit
+                pool = self.backend.allocations()
+                return _serve(parse_load(sinfo, squeue, queue, now, overhead=self.overhead,
+                                         pool=pool), left)  # fmt: skip
             answered = self._seen[queue][0]
             own = {n: s for _, s, _, n in left}
             load = parse_load(sinfo, squeue, queue, now, own, self.overhead)
@@ -145,6 +141,23 @@ class Probe:
             shared_fs=self.shared_fs,
             queues=names,
         )
+
+
+def _serve(load: Load, left: Outstanding) -> Load:
+    """``load`` with the jobs the route sent there served first come, first served on its
+    free cores: what fits runs (its cores back when it is expected to end), the rest
+    queues ahead of the scheduler's own queue."""
+    free = load.free
+    running: list[tuple[float, float]] = []
+    queued: list[tuple[float, float]] = []
+    for cores, seconds, _, _ in left:
+        if not queued and cores <= free:
+            free -= cores
+            running.append((seconds, cores))
+        else:
+            queued.append((cores, seconds))
+    return attrs.evolve(load, free=free, releases=(*load.releases, *running),
+                        queued=(*queued, *load.queued))  # fmt: skip
 
 
 def _int(value: float | int | None) -> int | None:

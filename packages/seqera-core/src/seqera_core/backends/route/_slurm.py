@@ -16,7 +16,7 @@ backfill scheduler has not placed it). Times are ``--time`` values (``man squeue
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime
 
 from ...dialects.slurm import parse_time
@@ -79,10 +79,16 @@ def parse_load(
     now: float,
     own: Mapping[str, float] | None = None,
     overhead: float = 0.0,
+    pool: Collection[str] = (),
 ) -> Load:
     """How busy ``partition`` is: its idle cores on usable nodes, when running jobs end
     (``own`` jobs' expected seconds left by id, instead of their time left), the pending
-    jobs in id order, and the latest start the scheduler expects for them."""
+    jobs in id order, and the latest start the scheduler expects for them.
+
+    ``pool``: the ids of allocations that run the caller's own jobs (squashed ones): a
+    running one's cores count as free, since the jobs sent there are what will use them
+    (the caller queues those), and a pending one (``123_[0-3]`` for an array not
+    started) counts for nothing."""
     rows = _nodes(sinfo, partition)
     names = {r[1].rstrip("*") for r in rows}
     free = 0.0
@@ -95,11 +101,15 @@ def parse_load(
     releases: list[tuple[float, float]] = []
     queued: list[tuple[int, float, float]] = []
     not_before = 0.0
+    arrays = {p.split("_")[0] for p in pool if "_" in p}
     for line in squeue.splitlines():
         fields = [f.strip() for f in line.split("|")]
         if len(fields) != 7 or fields[1] not in names or not fields[3].isdigit():
             continue
         job, _, state, cpus, left, limit, start = fields
+        if job in pool or (job.endswith("]") and job.split("_")[0] in arrays):
+            free += int(cpus) if state == "RUNNING" else 0
+            continue
         if state == "RUNNING":
             seconds = (own or {}).get(job, _seconds(left))
             releases.append((float("inf") if seconds is None else seconds, float(cpus)))

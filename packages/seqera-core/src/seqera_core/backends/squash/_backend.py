@@ -289,6 +289,18 @@ class SquashBackend(Backend):
         if callable(close):
             close()
 
+    @_locked
+    def allocations(self) -> dict[str, int]:
+        """The scheduler ids of this backend's allocations not ended, and their cores: a
+        router counts a running one's cores as room for the jobs it sends here, not as
+        another user's load that ends only at its time limit."""
+        return {
+            a.handle.native_id: a.cpus
+            for g in self._all_groups()
+            for a in g.live()
+            if a.handle is not None
+        }
+
     # -- the scheduler -----------------------------------------------------------------
 
     def _ask(self, plain: Sequence[JobHandle]) -> None:
