@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -140,6 +141,23 @@ def test_a_busy_machine_sends_the_next_job_elsewhere_only_if_it_ends_sooner(
         route.close()
 
 
+def test_the_longest_jobs_of_a_batch_choose_and_start_first(tmp_path: Path) -> None:
+    """Two cores and a batch of two 10-s jobs then a 100-s one: the long job takes a core
+    at once (it would end the run late if it waited behind the short ones)."""
+    route = RouteBackend(("local",), opener=opener(tmp_path))
+    try:
+        batch = [JobSpec(f"short{n}", ["true"], ResourceRequest(cpus=1, time=10)) for n in (1, 2)]
+        batch.append(JobSpec("long", ["true"], ResourceRequest(cpus=1, time=100)))
+        handles = route.submit(batch)
+        starts = {h.name: json.loads(h.route or "{}")["options"][0]["start"] for h in handles}
+        assert [h.name for h in handles] == ["short1", "short2", "long"]  # the engine's order
+        assert starts["long"] < 1 and sorted(starts.values())[1] < 1  # long and one short
+        assert max(starts.values()) >= 10  # the other short waits for a core
+        wait(route, handles)
+    finally:
+        route.close()
+
+
 def test_find_asks_every_backend(route: RouteBackend, tmp_path: Path) -> None:
     (handle,) = route.submit([writes(tmp_path, "once")])
     wait(route, [handle])
@@ -186,6 +204,30 @@ def test_only_a_job_the_engine_can_stage_may_leave_the_shared_files(
         (choice,) = route.explain([stageable])
         assert choice.backend == "ecs" and choice.reason.startswith("finish: ecs finish in")
         assert built == []  # the staged form is built only when the job is sent there
+    finally:
+        route.close()
+
+
+def test_polls_go_on_while_a_job_uploads_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Building a staged form uploads the job's inputs (seconds for a large one): the
+    engine's status thread must not wait for it; an upload that fails sends nothing."""
+    route = RouteBackend(("local", "ecs"), opener=with_ecs(tmp_path, monkeypatch))
+    try:
+        (here,) = route.submit([JobSpec("here", ["true"], ResourceRequest(process="here"))])
+        polled, waited = threading.Event(), []
+
+        def staged() -> JobSpec:
+            threading.Thread(target=lambda: (route.poll([here]), polled.set()), daemon=True).start()
+            waited.append(polled.wait(10))
+            raise RuntimeError("upload failed")
+
+        wide = JobSpec("wide", ["true"], ResourceRequest(process="wide", cpus=8), staged=staged)
+        with pytest.raises(RuntimeError, match="upload failed"):
+            route.submit([wide])
+        assert waited == [True]
+        wait(route, [here])
     finally:
         route.close()
 
