@@ -13,8 +13,8 @@ each alike:
 - ``floor``: ``snakemake --cores LOCAL`` (this machine's cores), no cluster;
 - ``squash``: ``--seqera-backend slurm --seqera-squash squash``;
 - ``route``: ``--seqera-backend route`` over local (``--seqera-local-cores LOCAL``) and
-  Slurm, with a history the route's first, untimed run (``route-cold``, reported apart)
-  filled: the right-sizer's run times are what the policy estimates finish times from;
+  Slurm, with a history the route's first, untimed run (``VARIANT-cold`` of the first
+  route variant, reported apart) filled: the right-sizer's run times are what the policy estimates finish times from;
 - ``route-squash``: the same, its Slurm candidate squashing (``--seqera-squash squash``).
 
 Every run's wall time and where its jobs ran (the history's ``backend`` column) are
@@ -72,6 +72,7 @@ rule wide:
 
 
 def _argv(variant: str, local: int, total: int, history: Path) -> list[str]:
+    variant = variant.removesuffix("-cold")
     base = [sys.executable, "-m", "snakemake"]
     if variant == "floor":
         return [*base, "--cores", str(local)]
@@ -139,7 +140,11 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, **cluster, "XDG_CONFIG_HOME": f"{base}/xdg"}
         history = Path(base) / "history.db"
         variants = args.variants.split(",")
-        plan = [("route-cold", -1)] if any(v.startswith("route") for v in variants) else []
+        # the untimed first run routes as the first route variant does, so the history
+        # holds what that variant measures (a squashed job's run time; a plain Slurm job
+        # has none without slurmdbd, and the policy would take its time limit instead)
+        routed = [v for v in variants if v.startswith("route")]
+        plan = [(f"{routed[0]}-cold", -1)] if routed else []
         plan += [(v, n) for n in range(args.repeat) for v in variants]
         for variant, n in plan:
             with _default_conf(env.get("SLURM_CONF")):
