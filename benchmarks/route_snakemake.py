@@ -3,7 +3,7 @@ one-node Slurm (``--seqera-backend route``), against Snakemake's own local execu
 floor) and against squashing everything into Slurm allocations, medians of N runs.
 
 Run as root: ``uv run python benchmarks/route_snakemake.py [--small 300] [--medium 6]
-[--wide 4] [--repeat 3] [--cpus 16] [--results FILE]``. It starts a throw-away cluster
+[--wide 4] [--repeat 3] [--cpus 16] [--results FILE] [--work DIR]``. It starts a throw-away cluster
 (``slurm_jobs._cluster``, unless ``SLURM_CONF`` is set) and writes one Snakefile:
 ``--small`` trivial rules (an ``echo``; ``runtime=1``), ``--medium`` one-core rules of
 ``--medium-seconds`` (``runtime=2``) and ``--wide`` four-thread rules of 10 s
@@ -14,7 +14,8 @@ each alike:
 - ``squash``: ``--seqera-backend slurm --seqera-squash squash``;
 - ``route``: ``--seqera-backend route`` over local (``--seqera-local-cores LOCAL``) and
   Slurm, with a history the route's first, untimed run (``VARIANT-cold`` of the first
-  route variant, reported apart) filled: the right-sizer's run times are what the policy estimates finish times from;
+  route variant, reported apart) filled: the right-sizer's run times are what the
+  policy estimates finish times from;
 - ``route-squash``: the same, its Slurm candidate squashing (``--seqera-squash squash``).
 
 Every run's wall time and where its jobs ran (the history's ``backend`` column) are
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import sqlite3
@@ -129,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpus", type=int, default=16, help="CPUs the cluster advertises")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--variants", default="floor,route,squash")
+    parser.add_argument("--work", type=Path, help="keep the runs and their history here")
     add_argument(parser)
     args = parser.parse_args(argv)
     _compile()
@@ -136,7 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     shape = {"small": args.small, "medium": args.medium, "wide": args.wide,
              "local": args.local, "cpus": args.cpus}  # fmt: skip
-    with _cluster(args.cpus) as cluster, tempfile.TemporaryDirectory() as base:
+    with _cluster(args.cpus) as cluster, contextlib.ExitStack() as stack:
+        if args.work is not None:
+            args.work.mkdir(parents=True)  # a fresh one: the history is part of the result
+            base = str(args.work.absolute())
+        else:
+            base = stack.enter_context(tempfile.TemporaryDirectory())
         env = {**os.environ, **cluster, "XDG_CONFIG_HOME": f"{base}/xdg"}
         history = Path(base) / "history.db"
         variants = args.variants.split(",")
