@@ -1,9 +1,10 @@
-"""Kill -9 ``cwltool-seqera --executor route`` while a step it sent to ECS runs, and run it
-again with the same ``--cachedir``: the rerun adopts the task, brings its outputs home
-from S3 and runs the next step on this machine; nothing runs twice.
+"""Kill -9 ``cwltool-seqera`` while a step it sent to ECS runs, and run it again with the
+same ``--cachedir``: the rerun adopts the task, brings its outputs home from S3 and runs
+the next step; nothing runs twice.
 
-Route over local and the ECS emulator (``SEQERA_ROUTE_PIN=cloud=ecs`` sends the step
-``cloud`` there, its files through S3). The player holds the task until the first
+``--executor route`` over local and the ECS emulator (``SEQERA_ROUTE_PIN=cloud=ecs``
+sends the step ``cloud`` there, its files through S3; the next step runs here), and
+``--executor ecs`` (both steps there). The player holds the task until the first
 engine is dead, then plays its container (``tests/integration/aws.py``: the command in a
 namespace where this directory is an empty tmpfs, so its outputs reach the rerun only
 through S3). Counted: ECS tasks per step (the emulator's records) and the lines the
@@ -77,9 +78,11 @@ outputs: {out: {type: File, outputBinding: {glob: upper.txt}}}
 """
 
 
-def _argv(tmp_path: Path) -> list[str]:
+def _argv(tmp_path: Path, executor: str) -> list[str]:
+    # ECS alone runs every step in an image: the local step gets one too
+    image = ["--seqera-image", "debian:bookworm-slim"] if executor == "ecs" else []
     return [
-        COMMAND, "--executor", "route", "--seqera-s3-prefix", f"s3://{BUCKET}/runs",
+        COMMAND, "--executor", executor, *image, "--seqera-s3-prefix", f"s3://{BUCKET}/runs",
         "--seqera-ecs", "cluster=seqera", "--seqera-ecs", f"execution_role={ROLE}",
         "--seqera-poll-interval", "0.2", "--no-container",
         "--cachedir", str(tmp_path / "cache"), "--outdir", str(tmp_path / "out"),
@@ -87,8 +90,9 @@ def _argv(tmp_path: Path) -> list[str]:
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize("executor", ["route", "ecs"])
 def test_a_rerun_adopts_a_cloud_step_and_fetches_its_outputs(
-    emulator: Emulator, tmp_path: Path
+    emulator: Emulator, tmp_path: Path, executor: str
 ) -> None:
     isolation_works()
     emulator.hold()  # each task runs until the player ends it
@@ -109,7 +113,7 @@ def test_a_rerun_adopts_a_cloud_step_and_fetches_its_outputs(
         return container(command)
 
     with Player(emulator, act) as player:
-        first = subprocess.Popen(_argv(tmp_path), cwd=tmp_path, env=env, text=True,
+        first = subprocess.Popen(_argv(tmp_path, executor), cwd=tmp_path, env=env, text=True,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  start_new_session=True)  # fmt: skip
         try:
@@ -124,14 +128,18 @@ def test_a_rerun_adopts_a_cloud_step_and_fetches_its_outputs(
             if first.poll() is None:
                 first.kill()
                 first.communicate()
-        again = subprocess.run(_argv(tmp_path), cwd=tmp_path, env=env, capture_output=True,
-                               text=True, timeout=300, check=False)  # fmt: skip
+        again = subprocess.run(_argv(tmp_path, executor), cwd=tmp_path, env=env, text=True,
+                               capture_output=True, timeout=300, check=False)  # fmt: skip
     with_container = again.stderr[-6000:] + "\n".join(r.stderr for r in container.results)
     assert again.returncode == 0, with_container
     outputs = json.loads(again.stdout)
     assert Path(outputs["final"]["path"]).read_text() == "HELLO\n"
     steps = Counter({t["key"]: t["value"] for t in task.tags}["cwl/step"] for task in player.jobs)
-    assert steps == Counter(cloud=1), steps  # the rerun adopted it: one task in all
-    assert [r.returncode for r in container.results] == [0]
-    assert mark.read_text() == "ran\n"  # the local step, once (the first run died before)
+    if executor == "route":
+        assert steps == Counter(cloud=1), steps  # the rerun adopted it: one task in all
+        assert [r.returncode for r in container.results] == [0]
+        assert mark.read_text() == "ran\n"  # the local step, once (the first run died before)
+    else:  # every step in ECS, each once
+        assert steps == Counter(cloud=1, here=1), steps
+        assert [r.returncode for r in container.results] == [0, 0]
     assert "following" in again.stderr and "left by an earlier run" in again.stderr

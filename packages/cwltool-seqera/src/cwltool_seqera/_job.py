@@ -314,7 +314,10 @@ class DispatchingJob(JobBase):
             files, command=argv, outdir=self.outdir, tmpdir=self.tmpdir, stdin=self.stdin
         )
         request = attrs.evolve(prepared.request, container=prepared.request.container or image)
-        spec = JobSpec(name=self.name, command=bootstrap, request=request, labels=prepared.labels)
+        # workdir: where the bootstrap runs the command inside the image (the same absolute
+        # path); the run's ledger keeps it, so a rerun with --cachedir adopts the job
+        spec = JobSpec(name=self.name, command=bootstrap, request=request, workdir=self.outdir,
+                       labels=prepared.labels)  # fmt: skip
         return files, spec
 
     def _key(self, attempt: int) -> str:
