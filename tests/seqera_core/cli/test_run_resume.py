@@ -27,6 +27,8 @@ def test_a_job_left_by_a_killed_run_is_adopted_not_run_again(
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # where runs keep their ledgers
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # each run's log directory
+    (tmp_path / "tmp").mkdir()
     for name in ("SEQERA_BACKEND", "SEQERA_PLATFORM", "SEQERA_HISTORY", "SEQERA_RESOLVER_URL"):
         monkeypatch.delenv(name, raising=False)
     argv = [str(SEQERA), "run", "--workdir", str(tmp_path), "--", "sh", "-c", JOB]
@@ -51,3 +53,4 @@ def test_a_job_left_by_a_killed_run_is_adopted_not_run_again(
     assert not (tmp_path / "home" / ".seqera" / "run").exists() or not os.listdir(
         tmp_path / "home" / ".seqera" / "run"
     )
+    assert os.listdir(tmp_path / "tmp") == []  # the killed run's log directory too

@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import os
 import shlex
+import shutil
 import signal
 import sys
 import tempfile
@@ -52,6 +53,7 @@ __all__ = [
 
 # Where each command's runs keep their ledgers (and the local backend its job records).
 _RESUME_HOME = "~/.seqera/run"
+_LOGDIR_PREFIX = "seqera-run-"  # a local job's logs, in a temporary directory per run
 # The longest pause between polls: local polls are free, a scheduler's are not.
 _MAX_DELAY = {"local": 0.25}
 # The engine task key of the one job a run submits (its attempts share it).
@@ -245,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
     # the same command in the same place: one key, one ledger directory, for all its runs
     what = job_key("seqera-run", workdir, command, args.name)
     resume = Path(os.path.expanduser(_RESUME_HOME)) / what
-    with tempfile.TemporaryDirectory(prefix="seqera-run-") as logdir:
+    with tempfile.TemporaryDirectory(prefix=_LOGDIR_PREFIX) as logdir:
         session = Session(
             config,
             "seqera-run",
@@ -400,7 +402,22 @@ def _submit_and_wait(
     if handle.stdout is None:
         sys.stdout.write(backend.logs(handle))
     _report(status, request, args.verbose)
+    _tidy_dead(handle, logdir)
     return status
+
+
+def _tidy_dead(handle: JobHandle, logdir: str) -> None:
+    """Remove the log directory of the killed run whose job this run adopted (a
+    ``seqera-run-*`` temporary directory it could not remove), once the job has ended."""
+    ours = Path(logdir)
+    for log in {handle.stdout, handle.stderr} - {None}:
+        directory = Path(str(log)).parent
+        if (
+            directory != ours
+            and directory.parent == ours.parent
+            and directory.name.startswith(_LOGDIR_PREFIX)
+        ):
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def _cancel(session: Session, handle: JobHandle | None, tails: list[Tail], signum: int) -> int:
