@@ -141,23 +141,6 @@ def test_a_busy_machine_sends_the_next_job_elsewhere_only_if_it_ends_sooner(
         route.close()
 
 
-def test_the_longest_jobs_of_a_batch_choose_and_start_first(tmp_path: Path) -> None:
-    """Two cores and a batch of two 10-s jobs then a 100-s one: the long job takes a core
-    at once (it would end the run late if it waited behind the short ones)."""
-    route = RouteBackend(("local",), opener=opener(tmp_path))
-    try:
-        batch = [JobSpec(f"short{n}", ["true"], ResourceRequest(cpus=1, time=10)) for n in (1, 2)]
-        batch.append(JobSpec("long", ["true"], ResourceRequest(cpus=1, time=100)))
-        handles = route.submit(batch)
-        starts = {h.name: json.loads(h.route or "{}")["options"][0]["start"] for h in handles}
-        assert [h.name for h in handles] == ["short1", "short2", "long"]  # the engine's order
-        assert starts["long"] < 1 and sorted(starts.values())[1] < 1  # long and one short
-        assert max(starts.values()) >= 10  # the other short waits for a core
-        wait(route, handles)
-    finally:
-        route.close()
-
-
 def test_find_asks_every_backend(route: RouteBackend, tmp_path: Path) -> None:
     (handle,) = route.submit([writes(tmp_path, "once")])
     wait(route, [handle])

@@ -260,22 +260,19 @@ class RouteBackend(Backend):
 
     def submit(self, jobs: Sequence[JobSpec]) -> list[JobHandle]:
         """Choose each job's backend (all of them first: a job none can run refuses the
-        batch before anything is sent), then one submission per backend.
-
-        The batch's longest jobs choose first and go first in each backend's queue
-        (longest processing time first, Graham 1969): the engine released them all at
-        once, and a long job started last would end the run late while short ones
-        fill the cores around it."""
+        batch before anything is sent), then one submission per backend, in the engine's
+        order. (Longest first was tried: a batch's 4-core jobs then took a squashed
+        allocation whole while the short jobs and the longer ones the engine released a
+        moment later waited behind them; benchmarks/route_snakemake.py ran slower.)"""
         with self._lock:
-            order = sorted(range(len(jobs)), key=lambda n: -self.runtime_of(jobs[n]))
-            by_job = dict(zip(order, self._choose([jobs[n] for n in order]), strict=True))
-            choices = [by_job[n] for n in range(len(jobs))]
+            choices = self._choose(jobs)
             groups: dict[str, list[int]] = {}
-            for n in order:
-                groups.setdefault(choices[n].backend, []).append(n)
+            for n, choice in enumerate(choices):
+                groups.setdefault(choice.backend, []).append(n)
         # a job bound for a cloud backend uploads its files here (seconds for a large
         # input): outside the lock, so the engine's polls go on meanwhile
-        ready = {n: self._labelled(jobs[n], choices[n]) for n in order}
+        ready = {n: self._labelled(spec, choice) for n, (spec, choice) in
+                 enumerate(zip(jobs, choices, strict=True))}  # fmt: skip
         with self._lock:
             handles: dict[int, JobHandle] = {}
             for name, positions in groups.items():
