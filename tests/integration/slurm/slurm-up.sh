@@ -2,7 +2,9 @@
 # Single-node Slurm (Debian 12, slurm-wlm 22.05) on localhost for tests. Run as root.
 # The project's copy of the shared recipe (../shared/scripts/slurm-up.sh); it adds the Torque
 # wrappers (slurm-wlm-torque), the knobs SELECT_PARAMS, EXTRA_CONF and SLURMCTLD_PORT/SLURMD_PORT,
-# and stops munged only if it started it (another cluster on this machine may share it).
+# and shares munged between clusters: each registers under /run/munge/seqera-users/, and
+# munged stops with the last registered cluster if one of them started it (a cluster that
+# started it may end while another one still needs it).
 #   bash slurm-up.sh        install if needed, (re)start from a clean state, run a smoke job
 #   bash slurm-up.sh down   stop every daemon this script started (by PID file)
 # Clients then need: export SLURM_CONF=$SLURM_DIR/slurm.conf  (or LINK_ETC=1 to symlink /etc/slurm/slurm.conf)
@@ -21,9 +23,29 @@ CONF=$SLURM_DIR/slurm.conf
 export SLURM_CONF=$CONF
 R=$SLURM_DIR/run
 
+USERS=/run/munge/seqera-users
+ME=$USERS/$(printf %s "$SLURM_DIR" | md5sum | cut -c1-16)
+
+# Whether another live cluster uses munged: its file names its directory, whose
+# slurmctld is running or is starting (registered in the last two minutes); one that
+# died without "down" does not count.
+others() {
+  for f in "$USERS"/*; do
+    [ -e "$f" ] && [ "$f" != "$ME" ] || continue
+    [ -n "$(find "$f" -mmin -2 2>/dev/null)" ] && return 0
+    pid=$(cat "$(cat "$f")/run/slurmctld.pid" 2>/dev/null || true)
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then return 0; fi
+    rm -f "$f"
+  done
+  return 1
+}
+
 down() {
   pids="$(echo "$R"/slurmd*.pid) $R/slurmctld.pid $R/slurmdbd.pid $R/mariadbd.pid"
-  [ -e "$R/munged.ours" ] && pids="$pids /run/munge/munged.pid" && rm -f "$R/munged.ours"
+  rm -f "$ME"
+  if [ -e "$USERS.started" ] && ! others; then
+    pids="$pids /run/munge/munged.pid" && rm -f "$USERS.started"
+  fi
   for p in $pids; do
     [ -s "$p" ] || continue
     pid=$(cat "$p")
@@ -55,11 +77,16 @@ mkdir -p "$SLURM_DIR"/{state,spool,log,run}
 chown munge:munge /etc/munge /etc/munge/munge.key; chmod 700 /etc/munge; chmod 400 /etc/munge/munge.key
 install -d -o munge -g munge -m 755 /run/munge
 install -d -o munge -g munge -m 700 /var/lib/munge /var/log/munge
-if ! { [ -s /run/munge/munged.pid ] && kill -0 "$(cat /run/munge/munged.pid)" 2>/dev/null; }; then
-  runuser -u munge -- /usr/sbin/munged              # daemonizes, writes /run/munge/munged.pid
-  touch "$R/munged.ours"
-fi
-for _ in $(seq 50); do munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
+mkdir -p "$USERS" && printf %s "$SLURM_DIR" > "$ME"   # registered first: a "down" now keeps it
+munge_up() {
+  if ! { [ -s /run/munge/munged.pid ] && kill -0 "$(cat /run/munge/munged.pid)" 2>/dev/null; }; then
+    runuser -u munge -- /usr/sbin/munged            # daemonizes, writes /run/munge/munged.pid
+    touch "$USERS.started"
+  fi
+  for _ in $(seq 50); do munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 && return 0; sleep 0.1; done
+  return 1
+}
+munge_up || munge_up   # again if the last cluster's "down" stopped it under us
 
 # 3. optional accounting database: mariadb (datadir under $SLURM_DIR/db) + slurmdbd
 ACCT="AccountingStorageType=accounting_storage/none"
