@@ -4,9 +4,11 @@ The local machine: its cores and memory (what the local backend shares between j
 ``local.cpus``/``local.memory``), no GPU, and as load the jobs routed there that have not
 ended. Slurm: one ``sinfo`` for its partitions' largest nodes and idle cores and one
 ``squeue`` for its running and pending jobs (``_slurm``), at most every ``every``
-seconds. Any other backend (a cloud one): the platform's queue limits when the platform
-describes it, else none, and room for every job (a cloud scales out), so its ``overhead``
-alone (a container's start) sets when a job would start.
+seconds; a squashing Slurm's own allocations are room for the jobs the route sent it,
+which are served in turn on them as on the local machine's cores. Any other backend (a
+cloud one): the platform's queue limits when the platform describes it, else none, and
+room for every job (a cloud scales out), so its ``overhead`` alone (a container's start)
+sets when a job would start.
 """
 
 from __future__ import annotations
@@ -90,8 +92,9 @@ class Probe:
             sinfo, squeue = self._answers(queue)
             if isinstance(self.backend, SquashBackend):
                 # its allocations run the jobs the route sent: their cores are room for
-                # those, served in turn, not others' load held to the time limit
-                pool = self.backend.allocations()
+                # those, served in turn, not others' load held to the time limit (and so
+                # are a job's own, for one it sent to the scheduler alone)
+                pool = {*self.backend.allocations(), *(n for *_, n in left)}
                 return _serve(parse_load(sinfo, squeue, queue, now, overhead=self.overhead,
                                          pool=pool), left)  # fmt: skip
             answered = self._seen[queue][0]
