@@ -115,9 +115,12 @@ class Executor(RemoteExecutor):
         self._image = settings.image or snakemake_image()
         if self._backend_name == "local" or self._session.entry.composite:
             # A local poll is a look at this process's own table: no need to wait long
-            # (a routing backend asks its schedulers at most every few seconds).
+            # (a routing backend asks its schedulers at most every few seconds, and sees
+            # a local job's end within its status_every).
             every = self.workflow.remote_execution_settings.seconds_between_status_checks
-            self._next_seconds_between_status_checks = min(every, 1)
+            self._next_seconds_between_status_checks = min(
+                every, float(getattr(backend, "status_every", 1.0)), 1.0
+            )
         # routing with a cloud candidate: a job goes there only if Snakemake stages its files
         self._unshared = tuple(getattr(backend, "unshared", ()))
         self._unstaged = staging_refusal(self.workflow.storage_settings)
