@@ -220,6 +220,17 @@ def _answers(history: History, records: list[TaskRecord]) -> list[Any]:
     return out
 
 
+def _alike(history: History, reference: History) -> None:
+    for process in (None, "ALIGN"):
+        (totals, kept), (expected_totals, anew) = (
+            history.summaries(process), reference.summaries(process))  # fmt: skip
+        assert totals.attempts == expected_totals.attempts
+        assert totals.memory_total == pytest.approx(expected_totals.memory_total, rel=1e-12)
+        assert [s.stratum for s in kept] == [s.stratum for s in anew]
+        for summary, expected in zip(kept, anew, strict=True):
+            _same(summary, expected)
+
+
 def test_an_older_history_gains_its_summaries_when_opened(
     store: tuple[History, str], tmp_path: Path
 ) -> None:
@@ -238,14 +249,15 @@ def test_an_older_history_gains_its_summaries_when_opened(
     try:
         reference = open_history(":memory:")
         reference.record(records)
-        assert upgraded.summaries() == reference.summaries()
-        assert upgraded.summaries("ALIGN") == reference.summaries("ALIGN")
+        # built by the database (history._upgrade): the log moments are the same sums in
+        # another order; test_history_upgrade holds it to the row-by-row fold
+        _alike(upgraded, reference)
         assert _answers(upgraded, records) == _answers(reference, records)
         # what it learns next, it learns as a new history does
         more = _mixed("run1", 30)
         upgraded.record(more)
         reference.record(more)
-        assert upgraded.summaries("ALIGN") == reference.summaries("ALIGN")
+        _alike(upgraded, reference)
     finally:
         upgraded.close()
 

@@ -12,7 +12,7 @@ from .. import platforms
 from ..errors import ResourceError
 from ..history import DEFAULT_HISTORY, open_history
 from ..redaction import redacted
-from ..report import build, document, headline, parse_since, render
+from ..report import build, document, headline, parse_since
 from ._args import settings
 
 __all__ = ["DEFAULT_HISTORY", "add_parser", "run"]
@@ -83,7 +83,12 @@ def run(args: argparse.Namespace) -> int:
                        source=redacted(location))  # fmt: skip
     finally:
         history.close()
-    text = (json.dumps(document(report), indent=2) + "\n") if args.json else render(report)
+    if args.json:
+        text = json.dumps(document(report), indent=2) + "\n"
+    else:
+        from ..report import render  # the page's drawing: not imported for --json
+
+        text = render(report)
     output = args.output or ("-" if args.json else "report.html")
     if output == "-":
         sys.stdout.write(text)

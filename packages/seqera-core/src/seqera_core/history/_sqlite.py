@@ -11,6 +11,7 @@ Opening waits the same way: a database another process holds locked past ``timeo
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -30,6 +31,19 @@ _EXPECTED = "an SQLite database file (or a new file's path), sqlite:///path or p
 _T = TypeVar("_T")
 _INSERT = (f"INSERT OR REPLACE INTO task_history ({_sql.COLUMNS}, replay) "
            f"VALUES ({', '.join('?' for _ in _sql.FIELDS)}, ?)")  # fmt: skip
+
+
+def _log(value: float | None) -> float | None:
+    return None if value is None or value <= 0 else math.log(value)
+
+
+def _math(db: sqlite3.Connection) -> None:
+    """``ln`` for an older table's upgrade (:mod:`._upgrade`): SQLite's own where it was
+    built with its math functions (3.35+, SQLITE_ENABLE_MATH_FUNCTIONS), else Python's."""
+    try:
+        db.execute("SELECT ln(1)")
+    except sqlite3.OperationalError:
+        db.create_function("ln", 1, _log, deterministic=True)
 
 
 class SqliteHistory(SummaryStore):
@@ -57,6 +71,7 @@ class SqliteHistory(SummaryStore):
         except sqlite3.Error as exc:
             raise ResourceError("history", self.path, f"{_EXPECTED} ({exc})") from None
         try:
+            _math(self._db)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_sql.schema("sqlite"))
             present = {row[1] for row in self._db.execute("PRAGMA table_info(task_history)")}

@@ -17,13 +17,14 @@ from typing import Any, TypeVar
 from . import _sql
 from ._records import CpuUse, ProcessStats, TaskRecord
 from ._tally import SUMMARY_COLUMNS, Fed, Summary, Totals, fold, stratum_key
+from ._upgrade import fold_table
 
 __all__ = ["Execute", "SummaryStore"]
 
 Execute = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 _T = TypeVar("_T")
 _TOTALS = "last_seq, attempts, memory_runs, memory_total, time_runs, time_total"
-# Rows read at a time when a summary is built from an older table's attempts.
+# Rows read at a time (a tenth of it looking for the latest runs).
 _CHUNK = 50_000
 # How far back the latest runs are looked for: a history whose last 200,000 attempts
 # belong to fewer runs than asked names those.
@@ -178,27 +179,15 @@ class SummaryStore:
 
     def _upgrade(self, execute: Execute, rebuild: bool = False) -> None:
         """Bring a version-1 table to the current layout (in the writers' transaction):
-        the new tables, column and indexes, then every attempt folded into the summaries
-        in the order it was stored. Once per history; a current one costs one query
+        the new tables, column and indexes, then the summaries of every attempt, built
+        by the database (:mod:`._upgrade`). Once per history; a current one costs one query
         (``rebuild``: the attempts' table is older than the summaries beside it)."""
         present = execute("SELECT version FROM task_totals WHERE id = 1", ())
         if present and present[0][0] >= _sql.VERSION and not rebuild:
             return
-        totals, summaries = Totals(), dict[tuple[str, str], Summary]()
-        after = 0
-        while True:
-            chunk = execute(
-                f"SELECT {self._cursor}, {_sql.COLUMNS} FROM task_history "
-                f"WHERE {self._cursor} > {self._param} ORDER BY {self._cursor} "
-                f"LIMIT {_CHUNK}",
-                (after,),
-            )
-            if not chunk:
-                break
-            fold(totals, summaries, ((row[0], self._record(row[1:])) for row in chunk))
-            after = chunk[-1][0]
+        totals, summaries = fold_table(execute, self._dialect)  # by the database, set-based
         execute("DELETE FROM task_summary", ())
-        self._store(execute, totals, [summaries[k] for k in sorted(summaries)])
+        self._store(execute, totals, summaries)
 
     # -- reading: the summaries ------------------------------------------------------
 

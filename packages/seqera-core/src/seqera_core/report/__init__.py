@@ -5,6 +5,9 @@ drawing (:mod:`._render`, Plotly, the optional ``report`` extra); the right-size
 advice (:mod:`._advice`) and the configs that apply it (:mod:`._snippets`) beside them.
 ``--json`` needs no extra. For the engines: :func:`write_report` writes the page of some
 runs, :func:`summary_lines` gives the few lines to print at the end of one.
+
+The page's drawing (``render``, ``EXTRA_MISSING``: the charts, the routing section) is
+imported on first use (PEP 562): ``--json`` and an engine's summary draw nothing.
 """
 
 from __future__ import annotations
@@ -12,16 +15,20 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from .._lazy import exports
 from ..history import History
 from ..platforms import Platform
 from ._advice import Advice
 from ._backends import BackendFigures, Routing
 from ._figures import Costs, Distribution, Outlier, ProcessFigures, Summary, Usage
 from ._records import CAUSES, cause, parse_since
-from ._render import EXTRA_MISSING, render
 from ._report import Report, build, document, headline
 from ._routing import Alternative, Saving
+
+if TYPE_CHECKING:
+    from ._render import EXTRA_MISSING, render
 
 __all__ = [
     "CAUSES",
@@ -49,6 +56,9 @@ __all__ = [
 ]
 
 
+__getattr__ = exports(__name__, {"EXTRA_MISSING": "_render", "render": "_render"})
+
+
 def write_report(
     history: History,
     run_ids: Sequence[str],
@@ -60,6 +70,8 @@ def write_report(
     Written to a temporary file beside ``path`` and renamed, so a reader never sees half
     a page. Raises UsageError for an empty history, an unknown run, or no Plotly.
     """
+    from ._render import render
+
     target = Path(path)
     page = render(build(history, run_ids, platform=platform))
     target.parent.mkdir(parents=True, exist_ok=True)
