@@ -11,7 +11,8 @@ largest, :class:`seqera_core.sizing.Moments`, the same float operations in the s
 A replayed attempt (the same run, task and attempt written again) replaces its row but is
 folded in only once, when it first came: a learner that had it already must not count it
 twice. Summaries of a history written before they existed are built once when it is
-opened (:func:`fold` over every row in order).
+opened, by the database (:mod:`._upgrade`): the same counts and maxima, the log moments
+and the totals' sums the same sums in another order.
 """
 
 from __future__ import annotations
