@@ -5,9 +5,10 @@ when it is first opened. Folding its attempts one by one in Python cost ~30 us o
 row (a record built per row, a stratum's key per row): 2,551 s for 10,000,000 rows on a
 loaded machine, the history unusable meanwhile. Here the database aggregates instead:
 
-1. one ``GROUP BY process, cpus, container`` gives, per stored group, every count and
-   maximum a summary holds, its first and last attempt numbers, and each tally's runs,
-   largest use and sum of log uses (with the totals' sums);
+1. a ``GROUP BY process, cpus, container`` of the successful attempts and one of the
+   failed ones (each walks the stratum index: no sort) give, per stored group, every
+   count and maximum a summary holds, its first and last attempt numbers, and each
+   tally's runs, largest use and sum of log uses (with the totals' sums);
 2. per group, one read by the stratum index gives each tally's squared deviations from
    that mean (two passes: no cancellation) and its second-largest use.
 
