@@ -18,7 +18,9 @@ run alone), medians of ``--repeat`` fresh processes and their peak resident memo
 each time); ``seqera report --run ID --json``; ``seqera-sidecar resolve`` (a cold
 process); and a running ``seqera-sidecar serve``: ``--requests`` sequential resolves
 over the traces' processes after one warm-up pass, p50/p99 seen by the client, and the
-server's peak memory. Prints a table; appends JSON lines to ``--results``.
+server's peak memory; and the same resolves in this process (next to a history of one
+run: the same work per request), where the sidecar's own scheduling noise is not in them.
+Prints a table; appends JSON lines to ``--results``.
 """
 
 from __future__ import annotations
@@ -250,7 +252,48 @@ def _measure(
         emit.figure("sidecar resolve p50", round(a, 2), "ms", store=label, rows=size)
         emit.figure("sidecar resolve p99", round(b, 2), "ms", store=label, rows=size)
         emit.figure("sidecar peak RSS", m, "MiB", store=label, rows=size)
+    if "inprocess" in args.skip_case:
+        return lines
+    (p50o, p99o), (p50, p99) = _in_process((one, big), processes, args.requests)
+    lines.append(f"| {label} | resolve in process, warm: p50 / p99 (vs that run alone) | "
+                 f"{p50o:.2f} / {p99o:.2f} ms | {p50:.2f} / {p99:.2f} ms | "
+                 f"{p99 / p99o:.2f} (p99) |")  # fmt: skip
+    for size, a, b in ((0, p50o, p99o), (rows, p50, p99)):
+        emit.figure("in-process resolve p50", round(a, 3), "ms", store=label, rows=size)
+        emit.figure("in-process resolve p99", round(b, 3), "ms", store=label, rows=size)
     return lines
+
+
+def _in_process(
+    histories: tuple[str, str], processes: list[str], requests: int
+) -> list[tuple[float, float]]:
+    """p50 and p99 ms of warm resolves in this process (no HTTP, no other process's
+    scheduling in them), over each history in turn, in 5 interleaved blocks: what the
+    history's size costs a resolve, apart from the sidecar's own noise. Against a history
+    of the same processes (that run alone), so both do the same work per request."""
+    from seqera_core.models import ResourceRequest
+    from seqera_core.resolvers import PredictiveResolver
+
+    stores = [open_history(h) for h in histories]
+    try:
+        body = [ResourceRequest(process=p, memory=4 * 2**30, cpus=2) for p in processes]
+        resolvers = [PredictiveResolver(store) for store in stores]
+        for resolver in resolvers:
+            for request in body:  # warm: each process's first request loads it
+                resolver.resolve(request)
+        took: list[list[float]] = [[], []]
+        for _ in range(5):
+            for resolver, times in zip(resolvers, took, strict=True):
+                for i in range(requests):
+                    started = time.perf_counter()
+                    resolver.resolve(body[i % len(body)])
+                    times.append((time.perf_counter() - started) * 1000)
+    finally:
+        for store in stores:
+            store.close()
+    for times in took:
+        times.sort()
+    return [(t[len(t) // 2], t[int(len(t) * 0.99)]) for t in took]
 
 
 def _cpu() -> float:
@@ -275,8 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--requests", type=int, default=500)
     parser.add_argument("--skip", choices=("sqlite", "postgresql"), action="append", default=[])
-    parser.add_argument("--skip-case", action="append", default=[],
-                        choices=("run", "snakemake", "resolve", "report", "serve"))  # fmt: skip
+    cases = ("run", "snakemake", "resolve", "report", "serve", "inprocess")
+    parser.add_argument("--skip-case", action="append", default=[], choices=cases)
     add_argument(parser)
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
