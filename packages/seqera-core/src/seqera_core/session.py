@@ -23,13 +23,11 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
-from attrs import frozen
-
 from . import platforms
+from ._attempts import Attempts, Finished
 from ._opening import Opening, WorkDir
 from ._recorder import Recorder
-from .backends.base import Backend, JobHandle, JobSpec, JobState, JobStatus
+from .backends.base import Backend, JobHandle, JobSpec, JobStatus
 from .backends.registry import BackendEntry, entry
 from .config import Config
 from .errors import HistoryError, UsageError
@@ -37,11 +35,10 @@ from .history import History
 from .labels import run_labels
 from .models import ResourceRequest
 from .outcomes import finished_record
-from .pipeline import Prepared, prepare
+from .pipeline import Prepared
 from .platforms import Platform
 from .resolvers import PredictiveResolver, Resolver, configured
 from .resume import Ledger, Orphan, Resume
-from .retries import Failure, rescued
 from .squash import SquashPolicy
 
 if TYPE_CHECKING:
@@ -56,20 +53,6 @@ def squash_policy(config: Config, platform: Platform | None = None) -> SquashPol
     """The platform's squash policy (off without one), with the config's ``squash.*`` over it."""
     base = platform.squash if platform is not None else SquashPolicy()
     return base.merged(config.section("squash"))
-
-
-@frozen
-class Finished:
-    """A finished attempt to record: what was submitted and how it ended.
-
-    ``task_id`` is the engine's own id for the task (default: the backend's job id);
-    ``run_id`` the engine's run when it is not the session's (the sidecar serves many).
-    """
-
-    request: ResourceRequest
-    status: JobStatus
-    task_id: str = ""
-    run_id: str = ""
 
 
 class Session:
@@ -129,10 +112,7 @@ class Session:
         self._warn = warn or _LOG.warning
         self._fork_server = fork_server
         self._backend: Backend | None = None
-        # Per engine task key: its last prepared attempt, and its last failure (what the
-        # next attempt needs, see seqera_core.retries); both dropped when the task succeeds.
-        self._attempts: dict[str, Prepared] = {}
-        self._failures: dict[str, Failure] = {}
+        self._attempts = Attempts()  # each task's last attempt and failure
         self._lock = threading.Lock()
         self._closed = False
         self._recorder: Recorder | None = None
@@ -233,34 +213,20 @@ class Session:
         ``task_id`` it records them under): after a failed attempt the next one gets what
         :mod:`seqera_core.retries` says it needs, and its note says so.
         """
-        failure = self._failures.get(task) if task is not None else None
-        if failure is not None and request.attempt <= failure.given.attempt:
-            # A rescue goes out under the engine's same attempt: the history keeps one row
-            # per (run, task, attempt), so this one is the next attempt.
-            request = attrs.evolve(request, attempt=failure.given.attempt + 1)
-        prepared = prepare(
+        return self._attempts.prepare(
             request,
+            task,
             platform=self.platform,
             resolvers=self.resolvers,
             run_labels=self.labels,
-            floor=failure.floor() if failure is not None else None,
         )
-        if failure is not None and (note := failure.note()) is not None:
-            prepared = attrs.evolve(prepared, notes=(*prepared.notes, f"retry after {note}"))
-        if task is not None:
-            self._attempts[task] = prepared
-        return prepared
 
     def rescue(self, task: str) -> bool:
         """Whether the task's last attempt, which failed, was failed by the optimiser (a
         resolver sized it below what it declared and it ran out of exactly that): then
         the engine sends it again at once, whatever its own retry setting, and
         :meth:`prepare` gives it no less than it declared. True once per task."""
-        failure = self._failures.get(task)
-        if failure is None or not rescued(failure):
-            return False
-        self._failures[task] = attrs.evolve(failure, rescued=True)
-        return True
+        return self._attempts.rescue(task)
 
     def submit(
         self, specs: Sequence[JobSpec], *, unfinished: Collection[str] = ()
@@ -336,7 +302,7 @@ class Session:
             if finished:
                 self._warn(f"{len(finished)} attempts ended after the run closed; not recorded")
             return 0
-        self._remember(finished)
+        self._attempts.remember(finished)
         self.settled(item.status.handle for item in finished)
         if not self.records_history:
             return 0
@@ -353,24 +319,6 @@ class Session:
                 for item in finished
             ]
         )
-
-    def _remember(self, finished: Iterable[Finished]) -> None:
-        # What the next attempt of a failed task needs; a success forgets the task.
-        for item in finished:
-            prepared = self._attempts.get(item.task_id) if item.task_id else None
-            if prepared is None:
-                continue
-            if item.status.state is JobState.SUCCEEDED:
-                del self._attempts[item.task_id]
-                self._failures.pop(item.task_id, None)
-                continue
-            earlier = self._failures.get(item.task_id)
-            self._failures[item.task_id] = Failure(
-                prepared.declared,
-                item.request,
-                item.status,
-                rescued=earlier is not None and earlier.rescued,
-            )
 
     def summary(self, limit: int = 3) -> list[str]:
         """A few lines on what this run used and wasted (the ``limit`` worst processes, the
