@@ -186,7 +186,7 @@ def test_the_self_sizing_guard_opt_out(tmp_path: Path) -> None:
 
 def test_route_objectives_and_the_cost_ceiling(tmp_path: Path) -> None:
     from seqera_core.backends.route import OBJECTIVES
-    from seqera_core.config import _OBJECTIVES
+    from seqera_core.config._keys import _OBJECTIVES
 
     assert _OBJECTIVES == OBJECTIVES  # the config checks what the policy knows
     text = "route: {objective: cost-per-hour-saved, max_cost_per_hour_saved: 2.5}\n"

@@ -48,6 +48,7 @@ MODULES = [
 
 # The packages whose public face is a sorted __all__ of names that exist.
 PACKAGES = [
+    "seqera_core.config",
     "seqera_core.backends",
     "seqera_core.backends.local",
     "seqera_core.backends.batch",

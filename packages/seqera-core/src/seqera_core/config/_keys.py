@@ -1,26 +1,4 @@
-"""Layered configuration: user file, project file, environment, command line.
-
-Each layer overrides the one before, and every value remembers where it came from:
-
-1. ``$XDG_CONFIG_HOME/seqera/config.yaml`` (``~/.config/seqera/config.yaml`` when the
-   variable is unset or empty, as the XDG Base Directory specification says);
-2. ``seqera.yaml`` in the working directory, else ``.seqera.yaml`` there;
-3. ``SEQERA_*`` environment variables (:data:`KEYS`; an empty variable counts as unset);
-4. command-line flags (a flag given as ``None`` was not given).
-
-Labels merge name by name (the user file's ``team`` and the project's ``project`` both
-apply; a later layer's ``team`` replaces an earlier one). A relative ``platform`` path
-is relative to the file that names it. Nothing here reads global state: the caller
-passes the environment, working directory and home directory.
-
-```yaml
-backend: slurm
-platform: platforms/hpc.yaml
-labels: {team: genomics}
-auto_labels: [run-name, user]    # or all, or none
-resolver: {url: "http://127.0.0.1:8080", timeout: 5}
-ecs: {cluster: genomics, execution_role: "arn:aws:iam::123456789012:role/ecsTaskExecutionRole"}
-```
+"""Every config key: its ``SEQERA_*`` environment variable and what its value may be.
 
 ``local.cpus`` and ``local.memory`` (``SEQERA_LOCAL_CPUS``, ``SEQERA_LOCAL_MEMORY``: cores,
 and bytes or a size such as ``8GiB``) are what the local backend shares between jobs
@@ -63,25 +41,27 @@ job queue, required), ``job_role``, ``execution_role`` (required on Fargate), ``
 
 from __future__ import annotations
 
-import contextlib
-import math
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-import yaml
-from attrs import field, frozen
+from ..backends.registry import BACKENDS
+from ..dialects.human import parse_duration
+from ..errors import ResourceError
+from ..labels import METADATA, string_labels
+from ..redaction import redacted
+from ..squash import SquashMode
+from ._values import (
+    boolean,
+    byte_size,
+    core_count,
+    cost_amount,
+    name_list,
+    nonempty_text,
+    timeout_seconds,
+    whole_count,
+)
 
-from .backends.registry import BACKENDS
-from .dialects._values import LARGEST
-from .dialects.human import SIZE_FORMS, parse_duration, parse_size
-from .documents import decode_yaml, read_bounded
-from .errors import ResourceError
-from .labels import METADATA, string_labels
-from .redaction import redacted
-from .squash import SquashMode
-
-__all__ = ["DEFAULTS", "KEYS", "Config", "checked_value", "key_value", "load_config"]
+__all__ = ["KEYS", "check", "checked_value", "key_value"]
 
 # key -> environment variable
 KEYS: dict[str, str] = {
@@ -146,56 +126,11 @@ KEYS: dict[str, str] = {
     "route.max_cost_per_hour_saved": "SEQERA_ROUTE_MAX_COST_PER_HOUR_SAVED",
 }
 _LISTS = ("ecs.subnets", "ecs.security_groups", "route.backends", "route.pin", "route.overhead")
-_BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
-DEFAULTS: Mapping[str, Any] = {"backend": "local", "auto_labels": "all"}
 _MODES = tuple(m.value for m in SquashMode)
 # the routing objectives (backends/route/_policy.OBJECTIVES; a test keeps them equal), not
 # imported: that would import every backend with the config
 _OBJECTIVES = ("finish", "cost", "cost-per-hour-saved")
 _AUTO_FORMS = f"all, none, or a list of {', '.join(METADATA)}"
-
-
-@frozen
-class Config:
-    """Merged values and, for each, the layer it came from.
-
-    ``sources`` names a file path, ``$VARIABLE``, ``command line`` or ``default`` for each
-    key, and for each label ``labels.<name>`` (``labels`` lists every layer that added one).
-    """
-
-    values: Mapping[str, Any] = field(factory=dict)
-    sources: Mapping[str, str] = field(factory=dict)
-
-    def section(self, name: str) -> dict[str, Any]:
-        """The ``name.*`` values with the prefix removed: ``section("ecs")["cluster"]``."""
-        prefix = f"{name}."
-        return {k[len(prefix) :]: v for k, v in self.values.items() if k.startswith(prefix)}
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The merged value of ``key``."""
-        return self.values.get(key, default)
-
-
-def _flatten(document: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in document.items():
-        name = f"{prefix}{key}"
-        # labels, and route's pin and overhead, are mappings of their own
-        if isinstance(value, Mapping) and name not in ("labels", "route.pin", "route.overhead"):
-            flat.update(_flatten(value, f"{name}."))
-        else:
-            flat[name] = value
-    return flat
-
-
-def _timeout(value: Any, where: str, key: str = "resolver.timeout") -> float:
-    seconds = -1.0
-    if not isinstance(value, bool):
-        with contextlib.suppress(TypeError, ValueError, OverflowError):  # float(10**400)
-            seconds = float(value)
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise ResourceError(f"{where}: {key}", value, "a number of seconds > 0")
-    return seconds
 
 
 def _auto_labels(value: Any, where: str) -> str | list[str]:
@@ -233,74 +168,13 @@ def _labels(value: Any, where: str) -> dict[str, str]:
     return string_labels(value)
 
 
-def _text(key: str, value: Any, where: str) -> str:
-    if isinstance(value, bool) or not isinstance(value, str | int | float) or value == "":
-        raise ResourceError(f"{where}: {key}", value, "a non-empty string")
-    return str(value)
-
-
-def _list(key: str, value: Any, where: str) -> list[str]:
-    items = value.split(",") if isinstance(value, str) else value
-    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-        raise ResourceError(f"{where}: {key}", value, "a list of names, or comma-separated text")
-    cleaned = [i.strip() for i in items if i.strip()]
-    if not cleaned:
-        raise ResourceError(f"{where}: {key}", value, "at least one name")
-    return cleaned
-
-
-def _boolean(key: str, value: Any, where: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in _BOOLEANS:
-        return _BOOLEANS[value.strip().lower()]
-    raise ResourceError(f"{where}: {key}", value, "true or false")
-
-
-def _whole(text: str) -> int | None:
-    # int() refuses more than 4,300 digits (ValueError); no count or size needs 20.
-    if not (text.isascii() and text.isdigit()) or len(text.lstrip("0")) > len(str(LARGEST)):
-        return None
-    number = int(text)
-    return number if 0 < number <= LARGEST else None
-
-
-def _count(key: str, value: Any, where: str) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = str(value) if 0 < value <= LARGEST else value
-    number = _whole(value.strip()) if isinstance(value, str) else None
-    if number is None:
-        raise ResourceError(f"{where}: {key}", value, "an integer >= 1")
-    return number
-
-
-def _cores(key: str, value: Any, where: str) -> float:
-    cores = -1.0
-    if not isinstance(value, bool):
-        with contextlib.suppress(TypeError, ValueError, OverflowError):  # float(10**400)
-            cores = float(value)
-    if not math.isfinite(cores) or cores <= 0:
-        raise ResourceError(f"{where}: {key}", value, "a number of cores > 0, e.g. 4 or 0.5")
-    return cores
-
-
-def _bytes(key: str, value: Any, where: str) -> int:
-    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= LARGEST:
-        return value
-    if isinstance(value, str) and (number := _whole(value.strip())) is not None:
-        return number
-    if isinstance(value, str) and not value.strip().isdigit():
-        return parse_size(value, f"{where}: {key}")
-    raise ResourceError(f"{where}: {key}", value, f"whole bytes, or {SIZE_FORMS}")
-
-
-def _check(key: str, value: Any, where: str) -> Any:
+def check(key: str, value: Any, where: str) -> Any:
     if key not in KEYS:
         raise ResourceError(f"{where}: {key}", value, f"one of the keys {', '.join(KEYS)}")
     if key == "backend" and value not in BACKENDS:
         raise ResourceError(f"{where}: backend", value, f"one of {', '.join(BACKENDS)}")
     if key == "resolver.timeout":
-        return _timeout(value, where)
+        return timeout_seconds(value, where)
     if key == "auto_labels":
         return _auto_labels(value, where)
     if key == "labels":
@@ -308,29 +182,29 @@ def _check(key: str, value: Any, where: str) -> Any:
     if key in ("route.pin", "route.overhead") and isinstance(value, Mapping):
         value = [f"{k}={v}" for k, v in value.items()]  # route: {pin: {align: slurm}}
     if key in _LISTS:
-        return _route_list(key, _list(key, value, where), where)
+        return _route_list(key, name_list(key, value, where), where)
     if key in ("ecs.assign_public_ip", "ecs.report_usage", "sizing.shrink_self_sizing",
                "slurm.requeue", "slurm.no_account", "batch.assign_public_ip",
                "batch.report_usage", "route.staged"):  # fmt: skip
-        return _boolean(key, value, where)
+        return boolean(key, value, where)
     if key == "local.cpus":
-        return _cores(key, value, where)
+        return core_count(key, value, where)
     if key == "local.memory":
-        return _bytes(key, value, where)
+        return byte_size(key, value, where)
     if key in ("ecs.max_spot_attempts", "squash.max_jobs", "squash.cpus",
                "batch.max_spot_attempts"):  # fmt: skip
-        return _count(key, value, where)
+        return whole_count(key, value, where)
     if key == "slurm.tmp" and str(value).strip().lower() not in ("auto", "always", "never"):
         raise ResourceError(f"{where}: {key}", value, "one of auto, always, never")
     if key == "route.objective" and str(value).strip() not in _OBJECTIVES:
         raise ResourceError(f"{where}: {key}", value, f"one of {', '.join(_OBJECTIVES)}")
     if key == "route.max_cost_per_hour_saved":
-        return _amount(key, value, where)
+        return cost_amount(key, value, where)
     if key == "route.runtime":
-        return _timeout(value, where, key)
+        return timeout_seconds(value, where, key)
     if key == "squash.mode" and str(value).strip().lower() not in _MODES:
         raise ResourceError(f"{where}: {key}", value, f"one of {', '.join(_MODES)}")
-    text = _text(key, value, where)
+    text = nonempty_text(key, value, where)
     if key == "resolver.url" and not text.strip().startswith(("http://", "https://")):
         # said here, naming the layer; the password of a URL is never shown
         raise ResourceError(f"{where}: {key}", redacted(text), "an http:// or https:// URL")
@@ -347,19 +221,9 @@ def checked_value(key: str, value: Any) -> Any:
         ResourceError: naming ``key``, the value and what was expected.
     """
     try:
-        return _check(key, value, "")
+        return check(key, value, "")
     except ResourceError as exc:
         raise ResourceError(key, exc.value, exc.expected) from None
-
-
-def _amount(key: str, value: Any, where: str) -> float:
-    amount = -1.0
-    if not isinstance(value, bool):
-        with contextlib.suppress(TypeError, ValueError, OverflowError):
-            amount = float(value)
-    if not (0 <= amount < math.inf):
-        raise ResourceError(f"{where}: {key}", value, "a number >= 0 (an amount per hour saved)")
-    return amount
 
 
 def _route_list(key: str, items: list[str], where: str) -> list[str]:
@@ -377,68 +241,9 @@ def _route_list(key: str, items: list[str], where: str) -> list[str]:
                 raise ResourceError(f"{where}: {key}", item, wanted)
             if key == "route.overhead":
                 try:
-                    _timeout(value, where, key)
+                    timeout_seconds(value, where, key)
                 except ResourceError:  # the pair as written, as every KEY=VALUE list says it
                     raise ResourceError(
                         f"{where}: {key}", item, "BACKEND=SECONDS, seconds a number > 0"
                     ) from None
     return items
-
-
-def _file(path: Path) -> tuple[dict[str, Any], str] | None:
-    if not path.is_file():
-        return None
-    text = read_bounded(path, str(path), "a readable YAML file")
-    document = decode_yaml(text, str(path), yaml.SafeLoader) or {}
-    if not isinstance(document, Mapping):
-        raise ResourceError(str(path), document, "a YAML mapping of settings")
-    values = {}
-    for key, value in _flatten(document).items():
-        checked = _check(str(key), value, str(path))
-        if key == "platform":
-            checked = str((path.parent / checked).resolve())
-        values[str(key)] = checked
-    return values, str(path)
-
-
-def _merge(
-    values: dict[str, Any], sources: dict[str, str], found: Mapping[str, Any], where: str
-) -> None:
-    for key, value in found.items():
-        if key == "labels":
-            values["labels"] = {**values.get("labels", {}), **value}
-            sources.update({f"labels.{name}": where for name in value})
-            layers = dict.fromkeys([*sources.get("labels", "").split(", "), where])
-            sources["labels"] = ", ".join(layer for layer in layers if layer)
-        else:
-            values[key] = value
-            sources[key] = where
-
-
-def load_config(
-    *,
-    environ: Mapping[str, str],
-    cwd: Path,
-    home: Path,
-    flags: Mapping[str, Any] | None = None,
-) -> Config:
-    """Merge every layer; flags whose value is ``None`` were not given and do not count."""
-    values: dict[str, Any] = dict(DEFAULTS)
-    sources: dict[str, str] = dict.fromkeys(DEFAULTS, "default")
-    xdg = environ.get("XDG_CONFIG_HOME") or str(home / ".config")
-    project = (_file(cwd / name) for name in ("seqera.yaml", ".seqera.yaml"))
-    for layer in (_file(Path(xdg) / "seqera" / "config.yaml"), next(filter(None, project), None)):
-        if layer is not None:
-            _merge(values, sources, *layer)
-    for key, variable in KEYS.items():
-        if environ.get(variable):
-            _merge(
-                values,
-                sources,
-                {key: _check(key, environ[variable], f"${variable}")},
-                f"${variable}",
-            )
-    for key, value in (flags or {}).items():
-        if value is not None:
-            _merge(values, sources, {key: _check(key, value, "command line")}, "command line")
-    return Config(values, sources)

@@ -1,0 +1,108 @@
+"""How each kind of config value is read: seconds, text, names, booleans, counts, cores,
+bytes and amounts. Each error names the layer (``where``: a file, ``$VARIABLE``, ``command
+line``), the key, the value and what was expected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Any
+
+from ..dialects._values import LARGEST
+from ..dialects.human import SIZE_FORMS, parse_size
+from ..errors import ResourceError
+
+__all__ = [
+    "boolean",
+    "byte_size",
+    "core_count",
+    "cost_amount",
+    "name_list",
+    "nonempty_text",
+    "timeout_seconds",
+    "whole_count",
+]
+
+_BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+def timeout_seconds(value: Any, where: str, key: str = "resolver.timeout") -> float:
+    seconds = -1.0
+    if not isinstance(value, bool):
+        with contextlib.suppress(TypeError, ValueError, OverflowError):  # float(10**400)
+            seconds = float(value)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ResourceError(f"{where}: {key}", value, "a number of seconds > 0")
+    return seconds
+
+
+def nonempty_text(key: str, value: Any, where: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float) or value == "":
+        raise ResourceError(f"{where}: {key}", value, "a non-empty string")
+    return str(value)
+
+
+def name_list(key: str, value: Any, where: str) -> list[str]:
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        raise ResourceError(f"{where}: {key}", value, "a list of names, or comma-separated text")
+    cleaned = [i.strip() for i in items if i.strip()]
+    if not cleaned:
+        raise ResourceError(f"{where}: {key}", value, "at least one name")
+    return cleaned
+
+
+def boolean(key: str, value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _BOOLEANS:
+        return _BOOLEANS[value.strip().lower()]
+    raise ResourceError(f"{where}: {key}", value, "true or false")
+
+
+def _whole(text: str) -> int | None:
+    # int() refuses more than 4,300 digits (ValueError); no count or size needs 20.
+    if not (text.isascii() and text.isdigit()) or len(text.lstrip("0")) > len(str(LARGEST)):
+        return None
+    number = int(text)
+    return number if 0 < number <= LARGEST else None
+
+
+def whole_count(key: str, value: Any, where: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value) if 0 < value <= LARGEST else value
+    number = _whole(value.strip()) if isinstance(value, str) else None
+    if number is None:
+        raise ResourceError(f"{where}: {key}", value, "an integer >= 1")
+    return number
+
+
+def core_count(key: str, value: Any, where: str) -> float:
+    cores = -1.0
+    if not isinstance(value, bool):
+        with contextlib.suppress(TypeError, ValueError, OverflowError):  # float(10**400)
+            cores = float(value)
+    if not math.isfinite(cores) or cores <= 0:
+        raise ResourceError(f"{where}: {key}", value, "a number of cores > 0, e.g. 4 or 0.5")
+    return cores
+
+
+def byte_size(key: str, value: Any, where: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= LARGEST:
+        return value
+    if isinstance(value, str) and (number := _whole(value.strip())) is not None:
+        return number
+    if isinstance(value, str) and not value.strip().isdigit():
+        return parse_size(value, f"{where}: {key}")
+    raise ResourceError(f"{where}: {key}", value, f"whole bytes, or {SIZE_FORMS}")
+
+
+def cost_amount(key: str, value: Any, where: str) -> float:
+    amount = -1.0
+    if not isinstance(value, bool):
+        with contextlib.suppress(TypeError, ValueError, OverflowError):
+            amount = float(value)
+    if not (0 <= amount < math.inf):
+        raise ResourceError(f"{where}: {key}", value, "a number >= 0 (an amount per hour saved)")
+    return amount
