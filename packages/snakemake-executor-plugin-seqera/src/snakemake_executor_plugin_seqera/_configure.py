@@ -1,19 +1,25 @@
 """The executor's ``--seqera-*`` settings as seqera-core's config keys (flags over the
-config files and ``SEQERA_*``, as every entry point merges them)."""
+config files and ``SEQERA_*``, as every entry point merges them), and the run's session
+opened on them."""
 
 from __future__ import annotations
 
+import getpass
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import yaml
 
+from seqera_core.backends.local import ForkServer
 from seqera_core.config import Config, key_value, load_config
+from seqera_core.history import DEFAULT_HISTORY
+from seqera_core.session import Session
 
+from ._preload import PRELOAD
 from .settings import ExecutorSettings
 
-__all__ = ["config_from"]
+__all__ = ["config_from", "open_session"]
 
 
 def _listed(items: Sequence[str] | str | None) -> list[str] | None:
@@ -74,3 +80,35 @@ def config_from(settings: ExecutorSettings) -> Config:
         "route.max_cost_per_hour_saved": settings.route_max_cost_per_hour_saved,
     }
     return load_config(environ=os.environ, cwd=Path.cwd(), home=Path.home(), flags=flags)
+
+
+def open_session(
+    settings: ExecutorSettings,
+    workdir: Path,
+    jobdir: Path,
+    run_id: str,
+    server: ForkServer | None,
+    warn: Callable[[str], None],
+) -> Session:
+    """The run's session: its config from ``settings``, its jobs and ledger in ``jobdir``."""
+    return Session(
+        config_from(settings),
+        "snakemake",
+        run_id=run_id,
+        work_dir=jobdir,
+        metadata={
+            "run-id": run_id,
+            "user": getpass.getuser(),
+            "project": workdir.name,
+        },
+        # Every job is `python -m snakemake ...`: a squashed allocation's launcher, or
+        # the local backend's fork server, loads Snakemake and its plugins once and
+        # starts each job as a fork of itself.
+        preload=PRELOAD,
+        fork_server=server,
+        warn=warn,
+        ledger=jobdir / "runs",
+        # recorded for the summary and `seqera report` even without --seqera-history,
+        # which alone makes jobs sized from the history
+        record_to=DEFAULT_HISTORY,
+    )

@@ -14,7 +14,8 @@ Files"):
   (its code returns before the sweep when either is set).
 
 Here the log directory is the job directory's ``logs/``, and a log is ``*.log`` or, where
-PBS copies the error stream back apart, ``*.err``.
+PBS copies the error stream back apart, ``*.err``. A failed job's logs, for Snakemake's
+error report, are :func:`log_files`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from pathlib import Path
 
 from attrs import frozen
 
-__all__ = ["DEFAULT_DAYS", "LogRetention"]
+from seqera_core.backends import JobHandle, JobStatus
+from seqera_core.errors import SeqeraError
+
+__all__ = ["DEFAULT_DAYS", "LogRetention", "log_files"]
 
 DEFAULT_DAYS = 10
 _DAY = 86400
@@ -91,3 +95,21 @@ class LogRetention:
             except OSError:
                 continue  # written to meanwhile by a job of another run
         return deleted
+
+
+def log_files(status: JobStatus, fetch: Callable[[JobHandle], str], directory: Path) -> list[str]:
+    """The ended job's logs for Snakemake's error report: its own files or, with no shared
+    file system (ECS), a copy in ``directory`` of what the backend can ``fetch``."""
+    handle = status.handle
+    paths = list(dict.fromkeys(p for p in (handle.stdout, handle.stderr) if p))
+    if paths:
+        return paths
+    # No shared filesystem (ECS): keep a local copy of what the backend can fetch.
+    try:
+        text = fetch(handle)
+    except SeqeraError as exc:
+        text = f"(the job's log could not be fetched: {exc})\n"
+    path = directory / f"{handle.name}.{handle.native_id.rsplit('/', 1)[-1]}.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return [str(path)]

@@ -7,17 +7,13 @@ status cycle for every active job, one ``cancel`` call for all of them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import getpass
 import signal
 import sys
-import threading
 import time
 import uuid
 from collections.abc import AsyncGenerator
 from pathlib import Path
 
-import attrs
 from snakemake_interface_common.exceptions import WorkflowError
 from snakemake_interface_executor_plugins.executors.base import SubmittedJobInfo
 from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
@@ -34,20 +30,18 @@ from seqera_core.backends import (
     SubmitError,
     history_runtime,
 )
-from seqera_core.backends.local import ForkServer
 from seqera_core.errors import SeqeraError
-from seqera_core.history import DEFAULT_HISTORY
 from seqera_core.outcomes import failure_message
-from seqera_core.session import Finished, Session
+from seqera_core.session import Finished
 
-from ._configure import config_from
-from ._jobcommand import command, describe, snakemake_image
-from ._logs import DEFAULT_DAYS, LogRetention
-from ._loop import exiting, resolve
-from ._preload import PRELOAD
-from ._restart import Interrupts, run_onerror, submission_key, unfinished
-from ._staging import staged_form, staging_refusal
-from .resources import RUNNER_MEMORY, job_request
+from ._configure import open_session
+from ._jobcommand import describe, snakemake_image
+from ._jobspec import JobLayout, job_spec
+from ._logs import DEFAULT_DAYS, LogRetention, log_files
+from ._loop import IdleWait, exiting
+from ._restart import Interrupts, run_onerror, unfinished
+from ._staging import staging_refusal
+from .resources import job_request
 from .settings import ExecutorSettings
 
 __all__ = ["Executor"]
@@ -57,12 +51,10 @@ class Executor(RemoteExecutor):
     """``snakemake --executor seqera``."""
 
     def __init__(self, workflow: WorkflowExecutorInterface, logger: LoggerExecutorInterface):
-        # Set by a submission and at shutdown: the status thread (which the base class
-        # starts before __post_init__) then stops waiting for jobs that are not there.
-        self._woken = threading.Event()
+        # Woken by a submission and at shutdown: made first, as the base class starts the
+        # status thread (whose idle wait it is, see sleep()) before __post_init__.
+        self._idle = IdleWait()
         self._said: set[tuple[str | None, str]] = set()
-        # The status loop's idle wait, resolved from any thread by _wake (see sleep()).
-        self._idle: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None
         super().__init__(workflow, logger)
 
     def __post_init__(self) -> None:
@@ -78,7 +70,7 @@ class Executor(RemoteExecutor):
         run_id = str(uuid.uuid4())
         server = settings.take_fork_server()  # forked while Snakemake started up
         try:
-            self._session = self._open(settings, workdir, jobdir, run_id, server)
+            self._session = open_session(settings, workdir, jobdir, run_id, server, self._warn)
         except BaseException:
             if server is not None:
                 server.close()
@@ -127,6 +119,15 @@ class Executor(RemoteExecutor):
         if self._unshared and self._unstaged:
             self.logger.info(f"seqera: no job goes to {', '.join(self._unshared)}: "
                              f"{self._unstaged}")  # fmt: skip
+        self._layout = JobLayout(
+            jobdir=jobdir,
+            run_id=run_id,
+            shared=self._session.entry.shared_fs,
+            apart=self._backend_name in ("pbs", "torque"),
+            forks=self._forks,
+            image=self._image,
+            staged=bool(self._unshared) and self._unstaged is None,
+        )
         if not self._session.entry.shared_fs and (
             SharedFSUsage.INPUT_OUTPUT in self.workflow.storage_settings.shared_fs_usage
         ):
@@ -134,36 +135,6 @@ class Executor(RemoteExecutor):
                 f"seqera executor: backend {self._backend_name} has no shared filesystem; run "
                 "with --default-storage-provider (e.g. s3) and --shared-fs-usage none"
             )
-
-    def _open(
-        self,
-        settings: ExecutorSettings,
-        workdir: Path,
-        jobdir: Path,
-        run_id: str,
-        server: ForkServer | None,
-    ) -> Session:
-        return Session(
-            config_from(settings),
-            "snakemake",
-            run_id=run_id,
-            work_dir=jobdir,
-            metadata={
-                "run-id": run_id,
-                "user": getpass.getuser(),
-                "project": workdir.name,
-            },
-            # Every job is `python -m snakemake ...`: a squashed allocation's launcher, or
-            # the local backend's fork server, loads Snakemake and its plugins once and
-            # starts each job as a fork of itself.
-            preload=PRELOAD,
-            fork_server=server,
-            warn=lambda message: self.logger.warning(f"seqera: {message}"),
-            ledger=jobdir / "runs",
-            # recorded for the summary and `seqera report` even without --seqera-history,
-            # which alone makes jobs sized from the history
-            record_to=DEFAULT_HISTORY,
-        )
 
     # -- submission ------------------------------------------------------------------
 
@@ -203,7 +174,7 @@ class Executor(RemoteExecutor):
             self.report_job_submission(
                 SubmittedJobInfo(job, external_jobid=handle.native_id, aux=aux)
             )
-        self._wake()
+        self._idle.wake()
 
     def _spec(self, job: JobExecutorInterface) -> JobSpec | None:
         try:
@@ -233,39 +204,9 @@ class Executor(RemoteExecutor):
                 f"{describe(prepared)}"
             )
         self.logger.debug(f"seqera: job {job.jobid} {job.name}: {describe(prepared)}")
-        name = f"{job.name}-{job.jobid}" if not job.is_group() else f"group-{job.jobid}"
-        logdir = self._jobdir / "logs" / name
-        logdir.mkdir(parents=True, exist_ok=True)
-        # one log per attempt: a failed attempt's log is kept when a retry succeeds
-        log = logdir / f"{self._run_id[:8]}.{job.attempt}.log"
-        shared = self._session.entry.shared_fs
-        # One log for both streams, as the Slurm plugin keeps it; PBS copies each stream
-        # back on its own, so there the errors get their own file.
-        apart = self._backend_name in ("pbs", "torque")
-        request = prepared.request
-        if request.memory is not None and request.memory < RUNNER_MEMORY:
-            # a resolver sized the rule's command alone; the job also runs Snakemake
-            request = attrs.evolve(request, memory=RUNNER_MEMORY)
-        if not shared:
-            # The job runs Snakemake itself: the task's image is Snakemake's, whatever
-            # image the rule's own command uses.
-            request = attrs.evolve(request, container=self._image)
         text = self.format_job_exec(job)
-        spec = JobSpec(
-            name=f"smk-{name}",
-            command=command(text, squashed=self._forks),
-            request=request,
-            workdir=str(Path(self.workflow.workdir_init).absolute()) if shared else None,
-            env=self.envvars(),
-            labels=prepared.labels,
-            stdout=str(log) if shared else None,
-            stderr=(str(log.with_suffix(".err")) if apart else str(log)) if shared else None,
-            key=submission_key(job, Path(self.workflow.workdir_init).absolute()),
-        )
-        if self._unshared and self._unstaged is None:
-            here, image = spec, self._image
-            spec = attrs.evolve(spec, staged=lambda: staged_form(here, text, image))
-        return spec
+        workdir = Path(self.workflow.workdir_init).absolute()
+        return job_spec(job, prepared, self._layout, text=text, env=self.envvars(), workdir=workdir)
 
     # -- status ----------------------------------------------------------------------
 
@@ -298,7 +239,7 @@ class Executor(RemoteExecutor):
             else:
                 message = failure_message(status, info.aux["request"])
                 # Snakemake appends its own hint right after the message.
-                self.report_job_error(info, msg=f"{message}. ", aux_logs=self._logs(status))
+                self.report_job_error(info, msg=f"{message}. ", aux_logs=self._log_files(status))
 
     def _warn(self, message: str) -> None:
         self.logger.warning(f"seqera: {message}")
@@ -331,30 +272,18 @@ class Executor(RemoteExecutor):
             for info, status in ended
         )
 
-    def _logs(self, status: JobStatus) -> list[str]:
-        handle = status.handle
-        paths = list(dict.fromkeys(p for p in (handle.stdout, handle.stderr) if p))
-        if paths:
-            return paths
-        # No shared filesystem (ECS): keep a local copy of what the backend can fetch.
-        try:
-            text = self._session.logs(handle)
-        except SeqeraError as exc:
-            text = f"(the job's log could not be fetched: {exc})\n"
-        path = self._jobdir / "logs" / f"{handle.name}.{handle.native_id.rsplit('/', 1)[-1]}.log"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        return [str(path)]
+    def _log_files(self, status: JobStatus) -> list[str]:
+        return log_files(status, self._session.logs, self._jobdir / "logs")
 
     async def sleep(self) -> None:
         """Until the next status check, cut short by a job's end where the backend says so."""
-        self._woken.clear()  # before the looks: a submission or shutdown after them wakes it
+        self._idle.clear()  # before the looks: a submission or shutdown after them wakes it
         handles = [info.aux["handle"] for info in list(self.active_jobs) if info.aux]
         if not self.wait:  # shut down
             return
         if not handles:
             # Nothing to check: wait for the next submission (or the end), not a cadence.
-            await self._idle_wait(self.next_seconds_between_status_checks)
+            await self._idle.wait(self.next_seconds_between_status_checks)
         else:
             wait = getattr(self, "_wait", None)
             if callable(wait):
@@ -363,30 +292,6 @@ class Executor(RemoteExecutor):
                 await super().sleep()
         if exiting():
             await asyncio.get_running_loop().create_future()  # parked: see _loop.exiting
-
-    async def _idle_wait(self, seconds: float) -> None:
-        """Wait in the event loop itself, not in a worker thread (``asyncio.to_thread``):
-        ``concurrent.futures``' exit hook joins every worker, so a wait in one held the
-        interpreter's exit up to ``seconds`` (see :func:`._loop.exiting`)."""
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] = loop.create_future()
-        self._idle = (loop, waiter)
-        try:
-            if not self._woken.is_set():  # a wake-up before _idle was set is not lost
-                await asyncio.wait_for(waiter, seconds)
-        except TimeoutError:
-            pass
-        finally:
-            self._idle = None
-
-    def _wake(self) -> None:
-        """Cut the status loop's idle wait short (a submission, or the end): any thread."""
-        self._woken.set()
-        idle = self._idle
-        if idle is not None:
-            loop, waiter = idle
-            with contextlib.suppress(RuntimeError):  # the loop has closed
-                loop.call_soon_threadsafe(resolve, waiter)
 
     def cancel(self) -> None:
         """Snakemake's way out on Ctrl-C (and on an error): every active job cancelled,
@@ -421,7 +326,7 @@ class Executor(RemoteExecutor):
             self._interrupts.restore()
         with self.lock:  # as the base class does, but before the wake-up: see sleep()
             self.wait = False
-        self._wake()
+        self._idle.wake()
         super().shutdown()
         try:
             # what the dead run left and this one never asked for runs beside nothing
