@@ -5,16 +5,18 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from seqera_core.backends import LocalBackend
-from seqera_core.backends.base import JobHandle, JobSpec, JobState, JobStatus
+from seqera_core.backends.base import JobHandle, JobSpec, JobState
 from seqera_core.errors import ResourceError
 from seqera_core.models import ResourceRequest
 from seqera_core.units import MIB
+
+from .conftest import wait
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 
@@ -27,16 +29,6 @@ def backend(tmp_path: Path) -> Iterator[LocalBackend]:
     local = LocalBackend(cpus=2, work_dir=tmp_path / "logs", kill_grace=0.3, sample_interval=0.05)
     yield local
     local.close()
-
-
-def wait(backend: LocalBackend, handles: Sequence[JobHandle], limit: float = 10) -> list[JobStatus]:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        statuses = backend.poll(handles)
-        if all(status.state.finished for status in statuses):
-            return statuses
-        time.sleep(0.01)
-    raise AssertionError(f"jobs still running after {limit} s: {backend.poll(handles)}")
 
 
 def alive(pid: int) -> bool:

@@ -9,18 +9,19 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from seqera_core.backends import LocalBackend, open_backend
-from seqera_core.backends.base import JobHandle, JobSpec, JobState, JobStatus
+from seqera_core.backends.base import JobSpec, JobState
 from seqera_core.backends.local._forking import ForkServer
 from seqera_core.models import ResourceRequest
 from seqera_core.units import MIB
 
 from ....processes import ends
+from .conftest import wait
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 
@@ -99,16 +100,6 @@ def job(tmp_path: Path, name: str, *args: str, time_limit: int | None = None) ->
         workdir=str(workdir),
         env={"MINE": name},
     )
-
-
-def wait(backend: LocalBackend, handles: Sequence[JobHandle], limit: float = 60) -> list[JobStatus]:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        backend.wait(handles, 0.5)
-        statuses = backend.poll(handles)
-        if all(status.state.finished for status in statuses):
-            return statuses
-    raise AssertionError(f"jobs still running after {limit} s: {backend.poll(handles)}")
 
 
 def report(tmp_path: Path, name: str) -> list[str]:

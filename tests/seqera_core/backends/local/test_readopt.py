@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 
 from seqera_core.backends import LocalBackend
-from seqera_core.backends.base import JobHandle, JobSpec, JobState, JobStatus
+from seqera_core.backends.base import JobSpec, JobState
 from seqera_core.models import ResourceRequest
 from seqera_core.units import MIB
 
 from ....processes import ends
+from .conftest import wait
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 
@@ -95,16 +96,6 @@ def starts(tmp_path: Path) -> list[str]:
 
 def open_gate(tmp_path: Path, name: str) -> None:
     (tmp_path / "jobs" / name / "gate").touch()
-
-
-def wait(backend: LocalBackend, handles: Sequence[JobHandle], limit: float = 30) -> list[JobStatus]:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        backend.wait(handles, 0.5)
-        statuses = backend.poll(handles)
-        if all(status.state.finished for status in statuses):
-            return statuses
-    raise AssertionError(f"jobs still running after {limit} s: {backend.poll(handles)}")
 
 
 def killed_backend(tmp_path: Path, specs: Sequence[JobSpec]) -> dict[str, object]:
