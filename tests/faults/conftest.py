@@ -10,16 +10,27 @@ reproduces it.
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from attrs import define, field
 
 from ..integration.conftest import SlurmCluster, slurm, unavailable, wait
 
-__all__ = ["FaultRow", "FaultTable", "Outage", "SlurmCluster", "slurm", "unavailable", "wait"]
+__all__ = [
+    "FaultRow",
+    "FaultTable",
+    "Outage",
+    "SlurmCluster",
+    "killed_and_run_again",
+    "slurm",
+    "unavailable",
+    "wait",
+]
 
 
 @define
@@ -104,6 +115,60 @@ class Outage:
     def join(self, timeout: float) -> None:
         """Wait up to ``timeout`` s for the outage to be over (or given up)."""
         self._thread.join(timeout)
+
+
+def killed_and_run_again(
+    argv: list[str],
+    workdir: Path,
+    logs: Path,
+    *,
+    started: Callable[[], int],
+    at_once: int,
+    patience: float,
+    settle: float,
+) -> tuple[int, int, str]:
+    """A Snakemake run killed (``kill -9``) mid-run, ``--unlock``, and the same command again.
+
+    ``argv`` runs in ``workdir`` (its log: ``logs/first.log``) until ``started()`` jobs,
+    held at the gate, reach ``at_once``; once killed and unlocked, it runs again
+    (``logs/again.log``), and the gate (``workdir/gate``) opens ``settle`` s after that run
+    hands its first jobs to the executor. Each wait gives up after ``patience`` s.
+    Returns the second run's exit code, how many jobs had started when the first was
+    killed, and the second run's log.
+    """
+    first_log = (logs / "first.log").open("w")
+    first = subprocess.Popen(argv, cwd=workdir, stdout=first_log, stderr=subprocess.STDOUT)
+    again: subprocess.Popen[bytes] | None = None
+    try:
+        # killed once as many jobs run as it may run at once (all held at the gate)
+        deadline = time.monotonic() + patience
+        while first.poll() is None and started() < at_once:
+            assert time.monotonic() < deadline, (logs / "first.log").read_text()[-3000:]
+            time.sleep(0.05)
+        first.kill()
+        first.wait()
+        first_log.close()
+        count = started()
+        unlock = subprocess.run([*argv, "--unlock"], cwd=workdir, capture_output=True,
+                                text=True, timeout=300, check=False)  # fmt: skip
+        assert unlock.returncode == 0, unlock.stderr[-3000:]
+        with (logs / "again.log").open("w+") as again_log:
+            again = subprocess.Popen(argv, cwd=workdir, stdout=again_log,
+                                     stderr=subprocess.STDOUT)  # fmt: skip
+            # the gate opens once the second run hands its first jobs to the executor
+            while "Execute" not in (logs / "again.log").read_text() and again.poll() is None:
+                assert time.monotonic() < deadline + patience, "the second run did not start"
+                time.sleep(0.1)
+            time.sleep(settle)
+            (workdir / "gate").touch()
+            code = again.wait(timeout=patience)
+    finally:
+        for process in (first, again):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+        first_log.close()
+    return code, count, (logs / "again.log").read_text()
 
 
 _KEY = pytest.StashKey[FaultTable]()

@@ -14,14 +14,13 @@ Reproduce: ``uvx nox -s faults -- -k local_restart``
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import FaultRow, FaultTable, SlurmCluster
+from .conftest import FaultRow, FaultTable, SlurmCluster, killed_and_run_again
 from .test_snakemake_restart import left_in_squeue
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
@@ -76,37 +75,8 @@ def run_killed_and_again(argv: list[str], workdir: Path, logs: Path) -> tuple[in
     """Run ``argv`` in ``workdir``, kill -9 it once ``AT_ONCE`` jobs have started,
     ``--unlock``, run it again, open the gate once that run executes jobs; the second
     run's exit code, how many jobs had started when the first was killed, its log."""
-    effects = workdir / "effects"
-    first_log = (logs / "first.log").open("w")
-    first = subprocess.Popen(argv, cwd=workdir, stdout=first_log, stderr=subprocess.STDOUT)
-    again: subprocess.Popen[bytes] | None = None
-    try:
-        deadline = time.monotonic() + 300
-        while first.poll() is None and _starts(effects) < AT_ONCE:
-            assert time.monotonic() < deadline, (logs / "first.log").read_text()[-3000:]
-            time.sleep(0.05)
-        first.kill()
-        first.wait()
-        started = _starts(effects)
-        unlock = subprocess.run([*argv, "--unlock"], cwd=workdir, capture_output=True,
-                                text=True, timeout=300, check=False)  # fmt: skip
-        assert unlock.returncode == 0, unlock.stderr[-3000:]
-        with (logs / "again.log").open("w+") as again_log:
-            again = subprocess.Popen(argv, cwd=workdir, stdout=again_log,
-                                     stderr=subprocess.STDOUT)  # fmt: skip
-            while "Execute" not in (logs / "again.log").read_text() and again.poll() is None:
-                assert time.monotonic() < deadline + 300, "the second run did not start"
-                time.sleep(0.1)
-            time.sleep(1)
-            (workdir / "gate").touch()
-            code = again.wait(timeout=300)
-    finally:
-        for process in (first, again):
-            if process is not None and process.poll() is None:
-                process.kill()
-                process.wait()
-        first_log.close()
-    return code, started, (logs / "again.log").read_text()
+    return killed_and_run_again(argv, workdir, logs, started=lambda: _starts(workdir / "effects"),
+                                at_once=AT_ONCE, patience=300, settle=1)  # fmt: skip
 
 
 def check_and_record(

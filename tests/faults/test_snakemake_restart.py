@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FaultRow, FaultTable, Outage, SlurmCluster
+from .conftest import FaultRow, FaultTable, Outage, SlurmCluster, killed_and_run_again
 from .test_controller_restart import accepted_by_slurm
 
 pytestmark = pytest.mark.integration
@@ -153,39 +153,11 @@ def test_killed_and_started_again_runs_every_job_once(
     runs.mkdir(parents=True)
     (workdir / "Snakefile").write_text(KILLED_SNAKEFILE)
     argv = snakemake_argv(squash)
-    log = (tmp_path / "first.log").open("w")
-    first = subprocess.Popen(argv, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
-    again: subprocess.Popen[bytes] | None = None
-    try:
-        # killed once as many jobs run as it may run at once (all held at the gate)
-        deadline = time.monotonic() + 600
-        while len(list(runs.iterdir())) < PARALLEL and first.poll() is None:
-            assert time.monotonic() < deadline, (tmp_path / "first.log").read_text()[-3000:]
-            time.sleep(0.05)
-        first.kill()
-        first.wait()
-        log.close()
-        started = len(list(runs.iterdir()))
-        unlock = subprocess.run([*argv, "--unlock"], cwd=workdir, capture_output=True,
-                                text=True, timeout=300, check=False)  # fmt: skip
-        assert unlock.returncode == 0, unlock.stderr[-3000:]
-        with (tmp_path / "again.log").open("w+") as again_log:
-            again = subprocess.Popen(argv, cwd=workdir, stdout=again_log,
-                                     stderr=subprocess.STDOUT)  # fmt: skip
-            # the gate opens once the second run hands its first jobs to the executor
-            while "Execute" not in (tmp_path / "again.log").read_text() and again.poll() is None:
-                assert time.monotonic() < deadline + 600, "the second run did not start"
-                time.sleep(0.1)
-            time.sleep(3)
-            (workdir / "gate").touch()
-            code = again.wait(timeout=600)
-    finally:
-        for process in (first, again):
-            if process is not None and process.poll() is None:
-                process.kill()
-                process.wait()
-        log.close()
-    text = (tmp_path / "again.log").read_text()
+    # jobs held at the gate: killed once as many run as it may run at once
+    code, started, text = killed_and_run_again(
+        argv, workdir, tmp_path, started=lambda: len(list(runs.iterdir())), at_once=PARALLEL,
+        patience=600, settle=3,
+    )  # fmt: skip
     left = left_in_squeue(tmp_path, limit=20)
     lines = [(runs / str(i)).read_text().split("\n") if (runs / str(i)).exists() else []
              for i in range(KILLED_JOBS)]  # fmt: skip
