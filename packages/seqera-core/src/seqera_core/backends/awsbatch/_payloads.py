@@ -26,8 +26,7 @@ from ...dialects.awsbatch import resource_requirements, timeout_seconds
 from ...errors import ResourceError
 from ...labels import ecs_tags
 from ...models import ResourceRequest
-from ...units import GIB
-from ..awslogs import asked, container_overrides
+from ..awslogs import ContainerSettings, asked, container_overrides
 
 __all__ = [
     "ARGV_PREFIX",
@@ -80,31 +79,24 @@ def _platform(_: Any, attribute: Any, value: Any) -> None:
 
 
 @frozen
-class BatchSettings:
+class BatchSettings(ContainerSettings):
     """Where and how AWS Batch jobs run. Only ``queue`` is required.
 
     ``queue`` is the job queue a job goes to unless its request names one (a platform's
     queue). ``platform`` is the job definitions' capability, ``EC2`` (also Spot compute
     environments) or ``FARGATE`` (then ``execution_role`` is required). ``max_spot_attempts``
     counts every attempt of a job whose host was reclaimed, the first included (Batch's
-    ``retryStrategy.attempts``, 1 to 10). ``report_usage`` runs each command under the
-    ``sh`` wrapper ECS uses too (``backends.awslogs``), which logs the container's peak
-    memory; a finished job's status then waits up to ``usage_wait`` seconds for that line
-    in CloudWatch Logs.
+    ``retryStrategy.attempts``, 1 to 10). The fields AWS Batch shares with ECS (region,
+    public IP, defaults, the usage report, its ``sh`` wrapper) are
+    :class:`~..awslogs.ContainerSettings`'.
     """
 
     queue: str = field(validator=_required)
     job_role: str | None = None
     execution_role: str | None = None
     platform: str = field(default="EC2", converter=_upper, validator=_platform)
-    assign_public_ip: bool = True
     logs_group: str = field(default=DEFAULT_LOGS_GROUP, validator=_required)
     max_spot_attempts: int = field(default=3, validator=_positive)
-    region: str | None = None
-    default_cpus: float = 1
-    default_memory: int = 2 * GIB
-    report_usage: bool = True
-    usage_wait: float = 15.0
 
     def __attrs_post_init__(self) -> None:
         if self.platform == "FARGATE" and not self.execution_role:

@@ -4,8 +4,9 @@ Both run a job's command in a container whose output the ``awslogs`` driver send
 CloudWatch Logs, under a ``sh`` wrapper that ends it with the container's peak memory and
 CPU time (``_usage``); both read that line and the job's output back (``_logs``), hold a
 job's end until the line is read (``_jobs``), fill a container's resources and override
-the same way (``_requests``), and make their AWS calls alike (``_calls``). Each service's
-own API stays in its family (``ecs``, ``awsbatch``).
+the same way (``_requests``), make their AWS calls alike (``_calls``) and share some
+settings (``_settings``). Each service's own API stays in its family (``ecs``,
+``awsbatch``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from ._jobs import LoggedJob, UsageLog
     from ._logs import output, peaks
     from ._requests import Asked, asked, container_overrides
+    from ._settings import ContainerSettings
     from ._usage import MARKER, WRAPPER, parse_cpu, parse_usage, wrapped
 
 # each public name and the module that defines it
@@ -26,6 +28,7 @@ _HOMES = {
     "MARKER": "_usage",
     "WRAPPER": "_usage",
     "Asked": "_requests",
+    "ContainerSettings": "_settings",
     "LoggedJob": "_jobs",
     "UsageLog": "_jobs",
     "asked": "_requests",
@@ -45,6 +48,7 @@ __all__ = [
     "MARKER",
     "WRAPPER",
     "Asked",
+    "ContainerSettings",
     "LoggedJob",
     "UsageLog",
     "asked",

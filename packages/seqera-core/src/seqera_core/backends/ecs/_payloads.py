@@ -22,8 +22,7 @@ from ...dialects.ecs import cpu_units, memory_mib, storage_gib
 from ...errors import ResourceError
 from ...labels import ecs_tags
 from ...models import ResourceRequest
-from ...units import GIB
-from ..awslogs import asked, container_overrides
+from ..awslogs import ContainerSettings, asked, container_overrides
 
 __all__ = [
     "CONTAINER",
@@ -66,16 +65,14 @@ def _required(_: Any, attribute: Any, value: Any) -> None:
 
 
 @frozen
-class EcsSettings:
+class EcsSettings(ContainerSettings):
     """Where and how ECS tasks run. Only ``cluster`` and ``execution_role`` are required.
 
     Empty ``subnets``/``security_groups`` are discovered from the default VPC; without
-    ``capacity_provider`` the cluster's first managed-instances provider is used; without
-    ``region`` boto3's own configuration decides. ``max_spot_attempts`` counts every start
-    of a task, the first included: 1 never resubmits after a spot interruption.
-    ``report_usage`` runs each command under a ``sh`` wrapper that logs the container's
-    peak memory (turn it off for images without ``sh``); a finished task's status then
-    waits up to ``usage_wait`` seconds for that line to reach CloudWatch Logs.
+    ``capacity_provider`` the cluster's first managed-instances provider is used.
+    ``max_spot_attempts`` counts every start of a task, the first included: 1 never
+    resubmits after a spot interruption. The fields ECS shares with AWS Batch (region,
+    public IP, defaults, the usage report) are :class:`~..awslogs.ContainerSettings`'.
     """
 
     cluster: str = field(validator=_required)
@@ -83,16 +80,10 @@ class EcsSettings:
     task_role: str | None = None
     subnets: tuple[str, ...] = field(default=(), converter=_strings)
     security_groups: tuple[str, ...] = field(default=(), converter=_strings)
-    assign_public_ip: bool = True
     logs_group: str = field(default="/aws/ecs/seqera", validator=_required)
     logs_prefix: str = field(default="seqera", validator=_required)
     capacity_provider: str | None = None
     max_spot_attempts: int = field(default=5, validator=_positive)
-    region: str | None = None
-    default_cpus: float = 1
-    default_memory: int = 2 * GIB
-    report_usage: bool = True
-    usage_wait: float = 15.0
 
 
 @frozen
