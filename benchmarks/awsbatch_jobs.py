@@ -16,12 +16,12 @@ import argparse
 import math
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _emit import Emitter, add_argument
+from _polling import submit_and_poll
 
 from seqera_core.backends import JobSpec
 from seqera_core.backends.awsbatch import AwsBatchBackend, BatchSettings
@@ -53,27 +53,17 @@ def _run(emulator: BatchEmulator, jobs: list[JobSpec], arrays: bool) -> dict[str
     policy = SquashPolicy(SquashMode.ARRAY if arrays else SquashMode.OFF, max_jobs=500)
     settings = BatchSettings(queue="seqera", usage_wait=0)
     backend = AwsBatchBackend(settings, squash=policy)
-    started = time.monotonic()
-    handles = backend.submit(jobs)
-    submitted = time.monotonic()
-    missed, active, polls = 0, len(handles), 0
-    while active:
-        before = backend.calls["DescribeJobs"]
-        statuses = backend.poll(handles)
-        missed += backend.calls["DescribeJobs"] - before != math.ceil(active / 100)
-        active = sum(not s.state.finished for s in statuses)
-        polls += 1
-    finished = time.monotonic()
+    polled = submit_and_poll(backend, jobs, "DescribeJobs")
     again = AwsBatchBackend(settings)
     again.submit(jobs[: len({j.request for j in jobs})])
     return {
         "calls": dict(sorted(backend.calls.items())),
-        "failed": sum(s.exit_code != 0 for s in statuses),
-        "missed": missed,
-        "polls": polls,
+        "failed": sum(s.exit_code != 0 for s in polled.statuses),
+        "missed": polled.missed,
+        "polls": len(polled.polls),
         "again": again.calls["RegisterJobDefinition"],
-        "submit_ms": (submitted - started) / len(jobs) * 1000,
-        "total": finished - started,
+        "submit_ms": (polled.submitted - polled.started) / len(jobs) * 1000,
+        "total": polled.finished - polled.started,
     }
 
 

@@ -12,15 +12,14 @@ DescribeTasks, so every task takes five polls to finish.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _emit import Emitter, add_argument
+from _polling import submit_and_poll
 
 from seqera_core.backends import JobSpec
 from seqera_core.backends.ecs import EcsBackend, EcsSettings
@@ -59,21 +58,10 @@ def main(argv: list[str] | None = None) -> int:
         emulator.create_cluster()
         settings = EcsSettings(cluster="seqera", execution_role=ROLE)
         backend = EcsBackend(settings)
-        jobs = _jobs(args.tasks, args.shapes)
-        started = time.monotonic()
-        handles = backend.submit(jobs)
-        submitted = time.monotonic()
-        polls, missed = [], 0
-        active = len(handles)
-        while active:
-            before = backend.calls["DescribeTasks"]
-            statuses = backend.poll(handles)
-            calls = backend.calls["DescribeTasks"] - before
-            polls.append((active, calls))
-            missed += calls != math.ceil(active / 100)
-            active = sum(not s.state.finished for s in statuses)
-        finished = time.monotonic()
-        failed = sum(s.exit_code != 0 for s in statuses)
+        polled = submit_and_poll(backend, _jobs(args.tasks, args.shapes), "DescribeTasks")
+        polls, missed = polled.polls, polled.missed
+        started, submitted, finished = polled.started, polled.submitted, polled.finished
+        failed = sum(s.exit_code != 0 for s in polled.statuses)
         again = EcsBackend(settings)
         again.submit(_jobs(args.shapes, args.shapes))
     registered = backend.calls["RegisterTaskDefinition"]
