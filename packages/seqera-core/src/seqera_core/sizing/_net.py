@@ -21,10 +21,14 @@ It is a net for gross failures (issue 31's pipeline C: 330 GB-h where the maximu
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 
-__all__ = ["Net", "cost"]
+from ._prior import Moments
+from ._window import Fit, Run
+
+__all__ = ["Net", "Netted", "cost"]
 
 # Twenty tasks before judging: a few early misses are no verdict on either.
 _LEAST = 20
@@ -36,6 +40,13 @@ _BEHIND = 1.25
 _RETRIES = 0.01
 # A retry that never holds the peak is a bug, not a cost: stop escalating there.
 _ATTEMPTS = 20
+# Answers kept for the net until their tasks finish.
+_ANSWERS = 4096
+# A window's last runs the net scores before the first answer: enough to judge on, at a
+# few refits (a sixteenth of the window each), so a process's first answer costs what
+# its window holds, not its history.
+_REHEARSED = 64
+_LEARNT = 10
 
 
 def cost(
@@ -73,3 +84,109 @@ class Net:
         theirs = sum(t[2] for t in self._tasks)
         retries = sum(t[3] - t[1] for t in self._tasks) <= _RETRIES * n
         self.behind = retries and ours > (1 if self.behind else _BEHIND) * theirs
+
+
+class Netted:
+    """What one :class:`~seqera_core.sizing.UsageModel` answered, scored for its net, and
+    the rehearsal of its window before its first answer (a part of it: the attributes
+    below are the model's)."""
+
+    net: Net | None
+    largest: float
+    floor: float
+    runs: int
+    _answers: dict[int | None, float]
+    _window: deque[Run]
+    _moments: Moments
+    _fit: Fit | None
+    _stale: int
+    _tracks: tuple[float | None] | None
+    _rehearsed: bool
+
+    def own(self, input_bytes: int | None) -> float | None:
+        raise NotImplementedError
+
+    # (``retry`` is :class:`~seqera_core.sizing._retry.Retries`, ahead of this in the MRO)
+    def retry(self, input_bytes: int | None, failed: float) -> float:
+        raise NotImplementedError
+
+    def answered(self, input_bytes: int | None, size: float) -> None:
+        """Note what the model (not the net) answered, as the caller gave it (capped,
+        floored), for a first attempt of a task of this input size: the net scores that."""
+        if self.net is None:
+            return
+        self._answers.pop(input_bytes, None)
+        self._answers[input_bytes] = size
+        if len(self._answers) > _ANSWERS:  # tasks that never finished: forget the oldest
+            del self._answers[next(iter(self._answers))]
+
+    def _score(
+        self, input_bytes: int | None, usage: float, weight: float, own: float | None = None
+    ) -> None:
+        """Score the model (``own``, or what it answered for this input) and the plain
+        maximum on a finished run, before learning it."""
+        assert self.net is not None
+        if own is None:
+            own = self._answers.pop(input_bytes, None)
+        if own is None:  # a task it was not asked about (read from the history, say)
+            return
+        largest, floor = max(self.largest, self.floor), self.floor
+        self.net.score(
+            cost(max(own, floor), usage, weight,
+                 lambda failed: max(self.retry(input_bytes, failed), floor)),
+            cost(largest, usage, weight, lambda failed: max(largest, 2 * failed)),
+        )  # fmt: skip
+
+    def _rehearse(self) -> None:
+        """Score the window's last ``_REHEARSED`` runs for the net, once, before the first
+        answer: what the model would have answered from the runs before each, against the
+        largest use before it. So the net judges from the first task it sizes, on the
+        process's own finished runs, not only on what it answered since, and the same
+        whether the window came from the history's index or from learning every row.
+
+        The window is refilled in order as it goes (the same runs, the same state); the
+        largest use before it is the largest of the all-time two (the summary's) that no
+        run of it accounts for, and when both are in it the window's own runs stand in
+        for it (the maximum then looks, if anything, leaner)."""
+        self._rehearsed = True
+        runs = list(self._window)
+        if self.net is None or len(runs) < 2:
+            return
+        largest, stale = self.largest, self._stale
+        seen = self._before([r.usage for r in runs])
+        # Only answers from ``_LEARNT`` runs or more: the first few (a fallback margin on a
+        # handful, a maximum missed by every early record) say nothing of how either
+        # does on a process it has learned.
+        before = self.runs - len(runs)
+        start = max(1, len(runs) - _REHEARSED, _LEARNT - before)
+        self._window.clear()
+        try:
+            for i, run in enumerate(runs):
+                if i >= start and seen > 0:
+                    self.largest = seen  # what the model and the maximum knew then
+                    self._fit = None if i == start else self._fit
+                    own = self.own(run.input_bytes)
+                    if own is not None:
+                        self._score(run.input_bytes, run.usage, run.weight, own)
+                self._window.append(run)
+                self._stale += 1
+                seen = max(seen, run.usage)
+        finally:
+            self.largest, self._stale = largest, stale
+            self._fit, self._tracks = None, None  # fitted on part of it: fit the whole
+
+    def _before(self, usages: list[float]) -> float:
+        """The largest use before a window of ``usages`` (0 when unknown: see
+        :meth:`recall_window`)."""
+        if self.runs <= len(usages):
+            return 0.0
+        inside = sorted((math.log(u) for u in usages), reverse=True)
+        for value in (self._moments.top, self._moments.second):
+            if math.isinf(value):
+                return 0.0
+            if inside and inside[0] == value:  # this one is in the window
+                inside.pop(0)
+                continue
+            # the all-time largest is kept exactly; the next only as its log
+            return self.largest if value == self._moments.top else math.exp(value)
+        return 0.0
