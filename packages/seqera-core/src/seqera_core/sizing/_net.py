@@ -46,6 +46,11 @@ _ANSWERS = 4096
 # few refits (a sixteenth of the window each), so a process's first answer costs what
 # its window holds, not its history.
 _REHEARSED = 64
+# The rehearsal refits once its window has grown by this share and this many runs since
+# its last fit (a live model refits after a sixteenth): a few more runs barely move a
+# fit, and the fits are what a process's first answer costs.
+_REFIT = 0.25
+_REFIT_RUNS = 16
 _LEARNT = 10
 
 
@@ -139,10 +144,11 @@ class Netted:
 
     def _rehearse(self) -> None:
         """Score the window's last ``_REHEARSED`` runs for the net, once, before the first
-        answer: what the model would have answered from the runs before each, against the
-        largest use before it. So the net judges from the first task it sizes, on the
-        process's own finished runs, not only on what it answered since, and the same
-        whether the window came from the history's index or from learning every row.
+        answer: what the model would have answered from the runs before each (refitted
+        once they grew by a quarter and 16 runs), against the largest use before it. So
+        the net judges from the first task it sizes, on the process's own finished runs,
+        not only on what it answered since, and the same whether the window came from the
+        history's index or from learning every row.
 
         The window is refilled in order as it goes (the same runs, the same state); the
         largest use before it is the largest of the all-time two (the summary's) that no
@@ -160,11 +166,14 @@ class Netted:
         before = self.runs - len(runs)
         start = max(1, len(runs) - _REHEARSED, _LEARNT - before)
         self._window.clear()
+        fitted = start  # the window's length at the rehearsal's last fit
         try:
             for i, run in enumerate(runs):
                 if i >= start and seen > 0:
                     self.largest = seen  # what the model and the maximum knew then
-                    self._fit = None if i == start else self._fit
+                    if i == start or i >= fitted + max(_REFIT_RUNS, fitted * _REFIT):
+                        self._fit, fitted = None, i
+                    self._stale = 0  # refitted on the schedule above, not the live one
                     own = self.own(run.input_bytes)
                     if own is not None:
                         self._score(run.input_bytes, run.usage, run.weight, own)
