@@ -160,8 +160,9 @@ def test_a_job_whose_fork_server_died_too_leaves_its_own_exit_code(
     assert starts(tmp_path) == ["alone"]
 
 
+@pytest.mark.parametrize("preload", [[], ["gatejob:warm"]])  # the next one forks too
 def test_a_detached_backend_hands_its_forked_and_queued_jobs_over(
-    tmp_path: Path, module: Path
+    tmp_path: Path, module: Path, preload: list[str]
 ) -> None:
     first = LocalBackend(cpus=1, work_dir=tmp_path / "logs", state=tmp_path / "state",
                          preload=["gatejob:warm"])  # fmt: skip
@@ -172,7 +173,8 @@ def test_a_detached_backend_hands_its_forked_and_queued_jobs_over(
         time.sleep(0.02)
     assert first.calls["fork"] == 1
     first.detach()  # as if it died: "b" never started (one core), "a" runs on
-    with LocalBackend(cpus=1, work_dir=tmp_path / "logs", state=tmp_path / "state") as second:
+    with LocalBackend(cpus=1, work_dir=tmp_path / "logs", state=tmp_path / "state",
+                      preload=preload) as second:  # fmt: skip
         found = second.find(["key-a", "key-b"])
         assert found == {"key-a": running, "key-b": queued}
         open_gate(tmp_path, "a")

@@ -118,11 +118,18 @@ class LocalBackend(Monitor):
         self._wakeup: Wakeup | None = None
         self._detached = False
         self._records = None if state is None else JobRecords(state, self._instance)
-        if self._records is not None:
-            self._adopt(self._records)
-        if fork_server is None and preload:
+        ours = fork_server is None and bool(preload)
+        if ours:
             fork_server = ForkServer(preload)
+        # before adopting: adoption starts the monitor thread, which reaps through it
         self._forker = fork_server
+        if self._records is not None:
+            try:
+                self._adopt(self._records)
+            except BaseException:
+                if ours and fork_server is not None:
+                    fork_server.close()
+                raise
 
     # -- the contract ---------------------------------------------------------------
 
