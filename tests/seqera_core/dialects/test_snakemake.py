@@ -161,3 +161,11 @@ def test_runtime_round_trips(minutes: int) -> None:
 def test_fractional_mem_mb_rounds_up(mem_mb: float) -> None:
     memory = snakemake.request_from_resources({"mem_mb": mem_mb}).request.memory
     assert memory == math.ceil(Fraction(mem_mb) * MB)  # exact, never below the request
+
+
+@pytest.mark.parametrize("text", ["²", "½ hour"])
+def test_a_runtime_of_other_digits_is_refused_naming_it(text: str) -> None:
+    # humanfriendly raises a bare ValueError for these (float("²") fails)
+    for parse in (snakemake.parse_runtime_seconds, snakemake.runtime_minutes):
+        with pytest.raises(ResourceError, match="runtime"):
+            parse(text)

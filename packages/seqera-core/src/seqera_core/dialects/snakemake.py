@@ -122,7 +122,7 @@ def parse_runtime_seconds(value: Any, field: str = "runtime") -> int:
             return at_most_largest(field, value, int(text) * 60, "a duration in seconds")
         try:
             seconds: float = humanfriendly.parse_timespan(text)
-        except humanfriendly.InvalidTimespan:
+        except (humanfriendly.InvalidTimespan, ValueError):  # ValueError: "²" and the like
             raise ResourceError(field, value, RUNTIME_FORMS) from None
         if seconds < 0 or not math.isfinite(seconds):
             raise ResourceError(field, value, RUNTIME_FORMS)
@@ -140,7 +140,7 @@ def runtime_minutes(value: Any, field: str = "runtime") -> int:
             return int(text)
         try:
             return max(int(round(humanfriendly.parse_timespan(text)) / 60), 1)
-        except humanfriendly.InvalidTimespan:
+        except (humanfriendly.InvalidTimespan, ValueError):  # ValueError: "²" and the like
             raise ResourceError(field, value, RUNTIME_FORMS) from None
     return int(number(field, value, RUNTIME_FORMS))
 
