@@ -15,16 +15,15 @@ from seqera_core.history import (
     History,
     Summary,
     TaskRecord,
-    Totals,
     _sql,
     open_history,
 )
 from seqera_core.history._sqlite import SqliteHistory
-from seqera_core.history._tally import fold
 from seqera_core.models import ResourceRequest
 from seqera_core.report import summary_lines
 from seqera_core.resolvers import PredictiveResolver
 from seqera_core.units import GIB, MIB
+from tests.seqera_core.folding import fold_every_row
 
 
 def _task(run: str, task: int, process: str, **fields: Any) -> TaskRecord:
@@ -52,17 +51,6 @@ def _mixed(run: str, n: int) -> list[TaskRecord]:
     return out
 
 
-def _read_anew(history: History) -> tuple[Totals, dict[tuple[str, str], Summary]]:
-    """What folding every stored attempt in order gives: what the summaries must hold."""
-    totals, summaries = Totals(), dict[tuple[str, str], Summary]()
-    after, fed = 0, list[Fed]()
-    while batch := history.feed(after):
-        fed += batch
-        after = batch[-1].seq
-    fold(totals, summaries, ((f.seq, f.record) for f in fed))
-    return totals, summaries
-
-
 def _same(kept: Summary, anew: Summary) -> None:
     for name in _sql.SUMMARY_COLUMNS[:18]:
         if name not in ("first_seq", "last_seq"):  # a replay moves the row, not the fold
@@ -84,7 +72,7 @@ def test_summaries_are_what_reading_every_row_gives(store: tuple[History, str]) 
     rewritten = _task("run0", 4, "ALIGN", cpus=2, peak_memory=5 * GIB, realtime=99.0)
     history.record([rewritten])  # a record rewritten: ALIGN is folded again
     totals, summaries = history.summaries()
-    expected_totals, expected = _read_anew(history)
+    expected_totals, expected = fold_every_row(history)
     assert [s.process for s in summaries] == ["ALIGN", "SORT", "CALL"]  # as they first came
     assert (totals.attempts, totals.memory_runs, totals.time_runs) == (
         expected_totals.attempts,

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from seqera_core.history import Fed, History, Summary, TaskRecord, Totals, _sql, open_history
-from seqera_core.history._tally import fold
+from seqera_core.history import History, TaskRecord, Totals, _sql, open_history
 from seqera_core.units import GIB, MIB
+from tests.seqera_core.folding import fold_every_row
 
 
 def _attempts() -> list[TaskRecord]:
@@ -85,17 +85,6 @@ def _version_one(location: str, records: list[TaskRecord], dialect: str) -> None
             cursor.executemany(insert, rows)
 
 
-def _row_by_row(history: History) -> tuple[Totals, dict[tuple[str, str], Summary]]:
-    """What the upgrade gave before: every attempt read in order and folded."""
-    totals, summaries = Totals(), dict[tuple[str, str], Summary]()
-    after, fed = 0, list[Fed]()
-    while batch := history.feed(after):
-        fed += batch
-        after = batch[-1].seq
-    fold(totals, summaries, ((f.seq, f.record) for f in fed))
-    return totals, summaries
-
-
 def _older(location: str, tmp_path: Path) -> tuple[str, str]:
     if "://" not in location:
         return str(tmp_path / "older.db"), "sqlite"
@@ -115,7 +104,7 @@ def test_the_database_builds_the_summaries_the_row_by_row_fold_built(
     upgraded = open_history(older)  # the first open builds them
     try:
         totals, summaries = upgraded.summaries()
-        expected_totals, expected = _row_by_row(upgraded)
+        expected_totals, expected = fold_every_row(upgraded)
         for name in ("last_seq", "attempts", "memory_runs", "time_runs"):
             assert getattr(totals, name) == getattr(expected_totals, name), name
         for name in ("memory_total", "time_total"):

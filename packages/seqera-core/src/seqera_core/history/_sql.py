@@ -38,6 +38,7 @@ __all__ = [
     "row",
     "schema",
     "storable",
+    "stratum_clauses",
     "summary_schema",
     "window",
 ]
@@ -191,6 +192,22 @@ MEASURED = (f"succeeded = TRUE AND ({_measured('peak_memory', MAX_BYTES)} OR "
             f"{_measured('realtime', MAX_SECONDS)})")  # fmt: skip
 
 
+def stratum_clauses(
+    cpus: float | None, container: str | None, param: str, params: list[Any]
+) -> list[str]:
+    """The WHERE clauses of one stratum (its stored cpus and container; their values go to
+    ``params``). IS NULL written out: PostgreSQL's index serves it, not IS NOT DISTINCT
+    FROM."""
+    clauses = []
+    for column, value in (("cpus", cpus), ("container", container)):
+        if value is None:
+            clauses.append(f"{column} IS NULL")
+        else:
+            clauses.append(f"{column} = {param}")
+            params.append(value)
+    return clauses
+
+
 def window(
     kind: str, cpus: float | None, container: str | None, whole: bool, dialect: str
 ) -> tuple[str, list[Any]]:
@@ -209,12 +226,7 @@ def window(
     clauses = [f"process = {param}"]
     params: list[Any] = []
     if not whole:
-        for column, value in (("cpus", cpus), ("container", container)):
-            if value is None:
-                clauses.append(f"{column} IS NULL")
-            else:
-                clauses.append(f"{column} = {param}")
-                params.append(value)
+        clauses += stratum_clauses(cpus, container, param, params)
     clauses += [MEASURED if kind == "measured" else WINDOWS[kind], f"{cursor} <= {param}"]
     query = (f"SELECT {columns} FROM task_history WHERE {' AND '.join(clauses)} "
              f"ORDER BY {cursor} DESC LIMIT {param}")  # fmt: skip

@@ -30,7 +30,7 @@ from typing import Any
 import attrs
 
 from ..bounds import MAX_BYTES, MAX_CPU_PERCENT, MAX_CPUS, MAX_SECONDS, within
-from ._sql import CURSOR
+from ._sql import CURSOR, stratum_clauses
 from ._tally import Summary, Tally, Totals, stratum_key
 
 __all__ = ["fold_table"]
@@ -99,13 +99,7 @@ def _spread(dialect: str, cpus: float | None, container: str | None) -> tuple[st
                     f"MAX(CASE WHEN {use} > 0 AND {use} < {param} THEN {use} END)"]  # fmt: skip
     clauses = [f"process = {param}"]
     params: list[Any] = []
-    # IS NULL written out: PostgreSQL's index serves it, not IS NOT DISTINCT FROM
-    for column, value in (("cpus", cpus), ("container", container)):
-        if value is None:
-            clauses.append(f"{column} IS NULL")
-        else:
-            clauses.append(f"{column} = {param}")
-            params.append(value)
+    clauses += stratum_clauses(cpus, container, param, params)
     clauses.append(_OK)
     return (f"SELECT {', '.join(columns)} FROM task_history "
             f"WHERE {' AND '.join(clauses)}"), params  # fmt: skip
