@@ -73,13 +73,3 @@ def test_bad_jobs_name_the_field(
     jobs.write_text(json.dumps([entry]))
     assert main(["squash", str(jobs)]) == 2
     assert message in capsys.readouterr().err
-
-
-@pytest.mark.parametrize(("flag", "value"), [("--max-jobs", "-0"), ("--cpus", "-0"),
-                                             ("--max-jobs", "2.5")])  # fmt: skip
-def test_a_bad_flag_is_named_with_its_value_as_written(
-    jobs: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str
-) -> None:
-    assert main(["squash", str(jobs), f"{flag}={value}"]) == 2
-    err = capsys.readouterr().err
-    assert f"squash.{flag[2:].replace('-', '_')}: '{value}' is not valid" in err, err

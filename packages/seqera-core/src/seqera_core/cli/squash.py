@@ -50,10 +50,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(run=run)
     parser.add_argument("jobs", metavar="JOBS.json", help="the jobs")
     parser.add_argument("--platform", metavar="FILE", help="a platform with a squash: section")
-    # as written: squash.max_jobs reads it and names the value as given ("-0", not 0)
-    parser.add_argument("--max-jobs", metavar="N", help="most jobs per allocation")
+    parser.add_argument("--max-jobs", type=int, metavar="N", help="most jobs per allocation")
     parser.add_argument("--max-time", metavar="DURATION", help="longest allocation, e.g. 1h")
-    parser.add_argument("--cpus", metavar="N", help="cores of an allocation")
+    parser.add_argument("--cpus", type=int, metavar="N", help="cores of an allocation")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
