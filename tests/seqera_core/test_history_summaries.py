@@ -23,7 +23,7 @@ from seqera_core.models import ResourceRequest
 from seqera_core.report import summary_lines
 from seqera_core.resolvers import PredictiveResolver
 from seqera_core.units import GIB, MIB
-from tests.seqera_core.folding import fold_every_row
+from tests.seqera_core.folding import fold_every_row, write_version_one
 
 
 def _task(run: str, task: int, process: str, **fields: Any) -> TaskRecord:
@@ -179,21 +179,7 @@ def test_every_query_of_a_run_a_resolve_and_the_report_is_indexed(
 def _version_one(location: str, records: list[TaskRecord]) -> None:
     """A history as the first release wrote it: the attempts' table alone."""
     dialect = "postgresql" if location.startswith("postgresql://") else "sqlite"
-    marks = ", ".join(("?" if dialect == "sqlite" else "%s") for _ in _sql.FIELDS)
-    insert = f"INSERT INTO task_history ({_sql.COLUMNS}) VALUES ({marks})"
-    if dialect == "sqlite":
-        db = sqlite3.connect(location)
-        db.executescript(_sql.schema("sqlite"))
-        db.executemany(insert, [_sql.row(r) for r in records])
-        db.commit()
-        db.close()
-        return
-    import psycopg
-
-    with psycopg.connect(location, autocommit=True) as pg:
-        pg.execute(_sql.schema("postgresql"))
-        with pg.cursor() as cursor:
-            cursor.executemany(insert, [_sql.row(r) for r in records])
+    write_version_one(location, [_sql.row(r) for r in records], dialect)
 
 
 def _answers(history: History, records: list[TaskRecord]) -> list[Any]:

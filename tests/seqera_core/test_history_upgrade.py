@@ -6,7 +6,6 @@ real PostgreSQL (tests/postgres.py)."""
 from __future__ import annotations
 
 import math
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 
 from seqera_core.history import History, TaskRecord, Totals, _sql, open_history
 from seqera_core.units import GIB, MIB
-from tests.seqera_core.folding import fold_every_row
+from tests.seqera_core.folding import fold_every_row, write_version_one
 
 
 def _attempts() -> list[TaskRecord]:
@@ -68,21 +67,7 @@ def _version_one(location: str, records: list[TaskRecord], dialect: str) -> None
             row[_sql.FIELDS.index(name)] = value
     if dialect == "postgresql" and rows:
         rows[5][_sql.FIELDS.index("cpus")] = math.nan  # SQLite keeps a NaN as NULL
-    marks = ", ".join(("?" if dialect == "sqlite" else "%s") for _ in _sql.FIELDS)
-    insert = f"INSERT INTO task_history ({_sql.COLUMNS}) VALUES ({marks})"
-    if dialect == "sqlite":
-        db = sqlite3.connect(location)
-        db.executescript(_sql.schema("sqlite"))
-        db.executemany(insert, rows)
-        db.commit()
-        db.close()
-        return
-    import psycopg
-
-    with psycopg.connect(location, autocommit=True) as pg:
-        pg.execute(_sql.schema("postgresql"))
-        with pg.cursor() as cursor:
-            cursor.executemany(insert, rows)
+    write_version_one(location, rows, dialect)
 
 
 def _older(location: str, tmp_path: Path) -> tuple[str, str]:
