@@ -27,14 +27,19 @@ __all__ = [
 _BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 
 
-def timeout_seconds(value: Any, where: str, key: str = "resolver.timeout") -> float:
-    seconds = -1.0
+def _positive(key: str, value: Any, where: str, expected: str) -> float:
+    """A finite number > 0 from a number or its text; else ResourceError saying ``expected``."""
+    number = -1.0
     if not isinstance(value, bool):
         with contextlib.suppress(TypeError, ValueError, OverflowError):  # float(10**400)
-            seconds = float(value)
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise ResourceError(f"{where}: {key}", value, "a number of seconds > 0")
-    return seconds
+            number = float(value)
+    if not math.isfinite(number) or number <= 0:
+        raise ResourceError(f"{where}: {key}", value, expected)
+    return number
+
+
+def timeout_seconds(value: Any, where: str, key: str = "resolver.timeout") -> float:
+    return _positive(key, value, where, "a number of seconds > 0")
 
 
 def nonempty_text(key: str, value: Any, where: str) -> str:
@@ -79,13 +84,7 @@ def whole_count(key: str, value: Any, where: str) -> int:
 
 
 def core_count(key: str, value: Any, where: str) -> float:
-    cores = -1.0
-    if not isinstance(value, bool):
-        with contextlib.suppress(TypeError, ValueError, OverflowError):  # float(10**400)
-            cores = float(value)
-    if not math.isfinite(cores) or cores <= 0:
-        raise ResourceError(f"{where}: {key}", value, "a number of cores > 0, e.g. 4 or 0.5")
-    return cores
+    return _positive(key, value, where, "a number of cores > 0, e.g. 4 or 0.5")
 
 
 def byte_size(key: str, value: Any, where: str) -> int:
