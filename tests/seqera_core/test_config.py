@@ -199,3 +199,24 @@ def test_route_objectives_and_the_cost_ceiling(tmp_path: Path) -> None:
             load_config(environ={"SEQERA_ROUTE_MAX_COST_PER_HOUR_SAVED": bad}, cwd=tmp_path,
                         home=tmp_path)  # fmt: skip
         assert "route.max_cost_per_hour_saved" in info.value.field and info.value.value == bad
+
+
+@pytest.mark.parametrize(
+    ("variable", "key"),
+    [
+        ("SEQERA_SQUASH_CPUS", "squash.cpus"),
+        ("SEQERA_SQUASH_MAX_JOBS", "squash.max_jobs"),
+        ("SEQERA_LOCAL_CPUS", "local.cpus"),
+        ("SEQERA_LOCAL_MEMORY", "local.memory"),
+        ("SEQERA_RESOLVER_TIMEOUT", "resolver.timeout"),
+        ("SEQERA_ROUTE_MAX_COST_PER_HOUR_SAVED", "route.max_cost_per_hour_saved"),
+    ],
+)
+@pytest.mark.parametrize("digits", ["7" * 31, "7" * 5000, "0." + "1" * 40])
+def test_a_number_too_long_to_read_is_named(tmp_path: Path, variable: str, key: str,
+                                            digits: str) -> None:  # fmt: skip
+    with pytest.raises(ResourceError) as info:
+        load_config(environ={variable: digits}, cwd=tmp_path, home=tmp_path)
+    assert info.value.field == f"${variable}: {key}" and info.value.value == digits
+    assert info.value.expected.endswith("(numbers of at most 30 digits)")
+    assert len(str(info.value)) < len(info.value.expected) + 300  # the value cut short

@@ -39,6 +39,8 @@ def test_bare_mode_string() -> None:
         ({"max_time": 3600}, "squash.max_time", "a bare number is ambiguous"),
         ({"max_time": "10s"}, "squash.max_time", ">= 60"),
         ({"cpus": -1}, "squash.cpus", ">= 1"),
+        ({"cpus": "9" * 5000}, "squash.cpus", "at most"),  # quoted: int() would raise
+        ({"max_jobs": "9" * 20}, "squash.max_jobs", "at most"),
         ({"jobs": 3}, "squash.jobs", "max_jobs"),
         ({"key": 3}, "squash.key", "label"),
         (7, "squash", "mapping"),

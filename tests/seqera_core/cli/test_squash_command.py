@@ -73,3 +73,41 @@ def test_bad_jobs_name_the_field(
     jobs.write_text(json.dumps([entry]))
     assert main(["squash", str(jobs)]) == 2
     assert message in capsys.readouterr().err
+
+
+HUGE = "7" * 5000  # past int()'s 4,300 digits (sys.get_int_max_str_digits)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "expected"),
+    [
+        ("--max-jobs", "-0", "an integer >= 1"),
+        ("--cpus", "-0", "an integer >= 1"),
+        ("--max-jobs", "2.5", "an integer >= 1"),
+        ("--cpus", "0", "an integer >= 1"),
+        ("--cpus", "9" * 20, "an integer >= 1, at most 9223372036854775807"),
+        ("--cpus", HUGE, "an integer >= 1 (numbers of at most 30 digits)"),
+        ("--max-jobs", HUGE, "an integer >= 1 (numbers of at most 30 digits)"),
+        ("--max-time", HUGE, "numbers of at most 30 digits"),
+    ],
+)
+def test_a_bad_flag_is_named_with_its_value_as_written(
+    jobs: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, expected: str
+) -> None:
+    assert main(["squash", str(jobs), f"{flag}={value}"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    key = f"squash.{flag[2:].replace('-', '_')}"
+    # the value as written, its first characters only when it is long
+    shown = repr(value) if len(value) < 100 else f"{repr(value)[:100]}"
+    assert f"command line: {key}: {shown}" in err, err
+    assert expected in err, err
+    assert len(err) < 600, err  # a 5,000-digit value is cut short
+
+
+def test_good_flags_set_the_policy(jobs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["squash", str(jobs), "--max-jobs=1", "--cpus=2", "--max-time=3h"]) == 0
+    out = capsys.readouterr().out
+    assert "squash: at most 1 jobs and 3h per allocation" in out, out
+    # squash.cpus=2: align-1 asks for 4 cores
+    assert "alone: align-1: it asks for 4 cores, more than squash.cpus (2)" in out, out

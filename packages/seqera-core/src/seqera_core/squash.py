@@ -149,8 +149,11 @@ def _whole_number(where: str, value: Any) -> Any:
     # YAML and JSON give 8.0 for 8; a fraction stays as it is for the validator to name.
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        return int(value)  # from an environment variable
+    text = value.strip() if isinstance(value, str) else ""
+    # From an environment variable or a quoted YAML value. A string longer than LARGEST
+    # stays text for the validator to name: past 4,300 digits int() raises ValueError.
+    if text.isascii() and text.isdigit() and len(text.lstrip("0")) <= len(str(LARGEST)):
+        return int(text)
     return value
 
 

@@ -50,9 +50,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(run=run)
     parser.add_argument("jobs", metavar="JOBS.json", help="the jobs")
     parser.add_argument("--platform", metavar="FILE", help="a platform with a squash: section")
-    parser.add_argument("--max-jobs", type=int, metavar="N", help="most jobs per allocation")
+    # As written: the config's squash.* keys read them, and a refusal quotes the value given
+    # ("-0", not argparse's 0).
+    parser.add_argument("--max-jobs", metavar="N", help="most jobs per allocation")
     parser.add_argument("--max-time", metavar="DURATION", help="longest allocation, e.g. 1h")
-    parser.add_argument("--cpus", type=int, metavar="N", help="cores of an allocation")
+    parser.add_argument("--cpus", metavar="N", help="cores of an allocation")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -90,11 +92,13 @@ def parse_jobs(document: Any, source: str = "<memory>") -> list[JobSpec]:
 
 
 def _policy(args: argparse.Namespace) -> SquashPolicy:
-    config = settings(platform=args.platform)
+    # The flags are the config's top layer: checked there, named as the keys they set.
+    flags = {"squash.max_jobs": args.max_jobs, "squash.max_time": args.max_time,
+             "squash.cpus": args.cpus}  # fmt: skip
+    config = settings(platform=args.platform, **flags)
     path = config.get("platform")
     base = platforms.load(path).squash if path else SquashPolicy()
-    flags = {"max_jobs": args.max_jobs, "max_time": args.max_time, "cpus": args.cpus}
-    policy = base.merged({**config.section("squash"), **flags}, "squash")
+    policy = base.merged(config.section("squash"), "squash")
     if policy.mode is not SquashMode.SQUASH:  # this command is about squashing
         policy = policy.merged({"mode": "squash"})
     return policy

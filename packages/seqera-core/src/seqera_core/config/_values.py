@@ -1,6 +1,11 @@
 """How each kind of config value is read: seconds, text, names, booleans, counts, cores,
 bytes and amounts. Each error names the layer (``where``: a file, ``$VARIABLE``, ``command
 line``), the key, the value and what was expected.
+
+A count or number written with a run of more than 30 digits is refused by name before it
+is parsed (``dialects._values.short_digits``, the rule every dialect keeps): no setting
+needs one, and past 4,300 digits ``int()`` raises ValueError (``sys.get_int_max_str_digits``;
+``documents.past_limits`` names the same fault in a document).
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ import contextlib
 import math
 from typing import Any
 
-from ..dialects._values import LARGEST
+from ..dialects._values import LARGEST, short_digits
 from ..dialects.human import SIZE_FORMS, parse_size
 from ..errors import ResourceError
 
@@ -29,6 +34,7 @@ _BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, 
 
 def _positive(key: str, value: Any, where: str, expected: str) -> float:
     """A finite number > 0 from a number or its text; else ResourceError saying ``expected``."""
+    short_digits(f"{where}: {key}", value, expected)
     number = -1.0
     if not isinstance(value, bool):
         with contextlib.suppress(TypeError, ValueError, OverflowError):  # float(10**400)
@@ -75,11 +81,15 @@ def _whole(text: str) -> int | None:
 
 
 def whole_count(key: str, value: Any, where: str) -> int:
+    short_digits(f"{where}: {key}", value, "an integer >= 1")
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value) if 0 < value <= LARGEST else value
-    number = _whole(value.strip()) if isinstance(value, str) else None
+    text = value.strip() if isinstance(value, str) else ""
+    number = _whole(text)
     if number is None:
-        raise ResourceError(f"{where}: {key}", value, "an integer >= 1")
+        digits = text.isascii() and text.isdigit() and int(text) > 0  # at most 30 digits
+        expected = f"an integer >= 1, at most {LARGEST}" if digits else "an integer >= 1"
+        raise ResourceError(f"{where}: {key}", value, expected)
     return number
 
 
@@ -88,6 +98,7 @@ def core_count(key: str, value: Any, where: str) -> float:
 
 
 def byte_size(key: str, value: Any, where: str) -> int:
+    short_digits(f"{where}: {key}", value, f"whole bytes, or {SIZE_FORMS}")
     if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= LARGEST:
         return value
     if isinstance(value, str) and (number := _whole(value.strip())) is not None:
@@ -98,6 +109,7 @@ def byte_size(key: str, value: Any, where: str) -> int:
 
 
 def cost_amount(key: str, value: Any, where: str) -> float:
+    short_digits(f"{where}: {key}", value, "a number >= 0 (an amount per hour saved)")
     amount = -1.0
     if not isinstance(value, bool):
         with contextlib.suppress(TypeError, ValueError, OverflowError):
