@@ -7,7 +7,6 @@ import logging
 import os
 import shutil
 import sys
-import tarfile
 from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, cast
@@ -15,7 +14,7 @@ from typing import Any, cast
 import attrs
 from cwltool.context import RuntimeContext
 from cwltool.errors import WorkflowException
-from cwltool.job import CommandLineJob, JobBase, relink_initialworkdir
+from cwltool.job import CommandLineJob, relink_initialworkdir
 from cwltool.utils import bytes2str_in_dicts
 
 from seqera_core.backends import JobSpec, JobState, JobStatus
@@ -29,13 +28,13 @@ from seqera_core.sizing import references_memory
 
 from ._containers import ContainerPolicy
 from ._poller import JobPoller
-from ._staging import S3JobFiles, S3Staging, StagingError
+from ._s3job import S3StagedJob
+from ._staging import S3JobFiles, S3Staging
 from ._status import process_status, status_message
 
 __all__ = ["DispatchingJob", "RunSettings", "SeqeraCommandLineJob", "job_request"]
 
 _log = logging.getLogger("cwltool")
-_CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _CUDA = "http://commonwl.org/cwltool#CUDARequirement"
 
 
@@ -67,7 +66,7 @@ def _stdin_wrapped(command: list[str], stdin: str | None) -> list[str]:
     return ["/bin/sh", "-c", 'exec "$@" < "$0"', stdin, *command]
 
 
-class DispatchingJob(JobBase):
+class DispatchingJob(S3StagedJob):
     """cwltool's job with the subprocess replaced by a submission through a seqera backend.
 
     A mixin over cwltool's job classes: :class:`SeqeraCommandLineJob` runs the tool on the
@@ -161,7 +160,7 @@ class DispatchingJob(JobBase):
         while True:
             attempt += 1
             prepared = self._prepare()
-            staging = self.settings.staging
+            staging, image = self.settings.staging, self.settings.image
             key = self._key(attempt)
             files: S3JobFiles | None = None
             # the files of a job a routing backend sends to a cloud candidate (see below)
@@ -177,11 +176,11 @@ class DispatchingJob(JobBase):
                     stdout=stdout,
                     stderr=stderr,
                 )
-                if staging is not None and self._stageable(runtime):
+                if staging is not None and self._stageable(runtime, image):
                     spec = attrs.evolve(spec, staged=self._staged_form(
-                        staging, prepared, command, env, key, sent_through))  # fmt: skip
+                        staging, image, prepared, command, env, key, sent_through))  # fmt: skip
             else:
-                files, spec = self._through_s3(staging, prepared, command, env, key)
+                files, spec = self._through_s3(staging, image, prepared, command, env, key)
             spec = attrs.evolve(spec, key=key)
             _log.info("[job %s] %s$ %s", self.name, self.outdir, " ".join(command))
             result = self.settings.poller.run(
@@ -248,95 +247,11 @@ class DispatchingJob(JobBase):
         outputs = cast(dict[str, Any], bytes2str_in_dicts(collected))
         return outputs, status
 
-    def _stageable(self, runtime: list[str]) -> bool:
-        """Whether the job's files can travel through S3 for a cloud backend: the tool
-        runs on its own (no container runtime or MPI runner in front of it; the cloud's
-        task is the container) and an image is known for it."""
-        docker, _ = self.get_requirement("DockerRequirement")
-        return not runtime and bool((docker or {}).get("dockerPull") or self.settings.image)
-
-    def _staged_form(
-        self,
-        staging: S3Staging,
-        prepared: Prepared,
-        command: list[str],
-        env: dict[str, str],
-        key: str,
-        into: list[S3JobFiles],
-    ) -> Callable[[], JobSpec]:
-        """The job's staged form, built (inputs uploaded) only when the routing backend
-        sends it to a backend without this machine's files; ``into`` gets its files."""
-
-        def build() -> JobSpec:
-            files, spec = self._through_s3(staging, prepared, command, env, key)
-            into.append(files)
-            return spec
-
-        return build
-
-    def _through_s3(
-        self,
-        staging: S3Staging,
-        prepared: Prepared,
-        command: list[str],
-        env: dict[str, str],
-        key: str,
-    ) -> tuple[S3JobFiles, JobSpec]:
-        """Upload the staged inputs and the job script; the spec runs the script's bootstrap."""
-        docker, _ = self.get_requirement("DockerRequirement")
-        pulled = (docker or {}).get("dockerPull")
-        image = str(pulled) if pulled else self.settings.image
-        if not image:
-            raise WorkflowException(
-                f"[job {self.name}] ECS and AWS Batch run every job in a container image: give "
-                "the tool a DockerRequirement with dockerPull, or pass --seqera-image"
-            )
-        files = staging.job(key)
-        # target (the path the command line names) -> where its content is on this machine
-        paths: dict[str, str] = {self.outdir: self.outdir}
-        contents: dict[str, str] = {}
-        for mapper in (self.pathmapper, self.generatemapper):
-            for _, entry in mapper.items() if mapper is not None else ():
-                if not entry.staged:
-                    continue  # inside a staged directory, which carries it
-                local = entry.resolved.removeprefix("file://")
-                if os.path.exists(entry.target):  # cwltool staged it here (a symlink)
-                    paths[entry.target] = entry.target
-                elif entry.type in ("CreateFile", "CreateWritableFile"):
-                    contents[entry.target] = entry.resolved  # resolved holds the text
-                elif os.path.exists(local):
-                    paths[entry.target] = local
-        staging.upload_inputs(files, paths, contents)
-        # The host's PATH means nothing in the image: the usual directories instead.
-        env = {**env, "PATH": _CONTAINER_PATH}
-        argv = ["env", "-i", "--", *(f"{k}={v}" for k, v in env.items()), *command]
-        bootstrap = staging.write_script(
-            files, command=argv, outdir=self.outdir, tmpdir=self.tmpdir, stdin=self.stdin
-        )
-        request = attrs.evolve(prepared.request, container=prepared.request.container or image)
-        # workdir: where the bootstrap runs the command inside the image (the same absolute
-        # path); the run's ledger keeps it, so a rerun with --cachedir adopts the job
-        spec = JobSpec(name=self.name, command=bootstrap, request=request, workdir=self.outdir,
-                       labels=prepared.labels)  # fmt: skip
-        return files, spec
-
     def _key(self, attempt: int) -> str:
         """The submission key: the job's output directory, which ``--cachedir`` makes
         ``CACHEDIR/<hash of the command line and inputs>``, the same in every run (a new
         directory each run without it, so nothing is adopted then), and the attempt."""
         return job_key("cwltool", os.path.abspath(self.outdir), attempt)
-
-    def _fetch(
-        self, staging: S3Staging, files: S3JobFiles, result: JobStatus, stdout: str, stderr: str
-    ) -> bool:
-        """Bring the outputs home; False (with the reason logged) when they are missing."""
-        try:
-            staging.download_outputs(files, self.outdir, stdout, stderr)
-        except (StagingError, OSError, tarfile.TarError) as err:
-            level = logging.ERROR if result.state is JobState.SUCCEEDED else logging.INFO
-            _log.log(level, "[job %s] %s", self.name, err)
-            return False
-        return True
 
     def _record(self, request: ResourceRequest, result: JobStatus) -> None:
         # The session's store never fails a job: a failing history only warns.
