@@ -3,13 +3,8 @@
 :class:`RouteBackend` holds backends opened as the run would open each alone (local, a
 batch scheduler, a cloud one; their own config sections, squashing, fork server). For
 each job it asks every backend's :class:`~._probe.Probe` what it can run and how busy it
-is, estimates when the job would end there (its expected run time: the history's
-longest run of its process, else the longest seen in this run, else its declared time
-limit, else ``runtime``; once a job of its process went to that backend and started at
-once, what it took there from submission to its end seen, which counts what the run time
-does not: an interpreter starting inside a cluster job, the scheduler's cycle, the poll)
-and what it would cost (the platform's hourly rates), and
-submits it where the objective is best (:mod:`._policy`). A backend without the submit
+is, estimates when the job would end there and what it would cost (:mod:`._choosing`),
+and submits it where the objective is best (:mod:`._policy`). A backend without the submit
 host's files (ECS) takes only a job the engine can stage (``JobSpec.staged``, or every
 job under ``staged``), and gets the staged form of it, built only then. A user's choice wins: a rule
 pinned to a backend (``pin``) goes there, and a job naming a queue goes only to a
@@ -34,13 +29,13 @@ from typing import Any
 import attrs
 
 from ...errors import UsageError
-from ...models import ResourceRequest
-from ...platforms import CostRates, Platform
+from ...platforms import Platform
 from ..base import Backend, JobHandle, JobSpec, JobState, JobStatus, NoLookup
 from ..batch import SubmitError
 from ..local import LocalBackend
 from ..registry import entry
-from ._policy import OBJECTIVES, Choice, Option, Unroutable, choose, refusal, start_after
+from ._choosing import Choosing
+from ._policy import OBJECTIVES, Choice
 from ._probe import Probe
 from ._settings import OVERHEAD, ceiling_of, pairs
 
@@ -50,7 +45,7 @@ __all__ = ["RouteBackend"]
 Opener = Callable[..., Backend]
 
 
-class RouteBackend(Backend):
+class RouteBackend(Choosing):
     """Several backends as one; each job goes where ``objective`` is best.
 
     Args:
@@ -140,15 +135,12 @@ class RouteBackend(Backend):
             raise
         if fork_server is not None:
             fork_server.close()  # no candidate forks
-        # per backend, the jobs sent there not yet seen to end: native id -> (cores,
-        # expected seconds, sent at, native id), in the order sent
-        self._out: dict[str, dict[str, tuple[float, float, float, str]]] = {n: {} for n in names}
-        # (backend, native id) -> its process, and when it was sent if it was to start at once
-        self._process: dict[tuple[str, str], tuple[str, float | None]] = {}
-        # (backend, process) -> seconds from submission to its end seen, a running mean
-        self._took: dict[tuple[str, str], float] = {}
-        self._longest: dict[str, float] = {}  # a process's longest run seen in this run
-        self._statuses: dict[tuple[str, str], JobStatus] = {}
+        # what the run learns of each backend (see Choosing), and when each was last polled
+        self._out = {n: {} for n in names}
+        self._process = {}
+        self._took = {}
+        self._longest = {}
+        self._statuses = {}
         self._asked: dict[str, float] = {}
 
     @property
@@ -156,105 +148,6 @@ class RouteBackend(Backend):
         """The candidates without the submit host's files (ECS): an engine that can stage
         a job's files gives its jobs a staged form (``JobSpec.staged``) for them."""
         return tuple(name for name, probe in self.probes.items() if not probe.shared_fs)
-
-    # -- choosing -------------------------------------------------------------------------
-
-    def runtime_of(self, spec: JobSpec) -> float:
-        """Seconds the job is expected to run (the history, this run, its time limit)."""
-        process = spec.request.process or ""
-        for guess in (
-            self.expected(spec) if self.expected is not None else None,
-            self._longest.get(process),
-            spec.request.time,
-            self.runtime,
-        ):
-            if guess is not None and guess > 0:
-                return float(guess)
-        return self.runtime
-
-    def explain(self, specs: Sequence[JobSpec]) -> list[Choice]:
-        """Where each job would go now, and why (nothing is submitted).
-
-        Raises:
-            Unroutable: a job no backend can run; the message names each one's reason.
-        """
-        with self._lock:
-            return self._choose(specs)
-
-    def verdicts(self, spec: JobSpec) -> list[Option]:
-        """Each backend's verdict on ``spec`` now (refused and why, or its estimate)."""
-        with self._lock:
-            return self._options(spec, {n: [] for n in self.backends})
-
-    def _options(
-        self, spec: JobSpec, extra: Mapping[str, Sequence[tuple[float, float, float, str]]]
-    ) -> list[Option]:
-        request = spec.request
-        runtime = self.runtime_of(spec)
-        pinned = self.pin.get(request.process or "")
-        staged = self.staged or spec.staged is not None
-        options = []
-        for name, probe in self.probes.items():
-            asked = self._asked_of(name, request)
-            why = refusal(probe.limits(asked.queue), asked, staged=staged)
-            if why is None and pinned is not None and name != pinned:
-                why = f"rule {request.process} is pinned to {pinned}"
-            if why is not None:
-                options.append(Option(name, why))
-                continue
-            sent = [*self._out[name].values(), *extra[name]]
-            start = start_after(probe.load(asked.queue, sent), request.cpus or 1)
-            took = self._took.get((name, request.process or ""))
-            # what a job of this process took there, start to seen end, once it did
-            there = runtime if took is None else max(0.1, took - probe.overhead)
-            cost = self._rates(name, request.queue).hourly(
-                request.cpus or 1, request.memory or 0,
-                request.accelerator.count if request.accelerator else 0,
-            ) * there / 3600  # fmt: skip
-            options.append(Option(name, None, start, there, cost))
-        return options
-
-    def _asked_of(self, name: str, request: ResourceRequest) -> ResourceRequest:
-        """The request as backend ``name`` judges it. The platform gives every job one of
-        its scheduler's queues (the cheapest that fits, when none was named): that name
-        says which queue the job gets there, not that it may run nowhere else, so another
-        backend judges the job without it; a rule kept on the cluster is pinned there.
-        A queue the platform does not list binds every backend."""
-        platform = self.platform
-        if (
-            request.queue
-            and platform is not None
-            and name != platform.scheduler
-            and platform.queue(request.queue) is not None
-        ):
-            return attrs.evolve(request, queue=None)
-        return request
-
-    def _choose(self, specs: Sequence[JobSpec]) -> list[Choice]:
-        extra: dict[str, list[tuple[float, float, float, str]]] = {n: [] for n in self.backends}
-        choices, refused = [], []
-        for spec in specs:
-            options = self._options(spec, extra)
-            try:
-                choice = choose(options, self.objective, self.ceiling)
-            except Unroutable as exc:
-                refused.append(f"job {spec.name}: {exc}")
-                continue
-            best = next(o for o in choice.options if o.backend == choice.backend)
-            cores = spec.request.cpus or 1
-            extra[choice.backend].append((cores, best.runtime, self._clock(), ""))
-            choices.append(choice)
-        if refused:
-            raise Unroutable("; ".join(refused))
-        return choices
-
-    def _rates(self, name: str, queue: str | None) -> CostRates:
-        platform = self.platform
-        if platform is None or platform.scheduler != name:
-            return CostRates()
-        chosen = platform.queue(queue or platform.default_queue or "") or (
-            platform.queues[0] if platform.queues else None)  # fmt: skip
-        return chosen.cost if chosen is not None else CostRates()
 
     # -- the backend contract -------------------------------------------------------------
 
@@ -309,20 +202,6 @@ class RouteBackend(Backend):
                                 staged=None)  # fmt: skip
         return attrs.evolve(spec, labels=labels, staged=None)
 
-    def _sent(
-        self, spec: JobSpec, choice: Choice, handle: JobHandle, into: dict[int, JobHandle], n: int
-    ) -> None:
-        routed = attrs.evolve(handle, route=choice.record)
-        into[n] = routed
-        cores = spec.request.cpus or 1
-        best = next(o for o in choice.options if o.backend == choice.backend)
-        now = self._clock()
-        self._out[choice.backend][handle.native_id] = (cores, best.runtime, now, handle.native_id)
-        # a job expected to start at once measures the backend's turnaround for its process
-        at_once = best.start <= self.probes[choice.backend].overhead + 0.5
-        self._process[(handle.backend, handle.native_id)] = (
-            spec.request.process or "", now if at_once else None)  # fmt: skip
-
     def _owner(self, handle: JobHandle) -> Backend | None:
         return self.backends.get(handle.backend)
 
@@ -356,18 +235,6 @@ class RouteBackend(Backend):
                     result[n] = JobStatus(h, JobState.UNKNOWN,
                                           reason=f"no routed backend {h.backend!r}")  # fmt: skip
             return [result[n] for n in range(len(handles))]
-
-    def _ended(self, handle: JobHandle, status: JobStatus) -> None:
-        self._statuses.pop((handle.backend, handle.native_id), None)
-        self._out.get(handle.backend, {}).pop(handle.native_id, None)
-        process, sent = self._process.pop((handle.backend, handle.native_id), ("", None))
-        if status.state is not JobState.SUCCEEDED or not process:
-            return
-        if status.wall_seconds:
-            self._longest[process] = max(self._longest.get(process, 0.0), status.wall_seconds)
-        if sent is not None:  # submission to the poll that saw it end: all it cost there
-            took, key = self._clock() - sent, (handle.backend, process)
-            self._took[key] = took if key not in self._took else (self._took[key] + took) / 2
 
     def cancel(self, handles: Sequence[JobHandle]) -> None:
         """Cancel on every backend that holds one of them; each is asked even if one fails."""
