@@ -17,7 +17,7 @@ import pytest
 
 from seqera_core.backends import JobHandle, JobSpec, JobState, JobStatus, LocalBackend
 from seqera_core.backends.batch._base import EXIT_FILE
-from seqera_core.backends.squash import _launcher
+from seqera_core.backends.squash import _protocol
 from seqera_core.backends.squash._backend import SquashBackend
 from seqera_core.backends.squash._plan import explain, history_runtime
 from seqera_core.history import TaskRecord, open_history
@@ -313,13 +313,13 @@ def test_queue_entries_hold_the_environment_and_only_their_owner_reads_them(
 
 
 def test_the_launcher_and_the_batch_script_name_one_exit_file() -> None:
-    assert _launcher.EXIT_CODE == EXIT_FILE
+    assert _protocol.EXIT_CODE == EXIT_FILE
 
 
 def test_claimed_names_carry_their_allocation() -> None:
-    name = _launcher.claimed_name("0000007", "alloc12")
-    assert _launcher.parse_claimed(name) == ("0000007", "alloc12")
-    assert _launcher.parse_claimed("0000007.json") is None
+    name = _protocol.claimed_name("0000007", "alloc12")
+    assert _protocol.parse_claimed(name) == ("0000007", "alloc12")
+    assert _protocol.parse_claimed("0000007.json") is None
 
 
 def test_jobs_are_packed_by_the_run_time_the_history_saw(tmp_path: Path) -> None:

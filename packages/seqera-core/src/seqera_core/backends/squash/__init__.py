@@ -2,8 +2,9 @@
 
 ``SquashBackend`` (``_backend``) wraps a batch backend; ``_plan`` packs jobs into
 allocations, ``_alloc`` submits them, ``_state`` and ``_status`` keep and read the queue,
-claims and results on disk, and ``_launcher`` (with ``_launcher_job``, standard-library
-only: it is copied beside the jobs) runs them inside the allocation.
+claims and results on disk, and ``_launcher`` (with ``_launcher_job`` and ``_protocol``,
+the on-disk protocol both sides read; standard-library only: they are copied beside the
+jobs) runs them inside the allocation.
 """
 
 from __future__ import annotations

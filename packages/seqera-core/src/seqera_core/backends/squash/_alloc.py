@@ -23,7 +23,7 @@ from ...models import ResourceRequest
 from ...squash import Node, SquashPolicy
 from ..base import Backend, JobSpec
 from ..batch import SubmitError
-from . import _launcher as proto
+from . import _protocol as proto
 from ._plan import Shape, allocation_size, pack
 from ._state import Allocation, Group, Job, private_dir
 
@@ -188,14 +188,15 @@ class Allocator:
     def _launcher_path(self) -> Path:
         if self._launcher is None:
             # a copy on the shared filesystem: the compute node needs nothing installed;
-            # the job's side (_launcher_job) beside it, under its own name, for its import
+            # beside it, under their own names for its imports, the job's side
+            # (_launcher_job) and the on-disk protocol (_protocol)
+            here = Path(proto.__file__).parent
             self._launcher = private_dir(self.root) / "launcher.py"
-            job_side = Path(proto.__file__).with_name("_launcher_job.py")
-            shutil.copyfile(job_side, self.root / job_side.name)
+            for side in ("_launcher_job.py", "_protocol.py"):
+                shutil.copyfile(here / side, self.root / side)
             # and the jobs' memory cgroups (standard library only too)
-            shutil.copyfile(Path(proto.__file__).parents[1] / "local" / "_cgroup.py",
-                            self.root / "_cgroup.py")  # fmt: skip
-            shutil.copyfile(proto.__file__, self._launcher)
+            shutil.copyfile(here.parent / "local" / "_cgroup.py", self.root / "_cgroup.py")
+            shutil.copyfile(here / "_launcher.py", self._launcher)
         return self._launcher
 
 

@@ -5,9 +5,9 @@ squashed (it has a time limit no longer than the policy's ``max_time``, no GPUs,
 an allocation) gets its own directory and script as usual, and an entry in the queue of
 its *group*: the jobs whose :func:`~seqera_core.squash.share_key` is equal, so different
 accounts, partitions, QoS or containers never share. Allocations of a group run the
-launcher (``_launcher.py``, which owns the on-disk protocol), which claims queued jobs
-while it has cores, memory and time for them and records each one's exit code, wall
-time and peak memory.
+launcher (``_launcher.py``, by the on-disk protocol of ``_protocol.py``), which claims
+queued jobs while it has cores, memory and time for them and records each one's exit
+code, wall time and peak memory.
 
 How many allocations, and how wide: the jobs no live allocation has room for are packed
 (``_squash_plan.py``) by the run time the history predicts where one is given, else by
@@ -48,7 +48,7 @@ from ...errors import SeqeraError
 from ...squash import SquashMode, SquashPolicy, share_key, unsquashable
 from ..base import Backend, JobHandle, JobSpec, JobState, JobStatus
 from ..batch import SubmitError, job_environment, job_labels, prepare_job
-from . import _launcher as proto
+from . import _protocol as proto
 from ._alloc import Allocator
 from ._plan import Decision, Expected, explain, shape
 from ._state import (

@@ -2,40 +2,10 @@
 
 Standard library only: the backend copies this file next to the jobs, and the compute
 node runs it with the submitter's interpreter, so nothing needs to be installed there.
-This module owns the on-disk protocol: the names below (``QUEUE``, ``CLAIMED``, ...) are
-the only spelling of it, and the backend (``_squash.py``) imports them from here.
-
-``GROUP`` is a directory on the shared filesystem that every allocation of one group of
-compatible jobs reads:
-
-- ``queue/<job>.json``: ready jobs, one file each (job directory, script, outputs, cores,
-  memory, time limit, environment: the file is 0600 in a 0700 directory).
-- ``claimed/<job>@<allocation>.json``: a claimed job. A launcher claims a job with one
-  ``rename`` from ``queue/`` to a name that carries its own allocation's name, so the claim
-  and the record of who holds it are one atomic step: exactly one allocation wins, and no
-  moment exists at which a job is out of the queue with no owner on disk. It claims only
-  what it can start at once (cores and memory free, the job's time limit ending before
-  the allocation's), so allocations that run faster take more jobs.
-- ``cancel/<job>``: a request to kill a claimed job; ``cancelled/``: jobs taken out of
-  the queue before any claim.
-- ``drain``: the engine is done; exit as soon as nothing runs.
-
-``ALLOC`` is this allocation's directory: ``allocation.json`` (cores, memory, time
-limit, idle timeout) written by the backend, and ``started`` (time, host, the
-scheduler's job id) written here.
-
-In each job's directory the launcher writes ``claim`` (which allocation runs it and when
-it started; for people: the backend reads ownership from ``claimed/``) and, when the job
-ends, ``result.json``: exit code, signal, wall time, peak memory (``ru_maxrss`` of the
-job's process tree from ``wait4``), and whether the job's own time limit or a
-cancellation ended it; only then is the ``claimed/`` entry removed. The job's script
-records its exit code in ``exitcode`` itself, so a job that finished is never run again
-even if the launcher dies before writing its result.
-
-Recovery (the backend's side): a ``claimed/`` entry whose allocation the scheduler
-reports ended, with neither ``result.json`` nor ``exitcode`` (or an exit code that says
-the signals ending the allocation killed it, ``INTERRUPTED``), goes back to ``queue/``;
-the job had started, may have done part of its work, and runs again from the start.
+It claims what fits from ``GROUP``'s queue, runs each job and records how it ended, by
+the on-disk protocol of ``_protocol.py`` (copied beside it; the backend reads the same
+names): ``GROUP`` is the queue, claims and results of one group of compatible jobs,
+``ALLOC`` this allocation's own directory.
 
 Every job runs under a small guard process (a fork of the launcher, its own session,
 ``_launcher_job.py``, copied beside this file):
@@ -85,59 +55,18 @@ def _sibling(name: str) -> ModuleType:
 try:
     from ..local import _cgroup
     from . import _launcher_job as _child
+    from . import _protocol as proto
 except ImportError:  # not in its package: the backend's copies on the shared filesystem
     # (a launcher process alone: no __pycache__ beside them, which would be world-readable
     # in the owner-only directory and raced by every node's launcher)
     sys.dont_write_bytecode = True
     _child = _sibling("_launcher_job")
     _cgroup = _sibling("_cgroup")
-
-# -- the on-disk protocol, shared with the backend -------------------------------------
-QUEUE = "queue"  # group: <job>.json, ready to be claimed
-CLAIMED = "claimed"  # group: <job>@<allocation>.json, claimed by that allocation
-CANCEL = "cancel"  # group: <job>, kill this claimed job
-CANCELLED = "cancelled"  # group: <job>.json, taken out of the queue before any claim
-DRAIN = "drain"  # group: the engine is done
-GROUP_DIRS = (QUEUE, CLAIMED, CANCEL, CANCELLED)
-ALLOCATION = "allocation.json"  # allocation: cores, memory, time, idle, preload
-STARTED = "started"  # allocation: written when the launcher starts
-CLAIM = "claim"  # job: which allocation runs it, since when (informational)
-RESULT = "result.json"  # job: how it ended
-EXIT_CODE = "exitcode"  # job: written by its script (the batch backend's EXIT_FILE)
-MARGIN = 15.0  # a job starts only if it can end this long before the allocation does
-# Exit codes a job's script records when the signals that end an allocation killed its
-# command (scancel signals every process of the job, in no set order): with no result
-# from a launcher, such a job did not finish and runs again.
-INTERRUPTED = frozenset(
-    128 + s for s in (signal.SIGHUP, signal.SIGINT, signal.SIGKILL, signal.SIGTERM)
-)
-_OWNER = "@"  # between a job's key and its allocation's name in claimed/
+    proto = _sibling("_protocol")
 
 _TICK = 0.2  # seconds between looks at the queue when nothing ends sooner
 _GRACE = 10.0  # SIGTERM to SIGKILL, for a job past its time limit or cancelled
 _SETTLE = 1.0  # how long a job killed from outside waits for the launcher's own signal
-
-
-def claimed_name(key: str, allocation: str) -> str:
-    """The ``claimed/`` file name of job ``key`` held by ``allocation``."""
-    return f"{key}{_OWNER}{allocation}.json"
-
-
-def parse_claimed(name: str) -> tuple[str, str] | None:
-    """``(key, allocation)`` of a ``claimed/`` file name, or None for any other file."""
-    if not name.endswith(".json") or _OWNER not in name:
-        return None
-    key, _, allocation = name[: -len(".json")].partition(_OWNER)
-    return (key, allocation) if key and allocation else None
-
-
-def write_private(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON, readable by its owner only; a reader never sees half a file."""
-    partial = path.with_name(path.name + f".{os.getpid()}.part")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(json.dumps(data))
-    os.replace(partial, path)
 
 
 def _read(path: Path) -> Any:
@@ -172,7 +101,7 @@ def _run_as_main(module: str, args: list[Any]) -> int:
 
 def _exit_code(directory: Path) -> int | None:
     try:
-        return int((directory / EXIT_CODE).read_text().strip())
+        return int((directory / proto.EXIT_CODE).read_text().strip())
     except (OSError, ValueError):
         return None
 
@@ -194,7 +123,7 @@ class Launcher:
     def __init__(self, group: Path, allocation: Path) -> None:
         self.group = group
         self.allocation = allocation
-        spec = _read(allocation / ALLOCATION) or {}
+        spec = _read(allocation / proto.ALLOCATION) or {}
         self.cpus = float(spec.get("cpus", 1))
         self.memory = int(spec.get("memory", 0))
         self.idle = float(spec.get("idle", 30))
@@ -206,7 +135,7 @@ class Launcher:
         self.preload = list(spec.get("preload") or [])
         self.cgroups: Any = None  # _cgroup.MemoryCgroups, once run() looked for one
         self.forkable: set[str] = set()  # the preloaded packages, loaded at start
-        (group / CLAIMED).mkdir(mode=0o700, exist_ok=True)
+        (group / proto.CLAIMED).mkdir(mode=0o700, exist_ok=True)
 
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self._stop)
@@ -222,7 +151,7 @@ class Launcher:
         )
         started = {"time": self.start, "host": os.uname().nodename, "pid": os.getpid()}
         started["job_id"] = job_id
-        write_private(self.allocation / STARTED, started)
+        proto.write_private(self.allocation / proto.STARTED, started)
         # at once, not with the first job: the backend may still be writing the queue
         self.forkable = _preload(self.preload)
         # each job's memory limit held by the kernel where a cgroup can be made (_cgroup),
@@ -239,7 +168,7 @@ class Launcher:
             now = time.time()
             if self.running or claimed:
                 last_busy = now
-            elif (self.group / DRAIN).exists() or now - last_busy >= self.idle:
+            elif (self.group / proto.DRAIN).exists() or now - last_busy >= self.idle:
                 break
             elif self._nothing_fits(now):
                 break  # what is queued needs more time than this allocation has left
@@ -262,12 +191,12 @@ class Launcher:
         return (
             cpus + float(entry["cpus"]) <= self.cpus + 1e-9
             and memory + int(entry["memory"]) <= self.memory
-            and now + float(entry["time"]) + MARGIN <= self.deadline
+            and now + float(entry["time"]) + proto.MARGIN <= self.deadline
         )
 
     def _queue(self) -> list[Path]:
         try:
-            return sorted(p for p in (self.group / QUEUE).iterdir() if p.suffix == ".json")
+            return sorted(p for p in (self.group / proto.QUEUE).iterdir() if p.suffix == ".json")
         except FileNotFoundError:
             return []
 
@@ -276,7 +205,7 @@ class Launcher:
         entries = [e for e in entries if e]
         # an empty queue is idleness, not a reason to stop at once
         return bool(entries) and all(
-            now + float(e["time"]) + MARGIN > self.deadline for e in entries
+            now + float(e["time"]) + proto.MARGIN > self.deadline for e in entries
         )
 
     def _claim(self) -> int:
@@ -290,7 +219,7 @@ class Launcher:
             if entry is None or not self._fits(entry, now):
                 continue
             # claim and owner in one rename: no moment with the job nowhere
-            mine = self.group / CLAIMED / claimed_name(path.stem, self.name)
+            mine = self.group / proto.CLAIMED / proto.claimed_name(path.stem, self.name)
             try:
                 os.rename(path, mine)
             except FileNotFoundError:
@@ -304,14 +233,18 @@ class Launcher:
     def _start(self, entry: dict[str, Any]) -> None:
         directory = Path(entry["dir"])
         code = _exit_code(directory)
-        if code in INTERRUPTED:  # killed with an allocation that could not say so
+        if code in proto.INTERRUPTED:  # killed with an allocation that could not say so
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(directory / EXIT_CODE)
+                os.unlink(directory / proto.EXIT_CODE)
         elif code is not None:  # it ended in an allocation that died before saying so
-            write_private(directory / RESULT, {"exit_code": code, "allocation": self.name})
+            proto.write_private(
+                directory / proto.RESULT, {"exit_code": code, "allocation": self.name}
+            )
             self._unclaim(entry)
             return  # a job that finished is never run again
-        write_private(directory / CLAIM, {"allocation": self.name, "started": time.time()})
+        proto.write_private(
+            directory / proto.CLAIM, {"allocation": self.name, "started": time.time()}
+        )
         fork = entry.get("fork")
         if not isinstance(fork, dict):
             fork = None
@@ -328,7 +261,7 @@ class Launcher:
         parent = os.getpid()
         pid = os.fork()
         if pid == 0:
-            _child.guard(entry, fork, parent, EXIT_CODE, procs)  # never returns
+            _child.guard(entry, fork, parent, proto.EXIT_CODE, procs)  # never returns
         self.running[pid] = _Running(entry, pid)
         self.running[pid].cgroup = group
 
@@ -346,7 +279,7 @@ class Launcher:
             wall = time.time() - job.started
             sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
             code = 128 + sig if sig else os.WEXITSTATUS(status)
-            if code in INTERRUPTED and not (job.time_limit or job.cancelled):
+            if code in proto.INTERRUPTED and not (job.time_limit or job.cancelled):
                 # Killed, not by this launcher: scancel signals every process of the
                 # allocation, the launcher too, in no set order. Give its own signal a
                 # moment; if it comes, the job was interrupted, not finished.
@@ -369,7 +302,7 @@ class Launcher:
                     result["reason"] = "out of memory: killed at its memory limit"
                     result["out_of_memory"] = True
                 self.cgroups.remove(job.cgroup)
-            write_private(Path(job.entry["dir"]) / RESULT, result)
+            proto.write_private(Path(job.entry["dir"]) / proto.RESULT, result)
             self._unclaim(job.entry)  # after the result: never a moment with neither
 
     def _peak(self, job: _Running) -> int | None:
@@ -381,14 +314,14 @@ class Launcher:
 
     def _unclaim(self, entry: dict[str, Any]) -> None:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.group / CLAIMED / claimed_name(entry["key"], self.name))
+            os.unlink(self.group / proto.CLAIMED / proto.claimed_name(entry["key"], self.name))
 
     def _enforce(self) -> None:
         now = time.time()
         for job in self.running.values():
             key = job.entry["key"]
             if job.term_at is None:
-                if (self.group / CANCEL / key).exists():
+                if (self.group / proto.CANCEL / key).exists():
                     job.cancelled = True
                 elif now - job.started >= float(job.entry["time"]):
                     job.time_limit = True

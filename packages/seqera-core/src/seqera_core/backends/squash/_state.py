@@ -12,7 +12,7 @@ Layout, under ``WORK/squash/<root>/`` (one root per backend instance; 0700, ever
   scheduler's job, written as soon as it is known) and ``ended.json``.
 
 A job's state is read from the group's ``queue/`` and ``claimed/`` listings and its own
-``result.json``/``exitcode`` (the protocol of ``_launcher.py``), never from memory alone.
+``result.json``/``exitcode`` (the protocol of ``_protocol.py``), never from memory alone.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import attrs
 from ...models import ResourceRequest
 from ..base import JobHandle, JobStatus
 from ..batch import JobFiles
-from . import _launcher as proto
+from . import _protocol as proto
 
 __all__ = [
     "Allocation", "Group", "Job", "find_records", "load_root", "native_id", "parse_native_id",

@@ -1,5 +1,5 @@
 """What a squashed job's files say about it, and the backend's half of the recovery
-protocol of ``_launcher.py``: a job claimed by an allocation that the scheduler reports
+protocol of ``_protocol.py``: a job claimed by an allocation that the scheduler reports
 ended, with neither ``result.json`` nor ``exitcode``, goes back to the queue; a job whose
 script recorded its exit code is finished, whatever happened to its launcher.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import JobHandle, JobState, JobStatus
-from . import _launcher as proto
+from . import _protocol as proto
 from ._state import Job, read_json
 
 __all__ = ["exit_code", "finished", "look"]
