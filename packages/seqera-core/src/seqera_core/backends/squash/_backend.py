@@ -38,28 +38,21 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 import attrs
 
 from ...errors import SeqeraError
-from ...squash import SquashMode, SquashPolicy, share_key, unsquashable
+from ...squash import SquashMode, SquashPolicy, unsquashable
 from ..base import Backend, JobHandle, JobSpec, JobState, JobStatus
-from ..batch import SubmitError, job_environment, job_labels, prepare_job
+from ..batch import SubmitError
 from . import _protocol as proto
 from ._alloc import Allocator
-from ._plan import Decision, Expected, explain, shape
-from ._state import (
-    Group,
-    Job,
-    find_records,
-    load_root,
-    native_id,
-    parse_native_id,
-    private_dir,
-)
+from ._plan import Decision, Expected, explain
+from ._queue import Queueing
+from ._state import Job, find_records, parse_native_id
 from ._status import look
 
 __all__ = ["SquashBackend"]
@@ -81,7 +74,7 @@ def _locked(
     return locked
 
 
-class SquashBackend(Backend):
+class SquashBackend(Queueing):
     """A batch backend whose small jobs share allocations run by a launcher. Its calls
     may come from several threads (an engine's submitting and status threads); they
     run one at a time.
@@ -137,9 +130,9 @@ class SquashBackend(Backend):
         self.work_dir = Path(base)
         self.root = self.work_dir / "squash" / uuid.uuid4().hex[:12]
         self._serial = itertools.count(1)
-        self._groups: dict[Hashable, Group] = {}  # this backend's own, by share key
-        self._adopted: dict[str, list[Group]] = {}  # an earlier backend's, by its root
-        self._jobs: dict[str, Job] = {}  # by native id
+        self._groups = {}
+        self._adopted = {}
+        self._jobs = {}
         self._seen: dict[str, JobStatus] = {}  # the scheduler's last word, by native id
         self._asked = -float("inf")
         self._lock = threading.RLock()
@@ -312,89 +305,7 @@ class SquashBackend(Backend):
             if status.state.finished:
                 allocation.end(status.reason or status.state.value)
 
-    # -- jobs ----------------------------------------------------------------------------
-
-    def _all_groups(self) -> list[Group]:
-        return [*self._groups.values(), *(g for gs in self._adopted.values() for g in gs)]
-
-    def _adopt(self, handles: Iterable[JobHandle]) -> None:
-        """Load what an earlier backend over this work directory left, for its handles."""
-        for handle in handles:
-            parsed = parse_native_id(handle.native_id)
-            if handle.native_id in self._jobs or parsed is None:
-                continue
-            root = parsed[0]
-            if root == self.root.name or root in self._adopted:
-                continue
-            groups, jobs = load_root(self.work_dir / "squash" / root)
-            self._adopted[root] = groups
-            for job in jobs:
-                self._jobs.setdefault(job.handle.native_id, job)
-
-    def _group(self, spec: JobSpec) -> Group:
-        key = share_key(spec.request, job_labels(spec), self.policy)
-        group = self._groups.get(key)
-        if group is None:
-            directory = private_dir(self.root) / f"group{len(self._groups) + 1}"
-            template = spec.request
-            group = Group(directory.name, directory, template, dict(job_labels(spec)))
-            group.create()
-            self._groups[key] = group
-        else:  # an allocation carries only the labels all its jobs share
-            labels = job_labels(spec)
-            shared = {k: v for k, v in group.labels.items() if labels.get(k) == v}
-            if shared != group.labels:
-                group.labels = shared
-                group.save()
-        return group
-
-    def _new_job(self, spec: JobSpec) -> Job:
-        group = self._group(spec)
-        files = prepare_job(self.work_dir, spec)
-        key = f"{next(self._serial):07d}"
-        handle = JobHandle(
-            self.name, native_id(self.root.name, key), spec.name, str(files.stdout),
-            str(files.stderr),
-        )  # fmt: skip
-        size = shape(spec, self.expected)
-        entry = {
-            "key": key,
-            "dir": str(files.directory),
-            "script": str(files.script),
-            "stdout": str(files.stdout),
-            "stderr": str(files.stderr),
-            "cpus": size.cpus,
-            "memory": size.memory,
-            "time": size.time,
-            "fork": self._fork(spec),
-        }
-        job = Job(key, handle, group, files, entry, size.expected, spec.key)
-        self._jobs[handle.native_id] = job
-        return job
-
-    def _enqueue(self, job: Job) -> None:
-        # The record first, then the same file linked into the queue (one write: the
-        # launcher reads the entry's keys and ignores the record's): a job in the queue
-        # is always known to a backend that restarts.
-        record = job.save(self.root)
-        os.link(record, job.group.directory / proto.QUEUE / f"{job.key}.json")
-
-    def _fork(self, spec: JobSpec) -> dict[str, Any] | None:
-        # python -m MODULE ARGS with this interpreter and a preloaded MODULE: what the
-        # job's script would set up, for the launcher's forked child to do instead
-        command = spec.command
-        if len(command) < 3 or command[1] != "-m" or not self._forkable:
-            return None
-        if os.path.realpath(command[0]) != os.path.realpath(self.python):
-            return None
-        if command[2].split(".")[0] not in self._forkable:
-            return None
-        return {
-            "module": command[2],
-            "args": list(command[3:]),
-            "cwd": spec.workdir,
-            "env": job_environment(spec),
-        }
+    # -- a job's status (its group and queue entry: _queue) ---------------------------
 
     def _job_status(self, job: Job, queued: set[str], claimed: Mapping[str, str]) -> JobStatus:
         if job.final is None:
