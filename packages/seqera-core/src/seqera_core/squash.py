@@ -86,7 +86,7 @@ class SquashPolicy:
     ``max_jobs`` caps the jobs of one array call and of one allocation; ``max_time`` is
     the longest allocation (seconds); ``cpus`` sizes an allocation (default: the summed
     cores of its jobs, at most the largest node of its queue where the scheduler reports
-    one, else its largest job's; see ``backends/_squash_plan.py``); ``key`` names the
+    one, else its largest job's; see ``backends/squash/_plan.py``); ``key`` names the
     label or resource whose value keeps jobs apart.
     """
 

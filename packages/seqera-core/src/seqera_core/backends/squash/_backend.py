@@ -10,13 +10,13 @@ queued jobs while it has cores, memory and time for them and records each one's 
 code, wall time and peak memory.
 
 How many allocations, and how wide: the jobs no live allocation has room for are packed
-(``_squash_plan.py``) by the run time the history predicts where one is given, else by
+(``_plan.py``) by the run time the history predicts where one is given, else by
 their time limits, into allocations as wide as their jobs can use at once up to the
 largest node of their queue; they go out through the wrapped backend in one
-``submit``, so those of one shape become one array (``_squash_alloc.py``).
+``submit``, so those of one shape become one array (``_alloc.py``).
 
 Every job is reported to the engine as if submitted alone, from the files the launcher
-writes; everything the backend knows is on disk (``_squash_state.py``), so a new backend
+writes; everything the backend knows is on disk (``_state.py``), so a new backend
 over the same work directory polls the handles an earlier one issued. A claimed job
 whose allocation the scheduler reports ended, with no result and no exit code, goes back
 to the queue (at most ``max_losses`` times); a job whose script recorded its exit code
