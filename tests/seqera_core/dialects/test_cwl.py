@@ -68,6 +68,7 @@ def test_zero_time_limit_is_unlimited() -> None:
         ({"ramMin": -1}, "ramMin"),
         ({"ramMin": "$(inputs.size)"}, "ramMin"),
         ({"coresMin": "lots"}, "coresMin"),
+        ({"coresMin": "1e-400"}, "coresMin"),  # reads as 0.0: the error quotes it as written
         ({"timelimit": -5}, "timelimit"),
         ({"ramMinimum": 5}, "ramMinimum"),
     ],
@@ -76,6 +77,7 @@ def test_bad_values_name_the_field(requirements: dict[str, Any], field: str) -> 
     with pytest.raises(ResourceError) as info:
         cwl.request_from_requirements(requirements)
     assert info.value.field == field
+    assert info.value.value == requirements[field]
 
 
 EXAMPLES = [

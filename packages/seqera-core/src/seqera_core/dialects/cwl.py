@@ -52,10 +52,11 @@ def evaluate_requirements(
     for name in names:
         # cwltool tests truthiness: a 0 falls through to *Max, then to the default.
         low, high = requirements.get(name + "Min"), requirements.get(name + "Max")
-        if low:
-            minimum[name] = _value(name + "Min", low)
-        elif high:
-            minimum[name] = _value(name + "Max", high)
+        field, written = (name + "Min", low) if low else (name + "Max", high)
+        if written:
+            minimum[name] = _value(field, written)
+            if name == "cores" and minimum[name] <= 0:  # 1e-400 reads as 0.0: name it
+                raise ResourceError(field, written, "a number of cores greater than 0")
     result: dict[str, float | int] = {
         "cores": minimum["cores"],
         "ram": math.ceil(minimum["ram"]),
@@ -75,9 +76,10 @@ def request_from_resources(
     attempt: int = 1,
 ) -> ResourceRequest:
     """The common request for cwltool's evaluated ``builder.resources`` and a ``timelimit``."""
-    cores = _value("cores", resources.get("cores", 1))
-    if cores <= 0:
-        raise ResourceError("coresMin", cores, "a number of cores greater than 0")
+    given = resources.get("cores", 1)
+    cores = _value("cores", given)
+    if cores <= 0:  # name what was written: 1e-400 reads as 0.0
+        raise ResourceError("coresMin", given, "a number of cores greater than 0")
     ram = math.ceil(_value("ram", resources["ram"])) if "ram" in resources else None
     disk = sum(
         math.ceil(_value(key, resources[key])) for key in ("tmpdirSize", "outdirSize")
