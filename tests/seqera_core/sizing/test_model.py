@@ -180,11 +180,40 @@ def test_no_bound_is_closer_to_the_largest_use_than_the_resolution() -> None:
     # margin, and the bound of a process with few runs, is at least ``resolution``.
     peaks = [(10**9 + i, 4e9) for i in range(40)]
     for resolution in (0.005, 0.02, 0.1):
-        model = _trained(peaks, resolution=resolution)
-        # the model's own bound (its net, which has scored these runs, gives the maximum)
+        # the fit's own bound (with a net, the premium over the largest use is capped too:
+        # the next test)
+        model = _trained(peaks, resolution=resolution, net=False)
         bound = model.own(10**9)
         assert bound is not None
         assert bound == pytest.approx(4e9 * math.exp(resolution), rel=1e-9)
+
+
+def test_no_premium_over_the_maximum_past_what_its_misses_are_expected_to_cost() -> None:
+    # nf-core/eager's mtnucratio: peaks at 1.55-1.59 GB give or take a few small ones, in
+    # a pipeline whose processes jump by a fifth; the model bought 36 % over the largest
+    # use against a record, where the maximum misses 1 run in runs + 1 and a miss costs
+    # it about escalation x the largest use: past that premium it wastes more, on average.
+    rng = random.Random(3)
+    peaks = [(10**9 + i, 1.59e9 * rng.uniform(0.97, 1.0)) for i in range(22)]
+    peaks += [(10**9 + 22, 1.46e9), (10**9 + 23, 1.5e9)]
+    for jump in (1.0, 1.25):
+        bounds = []
+        for net in (False, True):
+            model = UsageModel(pool=_jumping(jump), net=net, escalation=2.0)
+            for x, y in peaks:
+                model.learn(x, y)
+            bounds.append(model.own(10**9 + 5))
+        free, capped = bounds
+        assert free is not None and capped is not None
+        cap = max(p for _, p in peaks) * (1 + 2.0 / (len(peaks) + 1))
+        assert capped == pytest.approx(min(free, cap), rel=1e-12)
+        if jump > 1:
+            assert free > cap  # the pipeline's jumps priced a premium the cap takes back
+    # past the inputs seen, a fitted trend may ask for more: no cap there
+    grows = [(2**k, 1e6 * 2**k) for k in range(10, 40)]
+    model = _trained(grows)
+    bound = model.own(2**45)
+    assert bound is not None and bound > 1e6 * 2**39 * 2
 
 
 def test_bad_settings_are_refused() -> None:

@@ -85,7 +85,7 @@ class UsageModel(Retries, Netted):
         self._fit: Fit | None = None
         self._stale = 0  # runs learned since the fit
         self._tracks: tuple[float | None] | None = None  # (floor,), cached until a run
-        self.net = Net() if net else None
+        self.net = Net(alpha) if net else None
         self._rehearsed = False  # the net has scored the window (see _rehearse)
         # what the model answered for the tasks (by input size) not finished yet
         self._answers: dict[int | None, float] = {}
@@ -176,8 +176,25 @@ class UsageModel(Retries, Netted):
             return None
         fit = self._fitted()
         if fit is None:
-            return self._few()
-        return math.exp(fit.upper(input_bytes))
+            return self._premium(self._few())
+        bound = math.exp(fit.upper(input_bytes))
+        return bound if fit.beyond(input_bytes) else self._premium(bound)
+
+    def _premium(self, bound: float) -> float:
+        """``bound``, but never more over the largest use than the plain maximum's misses
+        are expected to cost it per task (for a model with a net: memory, not time).
+
+        Within the inputs seen, a bound past the largest use insures only against a new
+        record, and every task that fits under the maximum wastes the premium. The plain
+        maximum misses the next run 1 time in ``runs + 1`` (the rank argument of
+        :mod:`seqera_core.sizing._fit`: runs alike in any order), and a miss costs it the
+        attempt lost and its retry's excess, about ``escalation`` x the largest use. A
+        premium past ``escalation / (runs + 1)`` of the largest use is then expected to
+        waste more than the maximum on that process, whatever the pipeline and however
+        a retry is priced; below it the model's calibrated margin stands."""
+        if self.net is None:
+            return bound
+        return min(bound, self.largest * (1 + self.escalation / (self.runs + 1)))
 
     @property
     def tracked_at(self) -> float | None:

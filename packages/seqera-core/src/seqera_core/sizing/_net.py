@@ -9,8 +9,11 @@ wastes all of it and is retried (at the model's retry; the maximum's: twice what
 until it holds the peak, as an evaluation counts them (``seqera-sidecar evaluate``).
 Over the process's last ``span`` scored tasks, the process is sized by the maximum once
 the model has wasted clearly more (``_BEHIND``) while the maximum retried no more often
-(one task in a hundred of the span aside), and by the model again once it wastes no more
-(or the maximum retries more). The model keeps learning meanwhile and is scored as if it
+(one task in a hundred of the span aside) and is not expected to miss more often than
+the model: it misses a new record 1 time in ``runs + 1``, so a process of fewer than
+``1 / alpha`` runs (a young one, or a pipeline with little history) keeps the model,
+however few records its span happened to hold; it goes back to the model once that
+wastes no more (or the maximum retries more). The model keeps learning meanwhile and is scored as if it
 had answered. So a process is never much worse off than with the baseline a user could
 have written, on a pipeline the model was not tuned on, and the net never buys waste
 with retries: the model's calibrated miss rate is what keeps those rare.
@@ -72,22 +75,31 @@ def cost(
 class Net:
     """The model's and the maximum's waste and retries over a process's last tasks."""
 
-    __slots__ = ("_tasks", "behind", "least")
+    __slots__ = ("_tasks", "alpha", "behind", "least")
 
-    def __init__(self, span: int = _SPAN, least: int = _LEAST) -> None:
+    def __init__(self, alpha: float, span: int = _SPAN, least: int = _LEAST) -> None:
+        """``alpha``: the miss rate the model is calibrated to (see :meth:`score`)."""
+        self.alpha = alpha
         self._tasks: deque[tuple[float, int, float, int]] = deque(maxlen=span)
         self.least = least
         self.behind = False  # sized by the maximum now
 
-    def score(self, model: tuple[float, int], maximum: tuple[float, int]) -> None:
-        """One finished task: the (waste, retries) of the model's and the maximum's answers."""
+    def score(self, model: tuple[float, int], maximum: tuple[float, int], runs: int) -> None:
+        """One finished task: the (waste, retries) of the model's and the maximum's
+        answers, and the runs the process has had (what the maximum stands on now)."""
         self._tasks.append((*model, *maximum))
         n = len(self._tasks)
         if n < self.least:
             return
         ours = sum(t[0] for t in self._tasks)
         theirs = sum(t[2] for t in self._tasks)
-        retries = sum(t[3] - t[1] for t in self._tasks) <= _RETRIES * n
+        mine = sum(t[1] for t in self._tasks)
+        # The maximum misses the next run 1 time in runs + 1 (a new record; the rank
+        # argument): no process goes to it while that is more often than the model is
+        # calibrated to miss, or has missed over the span (1 task in 100 aside),
+        # however few records its span happened to hold.
+        ahead = 1 / (runs + 1) > max(self.alpha, mine / n + _RETRIES)
+        retries = not ahead and sum(t[3] for t in self._tasks) - mine <= _RETRIES * n
         self.behind = retries and ours > (1 if self.behind else _BEHIND) * theirs
 
 
@@ -140,6 +152,7 @@ class Netted:
             cost(max(own, floor), usage, weight,
                  lambda failed: max(self.retry(input_bytes, failed), floor)),
             cost(largest, usage, weight, lambda failed: max(largest, 2 * failed)),
+            self.runs,
         )  # fmt: skip
 
     def _rehearse(self) -> None:

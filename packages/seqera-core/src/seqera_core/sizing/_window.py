@@ -69,6 +69,12 @@ class Fit:
         # A request without an input size: the best of the candidates that need none.
         self.best_all = _best(candidates, "quantile", "mean")
 
+    def beyond(self, input_bytes: int | None) -> bool:
+        """Whether this input is past the sizes seen (a candidate extrapolates there)."""
+        if input_bytes is None or self.best_sized is None:
+            return False
+        return log_input(input_bytes) > self.high + _OUTSIDE
+
     def upper(self, input_bytes: int | None) -> float:
         """The calibrated log allocation for a first attempt."""
         best = self.best_sized
