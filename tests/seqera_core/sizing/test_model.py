@@ -180,9 +180,8 @@ def test_no_bound_is_closer_to_the_largest_use_than_the_resolution() -> None:
     # margin, and the bound of a process with few runs, is at least ``resolution``.
     peaks = [(10**9 + i, 4e9) for i in range(40)]
     for resolution in (0.005, 0.02, 0.1):
-        # the fit's own bound (with a net, the premium over the largest use is capped too:
-        # the next test)
-        model = _trained(peaks, resolution=resolution, net=False)
+        model = _trained(peaks, resolution=resolution)
+        # the model's own bound (its net, which has scored these runs, gives the maximum)
         bound = model.own(10**9)
         assert bound is not None
         assert bound == pytest.approx(4e9 * math.exp(resolution), rel=1e-9)
@@ -205,7 +204,7 @@ def test_no_premium_over_the_maximum_past_what_its_misses_are_expected_to_cost()
             bounds.append(model.own(10**9 + 5))
         free, capped = bounds
         assert free is not None and capped is not None
-        cap = max(p for _, p in peaks) * (1 + 2.0 / (len(peaks) + 1))
+        cap = max(p for _, p in peaks) * max(math.exp(0.005), 1 + 2.0 / (len(peaks) + 1))
         assert capped == pytest.approx(min(free, cap), rel=1e-12)
         if jump > 1:
             assert free > cap  # the pipeline's jumps priced a premium the cap takes back

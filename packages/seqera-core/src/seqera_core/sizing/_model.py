@@ -16,6 +16,9 @@ keeps the cheapest:
 - within the inputs seen, never more than the calibrated per-process maximum; above
   them, at least the largest use seen (the plain maximum: the calibrated one's margin
   was priced on the inputs seen); below them, at least the nearest inputs' bound;
+- within them (and before ``min_runs``), with a net (memory), never further past the
+  largest use than the plain maximum's record misses are expected to cost it:
+  ``escalation / (runs + 1)`` of it (or ``resolution``);
 - a retry after a kill: :mod:`seqera_core.sizing._retry`; what the model answered,
   scored against the plain maximum: :mod:`seqera_core.sizing._net`.
 """
@@ -191,10 +194,13 @@ class UsageModel(Retries, Netted):
         attempt lost and its retry's excess, about ``escalation`` x the largest use. A
         premium past ``escalation / (runs + 1)`` of the largest use is then expected to
         waste more than the maximum on that process, whatever the pipeline and however
-        a retry is priced; below it the model's calibrated margin stands."""
+        a retry is priced; below it the model's calibrated margin stands. Nor less than
+        ``resolution`` past it: a run that used the same as the largest reads up to that
+        much more (a record of the measurement, not of the use)."""
         if self.net is None:
             return bound
-        return min(bound, self.largest * (1 + self.escalation / (self.runs + 1)))
+        premium = max(math.exp(self.resolution), 1 + self.escalation / (self.runs + 1))
+        return min(bound, self.largest * premium)
 
     @property
     def tracked_at(self) -> float | None:

@@ -13,10 +13,11 @@ the model has wasted clearly more (``_BEHIND``) while the maximum retried no mor
 the model: it misses a new record 1 time in ``runs + 1``, so a process of fewer than
 ``1 / alpha`` runs (a young one, or a pipeline with little history) keeps the model,
 however few records its span happened to hold; it goes back to the model once that
-wastes no more (or the maximum retries more). The model keeps learning meanwhile and is scored as if it
-had answered. So a process is never much worse off than with the baseline a user could
-have written, on a pipeline the model was not tuned on, and the net never buys waste
-with retries: the model's calibrated miss rate is what keeps those rare.
+wastes no more (or the maximum retries more). The model keeps learning meanwhile and is
+scored as if it had answered. So a process is never much worse off than with the
+baseline a user could have written, on a pipeline the model was not tuned on, and the
+net never buys waste with retries: the model's calibrated miss rate is what keeps those
+rare.
 
 It is a net for gross failures (issue 31's pipeline C: 330 GB-h where the maximum wasted
 17), not a second optimiser: a few per cent either way over a few dozen tasks is luck.
