@@ -30,6 +30,7 @@ import bisect
 import math
 import statistics
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 from typing import NamedTuple
 
 from ._margin import (
@@ -41,6 +42,7 @@ from ._margin import (
     tail_scale,
     upper_tail,
 )
+from ._neighbours import LocalPricing, Scale, nearest, passing, windows
 from ._prior import Prior
 
 __all__ = [
@@ -82,71 +84,6 @@ class Settings(NamedTuple):
     jumps: tuple[float, ...] = ()
 
 
-def nearest(keys: Sequence[float], key: float, count: int) -> tuple[int, int]:
-    """``[lo, hi)``: the ``count`` sorted ``keys`` nearest ``key`` (a tie goes to the smaller)."""
-    count = min(count, len(keys))
-    right = bisect.bisect_left(keys, key)
-    lo, hi = max(0, right - count), min(right, len(keys) - count)
-    while lo < hi:  # slide the window towards the key while its far end is nearer
-        middle = (lo + hi) // 2
-        if key - keys[middle] > keys[middle + count] - key:
-            lo = middle + 1
-        else:
-            hi = middle
-    return lo, lo + count
-
-
-def _windows(keys: Sequence[float], count: int) -> list[int]:
-    """For each sorted key, the ``lo`` of :func:`nearest` (``keys``, that key, ``count``):
-    the window only moves right as the key grows, so all of them cost one pass."""
-    n = len(keys)
-    count = min(count, n)
-    starts: list[int] = []
-    lo = right = 0
-    for i, key in enumerate(keys):
-        if i == 0 or key != keys[i - 1]:
-            right = i  # bisect_left: the first of equal keys
-        lo = max(lo, right - count)
-        top = min(right, n - count)
-        while lo < top and key - keys[lo] > keys[lo + count] - key:
-            lo += 1
-        starts.append(lo)
-    return starts
-
-
-class _Scale:
-    """How far off a candidate is near an input: the mean absolute residual of the runs
-    nearest in input (normalised conformal prediction, Papadopoulos et al. 2008), never
-    below a fiftieth of its mean over the window, so a run of identical uses cannot
-    promise an exact answer."""
-
-    __slots__ = ("floor", "keys", "prefix", "width")
-
-    def __init__(self, keys: Sequence[float], residuals: Sequence[float]) -> None:
-        n = len(keys)
-        self.keys = keys
-        self.width = max(5, min(30, n // 4))
-        self.prefix = [0.0]
-        for residual in residuals:
-            self.prefix.append(self.prefix[-1] + abs(residual))
-        self.floor = max(1e-4, self.prefix[-1] / n / 50)
-
-    def at(self, key: float) -> float:
-        lo, hi = nearest(self.keys, key, self.width)
-        return max(self.floor, (self.prefix[hi] - self.prefix[lo]) / (hi - lo))
-
-    def left_out(self) -> list[float]:
-        """Each run's scale from its neighbours, itself left out."""
-        keys, prefix, width = self.keys, self.prefix, self.width
-        scales = []
-        count = min(width + 1, len(keys))
-        for i, lo in enumerate(_windows(keys, count)):
-            hi = lo + count
-            own = prefix[i + 1] - prefix[i] if lo <= i < hi else prefix[hi] - prefix[hi - 1]
-            scales.append(max(self.floor, (prefix[hi] - prefix[lo] - own) / (hi - lo - 1)))
-        return scales
-
-
 class Candidate:
     """One fitted predictor of a window: its log centre for an input, and its log margin
     (in units of the local scale for a ``local`` one)."""
@@ -171,7 +108,7 @@ class Candidate:
         self.keys: Sequence[float] = ()
         self.values: Sequence[float] = ()  # median: the log uses, in order of ``keys``
         self.width = 0
-        self.local: _Scale | None = None
+        self.local: Scale | None = None
 
     def centre(self, key: float | None) -> float:
         """The log prediction (no margin) for log input ``key``."""
@@ -196,34 +133,56 @@ class Candidate:
         return min(MOST, max(self.resolution, self.excess))
 
 
+class _Runs(NamedTuple):
+    """A window's runs as every candidate is calibrated on them: log uses, weights, and
+    weight x use of each run, which every candidate's waste subtracts (computed once)."""
+
+    values: Sequence[float]
+    weights: Sequence[float]
+    used: list[float]
+
+
+def _runs(values: Sequence[float], weights: Sequence[float]) -> _Runs:
+    return _Runs(values, weights, [w * math.exp(v) for v, w in zip(values, weights, strict=True)])
+
+
+def _spent(centres: Sequence[float], weights: Sequence[float]) -> list[float]:
+    """Weight x predicted use of each run: a candidate's allocations, before its margin."""
+    return [w * math.exp(c) for c, w in zip(centres, weights, strict=True)]
+
+
 def _calibrated(
     kind: str,
     centres: Sequence[float],
-    values: Sequence[float],
-    weights: Sequence[float],
+    runs: _Runs,
     settings: Settings,
     floor: Callable[[float], float] | None = None,
     scales: Sequence[float] | None = None,
     prior: Prior | None = None,
+    spent: Sequence[float] | None = None,
 ) -> Candidate:
     """The candidate at the miss rate, among ``settings.levels``, that costs least;
     ``floor(alpha)``, when given, is the least margin at a miss rate; with ``scales``,
     residuals are divided by them (and margins are in those units); ``prior`` is of the
-    residuals' variance."""
+    residuals' variance; ``spent``: :func:`_spent` of ``centres``, when the caller has it.
+
+    Each margin's cost is a handful of operations over prefix sums, except with
+    ``scales``, where every run's allocation is its own: a pass over the runs per margin
+    (a margin already priced is not priced again)."""
+    values = runs.values
     n = len(values)
+    if spent is None:
+        spent = _spent(centres, runs.weights)
     residuals = [v - c for v, c in zip(values, centres, strict=True)]
     if scales is not None:
         residuals = [r / scale for r, scale in zip(residuals, scales, strict=True)]
     order = sorted(range(n), key=residuals.__getitem__)
-    ordered = Residuals(residuals)
+    # the same stable sort of the same keys: the residuals in order, as sorted() gives them
+    ordered = Residuals([residuals[i] for i in order])
     # Over the runs by residual: sum of weight x centre, and of weight x use, so the cost
     # of any margin is two prefix sums and a bisection.
-    allocated, used = [0.0], [0.0]
-    for i in order:
-        allocated.append(allocated[-1] + weights[i] * math.exp(centres[i]))
-        used.append(used[-1] + weights[i] * math.exp(values[i]))
-    local = [] if scales is None else [
-        (weights[i] * math.exp(centres[i]), scales[i]) for i in order]  # fmt: skip
+    allocated = list(accumulate([spent[i] for i in order], initial=0.0))
+    used = list(accumulate([runs.used[i] for i in order], initial=0.0))
     top, jumps = ordered.ordered[-1], settings.jumps
     # how far past its largest errors this candidate's errors run: past every gap the
     # pipeline has shown, a record runs on by this much or the gaps' own mean
@@ -239,21 +198,21 @@ def _calibrated(
     if jumps and scales is None and kind in ("quantile", "mean"):
         picked = {jumps[min(len(jumps) - 1, int(q * len(jumps)))] for q in _JUMPS}
         margins += [(top + gap, settings.levels[0], False) for gap in sorted(picked) if gap > 0]
+    local = None if scales is None else LocalPricing(
+        [spent[i] for i in order], [scales[i] for i in order], scales, settings.resolution,
+        jumps, tail)  # fmt: skip
     best: Candidate | None = None
     safe = -math.inf
     for margin_, alpha, level in margins:
         margin_ = min(margin_, MOST)
-        if scales is None:
+        if local is None:
             margin_ = max(margin_, settings.resolution)
         covered = bisect.bisect_right(ordered.ordered, margin_)
-        if scales is None:
+        if local is None:
             scale = math.exp(margin_)
             given, total = scale * allocated[covered], scale * allocated[n]
         else:  # each run its own scale: no common factor to take out
-            each = [a * math.exp(min(MOST, max(settings.resolution, margin_ * s)))
-                    for a, s in local]  # fmt: skip
-            given = sum(each[:covered])
-            total = given + sum(each[covered:])
+            given, total = local.given(margin_, covered)
         # Misses to expect among n new runs: a margin at the k-th of n residuals is passed
         # by (n + 1 - k) / (n + 1) of new ones (the conformal rank argument), one past
         # them all by alpha, as its bound was built for; never fewer than in the window.
@@ -263,9 +222,8 @@ def _calibrated(
             # it lands past the margin as often as the pipeline's records pass theirs
             # (in log units: each run's own scale for a local candidate).
             excess = margin_ - top
-            passing = _passing(jumps, excess, tail) if scales is None else (
-                sum(_passing(jumps, excess * s, tail * s) for s in scales) / n)  # fmt: skip
-            rate = max(rate, passing / (n + 1))
+            passed = passing(jumps, excess, tail) if local is None else local.passing(excess)
+            rate = max(rate, passed / (n + 1))
         cost = given - used[covered] + rate * n * (MISS_COST * total / n + settings.penalty)
         if level:
             safe = max(safe, margin_)
@@ -278,42 +236,27 @@ def _calibrated(
     return best
 
 
-def _passing(jumps: Sequence[float], excess: float, tail: float) -> float:
-    """How often a new record gap passes ``excess``, from ``jumps`` (sorted): the share of
-    them and the new one larger than it (a new gap is the largest of ``k + 1`` one time
-    in ``k + 1``: the rank argument that calibrates every margin here), and past them
-    all, that share on an exponential tail whose scale is the larger of the gaps' mean
-    and ``tail`` (the process's own errors'): a few small gaps from other processes do
-    not make a miss past them impossible for one whose own uses spread widely."""
-    k = len(jumps)
-    above = k - bisect.bisect_right(jumps, excess)
-    if above:
-        return (above + 1) / (k + 1)
-    scale = max(sum(jumps) / k, tail, 1e-9)
-    return math.exp(-(excess - jumps[-1]) / scale) / (k + 1)
-
-
 def _local(
-    base: Candidate,
     keys: Sequence[float],
-    centres: Sequence[float],
-    values: Sequence[float],
-    weights: Sequence[float],
+    starts: Sequence[int],
+    fitted: _Fitted,
+    runs: _Runs,
     settings: Settings,
 ) -> Candidate:
-    """``base`` with a margin that follows how far off it is near each input."""
-    scale = _Scale(keys, [v - c for v, c in zip(values, centres, strict=True)])
-    candidate = _calibrated(base.kind, centres, values, weights, settings,
-                            scales=scale.left_out())  # fmt: skip
+    """``base`` with a margin that follows how far off it is near each input; ``starts``:
+    the scales' windows (:func:`windows`), the same for every candidate of ``keys``."""
+    base, centres = fitted.candidate, fitted.centres
+    scale = Scale(keys, [v - c for v, c in zip(runs.values, centres, strict=True)])
+    candidate = _calibrated(base.kind, centres, runs, settings, scales=scale.left_out(starts),
+                            spent=fitted.spent)  # fmt: skip
     candidate.intercept, candidate.slope = base.intercept, base.slope
     candidate.keys, candidate.values, candidate.width = base.keys, base.values, base.width
     candidate.local = scale
     return candidate
 
 
-def _constant(
-    values: Sequence[float], weights: Sequence[float], settings: Settings
-) -> list[Candidate]:
+def _constant(runs: _Runs, settings: Settings) -> list[Candidate]:
+    values, weights = runs.values, runs.weights
     n = len(values)
     total = sum(values)
     others_mean = [(total - v) / (n - 1) for v in values]
@@ -321,11 +264,15 @@ def _constant(
     if prior is not None:
         # a left-out residual is n / (n - 1) x the run's deviation from the mean of all
         prior = Prior(prior.variance * (n / (n - 1)) ** 2, prior.dof)
-    mean = _calibrated("mean", others_mean, values, weights, settings, prior=prior)
+    mean = _calibrated("mean", others_mean, runs, settings, prior=prior)
     mean.intercept = total / n
     top = max(range(n), key=values.__getitem__)
     second = max((values[i] for i in range(n) if i != top), default=values[top])
     others_max = [second if i == top else values[top] for i in range(n)]
+    # two centres only: each one's exp once (w x exp(c), as _spent computes it)
+    most, next_ = math.exp(values[top]), math.exp(second)
+    spent = [w * most for w in weights]
+    spent[top] = weights[top] * next_
     ordered = sorted(values)
     spread = Residuals([v - c for v, c in zip(values, others_mean, strict=True)])
 
@@ -339,19 +286,31 @@ def _constant(
         normal = mean.intercept + spread.margin(alpha, parametric=True, prior=prior)
         return min(normal, upper_tail(ordered, alpha)) - values[top]
 
-    quantile = _calibrated("quantile", others_max, values, weights, settings, floor)
+    quantile = _calibrated("quantile", others_max, runs, settings, floor, spent=spent)
     quantile.intercept = values[top]
     return [quantile, mean]
 
 
-def _median(
-    keys: Sequence[float], values: Sequence[float], weights: Sequence[float], settings: Settings
-) -> tuple[Candidate, list[float]]:
+def _median_of(values: list[float]) -> float:
+    """:func:`statistics.median`, the same arithmetic, without its generality."""
+    values.sort()
+    half = len(values) // 2
+    return values[half] if len(values) % 2 else (values[half - 1] + values[half]) / 2
+
+
+class _Fitted(NamedTuple):
+    candidate: Candidate
+    centres: list[float]  # each run's left-out prediction
+    spent: list[float]  # _spent of them
+
+
+def _median(keys: Sequence[float], runs: _Runs, settings: Settings) -> _Fitted:
+    values = runs.values
     n = len(keys)
     width = max(3, min(16, round(math.sqrt(n))))
     centres = []
     count = min(width + 1, n)
-    for i, lo in enumerate(_windows(keys, count)):
+    for i, lo in enumerate(windows(keys, count)):
         key, hi = keys[i], lo + count
         if lo <= i < hi:
             others = [*values[lo:i], *values[i + 1 : hi]]
@@ -359,21 +318,22 @@ def _median(
             others = list(values[lo + 1 : hi])
         else:
             others = list(values[lo : hi - 1])
-        centres.append(statistics.median(others))
-    candidate = _calibrated("median", centres, values, weights, settings)
+        centres.append(_median_of(others))
+    spent = _spent(centres, runs.weights)
+    candidate = _calibrated("median", centres, runs, settings, spent=spent)
     candidate.keys, candidate.values, candidate.width = keys, values, width
-    return candidate, centres
+    return _Fitted(candidate, centres, spent)
 
 
-def _power(
-    keys: Sequence[float], values: Sequence[float], weights: Sequence[float], settings: Settings
-) -> tuple[Candidate, list[float]] | None:
+def _power(keys: Sequence[float], runs: _Runs, settings: Settings) -> _Fitted | None:
+    values = runs.values
     n = len(keys)
     mean_key, mean_value = sum(keys) / n, sum(values) / n
-    sxx = sum((k - mean_key) ** 2 for k in keys)
+    sxx = sum([(k - mean_key) ** 2 for k in keys])
     if sxx < 1e-6 * n:  # (almost) one input size: no slope to learn
         return None
-    slope = sum((k - mean_key) * (v - mean_value) for k, v in zip(keys, values, strict=True)) / sxx
+    slope = sum([(k - mean_key) * (v - mean_value)
+                 for k, v in zip(keys, values, strict=True)]) / sxx  # fmt: skip
     intercept = mean_value - slope * mean_key
     centres = []
     for key, value in zip(keys, values, strict=True):
@@ -385,9 +345,10 @@ def _power(
         residual = value - intercept - slope * key
         # the residual the fit without this run would have had (the hat-matrix identity)
         centres.append(value - residual / (1 - leverage))
-    candidate = _calibrated("power", centres, values, weights, settings)
+    spent = _spent(centres, runs.weights)
+    candidate = _calibrated("power", centres, runs, settings, spent=spent)
     candidate.intercept, candidate.slope = intercept, slope
-    return candidate, centres
+    return _Fitted(candidate, centres, spent)
 
 
 def fit_candidates(
@@ -401,14 +362,13 @@ def fit_candidates(
     ``weights`` in the same order), or ``None`` when the runs have no input size.
     Needs at least 3 runs; ``median`` and ``power`` need 6 with an input size.
     """
-    candidates = _constant(values, weights, settings)
+    runs = _runs(values, weights)
+    candidates = _constant(runs, settings)
     if keys is not None and len(keys) >= 6:
-        fitted = [_median(keys, values, weights, settings),
-                  _power(keys, values, weights, settings)]  # fmt: skip
-        for found in fitted:
+        starts = windows(keys, min(Scale.widths(len(keys)) + 1, len(keys)))
+        for found in (_median(keys, runs, settings), _power(keys, runs, settings)):
             if found is not None:
-                candidate, centres = found
-                candidates.append(candidate)
-                candidates.append(_local(candidate, keys, centres, values, weights, settings))
+                candidates.append(found.candidate)
+                candidates.append(_local(keys, starts, found, runs, settings))
     candidates.sort(key=lambda c: c.cost)  # stable: the simpler one wins a tie
     return candidates

@@ -89,7 +89,7 @@ class Residuals:
         n = len(self.ordered)
         self.mean = sum(self.ordered) / n
         self.spread = (
-            math.sqrt(sum((r - self.mean) ** 2 for r in self.ordered) / (n - 1)) if n > 1 else 0.0
+            math.sqrt(sum([(r - self.mean) ** 2 for r in self.ordered]) / (n - 1)) if n > 1 else 0.0
         )
 
     def margin(self, alpha: float, *, parametric: bool, prior: Prior | None = None) -> float:

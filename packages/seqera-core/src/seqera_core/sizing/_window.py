@@ -45,7 +45,7 @@ class Fit:
     def __init__(self, runs: deque[Run], settings: Settings) -> None:
         values = [r.value for r in runs]
         mean = sum(values) / len(values)
-        self.spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+        self.spread = math.sqrt(sum([(v - mean) ** 2 for v in values]) / len(values))
         # how far past a high use the next higher one lands: the scale of the uses' own
         # upper tail (runs far below the top, a tiny input, play no part in it)
         self.tail = tail_scale(sorted(values))
