@@ -44,7 +44,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..backends.registry import BACKENDS
 from ..dialects.human import parse_duration
 from ..errors import ResourceError
 from ..labels import METADATA, string_labels
@@ -168,11 +167,19 @@ def _labels(value: Any, where: str) -> dict[str, str]:
     return string_labels(value)
 
 
+def _backends() -> tuple[str, ...]:
+    # the registry (entry points, every backend's module) only when a backend is named:
+    # a command that runs nothing (a report, a validation) reads its config without it
+    from ..backends.registry import BACKENDS
+
+    return BACKENDS
+
+
 def check(key: str, value: Any, where: str) -> Any:
     if key not in KEYS:
         raise ResourceError(f"{where}: {key}", value, f"one of the keys {', '.join(KEYS)}")
-    if key == "backend" and value not in BACKENDS:
-        raise ResourceError(f"{where}: backend", value, f"one of {', '.join(BACKENDS)}")
+    if key == "backend" and value not in (names := _backends()):
+        raise ResourceError(f"{where}: backend", value, f"one of {', '.join(names)}")
     if key == "resolver.timeout":
         return timeout_seconds(value, where)
     if key == "auto_labels":
@@ -230,8 +237,8 @@ def _route_list(key: str, items: list[str], where: str) -> list[str]:
     # route.backends: registry names; route.pin: RULE=BACKEND; route.overhead: BACKEND=SECONDS
     for item in items:
         if key == "route.backends":
-            if item == "route" or item not in BACKENDS:
-                others = ", ".join(b for b in BACKENDS if b != "route")
+            if item == "route" or item not in _backends():
+                others = ", ".join(b for b in _backends() if b != "route")
                 raise ResourceError(f"{where}: {key}", item, f"one of {others}")
             continue
         if key.startswith("route."):

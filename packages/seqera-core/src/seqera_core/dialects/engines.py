@@ -7,7 +7,6 @@ from typing import Any
 
 import attrs
 
-from ..backends.registry import BACKENDS, entry
 from ..errors import ResourceError, SeqeraError
 from ..models import ResourceRequest, Submission, Translation
 from . import cwl, nextflow, snakemake
@@ -91,6 +90,10 @@ def submission(
 ) -> Submission:
     """What ``backend`` would receive for ``request`` (the registry names the writer), with
     the site's ``settings`` where the backend has some (Grid Engine's memory resource)."""
+    # the registry (entry points, every backend's module) only when a backend is named:
+    # the translations and a report's memory floor need none of it
+    from ..backends.registry import BACKENDS, entry
+
     try:
         found = entry(backend)
     except SeqeraError:

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 from .._lazy import exports
 from ..history import History
-from ..platforms import Platform
 from ._advice import Advice
 from ._backends import BackendFigures, Routing
 from ._figures import Costs, Distribution, Outlier, ProcessFigures, Summary, Usage
@@ -28,6 +27,7 @@ from ._report import Report, build, document, headline
 from ._routing import Alternative, Saving
 
 if TYPE_CHECKING:
+    from ..platforms import Platform
     from ._render import EXTRA_MISSING, render
 
 __all__ = [

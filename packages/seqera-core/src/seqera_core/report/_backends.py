@@ -15,15 +15,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 from attrs import frozen
 
 from ..history import TaskRecord
-from ..platforms import CostRates, Platform
 from ._figures import Usage, cost_rates, usage
 from ._reasons import Counted, Reason, parse, summarise
 from ._routing import Saving, Task, estimate
+
+if TYPE_CHECKING:  # a platform file's reader (YAML, the catalogues): only with --platform
+    from ..platforms import CostRates, Platform
 
 __all__ = ["BackendFigures", "Routing", "backend_rates", "routing"]
 
@@ -87,6 +90,8 @@ def routing(records: Sequence[TaskRecord], platform: Platform | None = None) -> 
     reasons = {id(r): parse(r.route) if r.route else None for r in records}
     rates = {name: backend_rates(platform, name) for name in names}
     priced = any(r is not None for r in rates.values())
+    if priced:  # rates come from a platform read already: its module is loaded
+        from ..platforms import CostRates
     by_backend: dict[str, list[TaskRecord]] = defaultdict(list)
     for record in records:
         by_backend[record.backend or "not recorded"].append(record)

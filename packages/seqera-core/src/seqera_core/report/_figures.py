@@ -29,14 +29,17 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from attrs import field, frozen
 
 from ..history import TaskRecord
-from ..platforms import CostRates, Platform
 from ..units import GIB
 from ._gaps import missing
 from ._records import CAUSES, cause
+
+if TYPE_CHECKING:  # a platform file's reader (YAML, the catalogues): only with --platform
+    from ..platforms import CostRates, Platform
 
 __all__ = [
     "Costs",

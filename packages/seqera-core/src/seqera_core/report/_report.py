@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from attrs import frozen
 
 from ..history import History, TaskRecord
-from ..platforms import Platform
 from ..units import GIB, format_bytes, format_seconds
 from ._advice import Advice, advise
 from ._backends import Routing, routing
@@ -23,6 +22,9 @@ from ._records import select
 from ._snippets import nextflow_config, nextflow_directives, snakemake_profile
 from ._timeline import Span, spans
 from ._units import BYTE_SECONDS, CORE_SECONDS, SECONDS, number, text
+
+if TYPE_CHECKING:  # a platform file's reader (YAML, the catalogues): only with --platform
+    from ..platforms import Platform
 
 __all__ = [
     "Report",

@@ -36,10 +36,12 @@ import heapq
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from attrs import field, frozen
 
-from ..platforms import CostRates
+if TYPE_CHECKING:  # a platform file's reader (YAML, the catalogues): only with --platform
+    from ..platforms import CostRates
 
 __all__ = [
     "Alternative",
@@ -195,6 +197,8 @@ def estimate(tasks: Sequence[Task], rates: Mapping[str, CostRates | None]) -> Sa
     names = list(dict.fromkeys([t.backend for t in tasks]
                                + [b for t in tasks for b in (*t.wait, *t.refused)]))  # fmt: skip
     priced = any(rates.get(n) is not None for n in names)
+    if priced:  # rates come from a platform read already: its module is loaded
+        from ..platforms import CostRates
 
     def price(name: str) -> CostRates | None:
         return (rates.get(name) or CostRates()) if priced else None

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import abc
 import logging
-from importlib.metadata import EntryPoint, entry_points
+from typing import TYPE_CHECKING
 
 from ..models import ResourceRequest, ResourceResponse
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = ["ENTRY_POINT_GROUP", "DefaultResolver", "Resolver", "discover"]
 
@@ -77,6 +80,10 @@ def discover() -> list[Resolver]:
     An entry point that fails to load, to build or to say whether it is enabled is skipped
     with a warning. The default resolver is always present.
     """
+    # importlib.metadata (email, zipfile...) only when the plugins are looked for: the
+    # report builds its one resolver without them
+    from importlib.metadata import entry_points
+
     found = [r for r in map(_load, entry_points(group=ENTRY_POINT_GROUP)) if r is not None]
     if not any(isinstance(r, DefaultResolver) for r in found):
         found.append(DefaultResolver())
