@@ -55,6 +55,24 @@ _Key = str | tuple[str, float | None, str | None]
 _TIME_MISS = 10.0
 
 
+class _Recalled:
+    """A process's (or stratum's) windows as its models keep them, made once: a stratum
+    that holds every run of its process is refilled from its process's."""
+
+    __slots__ = ("memory", "out_of_memory", "time", "time_limit")
+
+    def __init__(self, windows: dict[str, list[TaskRecord]]) -> None:
+        self.memory = UsageModel.recalled(
+            (r.input_bytes, r.peak_memory or 0, r.realtime or 1.0, r.memory, r.attempt)
+            for r in windows["memory"]
+        )
+        self.time = UsageModel.recalled(
+            (r.input_bytes, r.realtime or 0, 1.0, r.time, r.attempt) for r in windows["time"]
+        )
+        self.out_of_memory = windows["out_of_memory"]
+        self.time_limit = windows["time_limit"]
+
+
 class _Process:
     __slots__ = ("cpu_percent", "memory", "time")
 
@@ -173,14 +191,14 @@ class PredictiveResolver(Resolver):
         limits = {"memory": window, "time": window, "out_of_memory": KEPT_FAILURES,
                   "time_limit": KEPT_FAILURES}  # fmt: skip
         total = next(s for s in summaries if s.whole)
-        read = self.history.windows(total, total.last_seq, limits)
+        read = _Recalled(self.history.windows(total, total.last_seq, limits))
         for summary in summaries:
             key: _Key = process if summary.whole else (process, summary.cpus, summary.container)
             model = self._model(key)
             self._resume(model, summary)
             alike = summary.attempts == total.attempts and summary.last_seq == total.last_seq
-            self._refill(model, read if alike else self.history.windows(
-                summary, summary.last_seq, limits))  # fmt: skip
+            self._refill(model, read if alike else _Recalled(self.history.windows(
+                summary, summary.last_seq, limits)))  # fmt: skip
             if summary.whole:
                 self._through[process] = summary.last_seq
         self._loaded.add(process)
@@ -194,19 +212,14 @@ class PredictiveResolver(Resolver):
                 model.memory.upper(None), model.time.upper(None)
 
     @staticmethod
-    def _refill(model: _Process, windows: dict[str, list[TaskRecord]]) -> None:
+    def _refill(model: _Process, windows: _Recalled) -> None:
         """The windows of one process or stratum, as learning its runs in order left them."""
-        for r in windows["memory"]:
-            assert r.peak_memory is not None
-            model.memory.recall(r.input_bytes, r.peak_memory, weight=r.realtime or 1.0,
-                                allocation=r.memory, attempt=r.attempt)  # fmt: skip
-        for r in windows["time"]:
-            assert r.realtime is not None
-            model.time.recall(r.input_bytes, r.realtime, allocation=r.time, attempt=r.attempt)
-        for r in windows["out_of_memory"]:
+        model.memory.recall_runs(windows.memory)
+        model.time.recall_runs(windows.time)
+        for r in windows.out_of_memory:
             assert r.memory is not None
             model.memory.fail(r.input_bytes, r.memory)
-        for r in windows["time_limit"]:
+        for r in windows.time_limit:
             assert r.time is not None
             model.time.fail(r.input_bytes, r.time)
 

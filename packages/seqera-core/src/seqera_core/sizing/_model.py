@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Iterable, Sequence
 
 from ._budget import Budget
 from ._fit import LEVELS, Settings
@@ -35,7 +36,7 @@ from ._margin import MOST, RESOLUTION, t_quantile
 from ._net import Net, Netted
 from ._prior import Moments, Pool
 from ._retry import KEPT_FAILURES, Retries
-from ._window import Fit, Run
+from ._window import Fit, Run, run
 
 __all__ = ["KEPT_FAILURES", "Budget", "UsageModel"]
 
@@ -119,9 +120,9 @@ class UsageModel(Retries, Netted):
         self.largest = max(self.largest, usage)
         if self._own_budget:
             self.budget.add(usage, weight)
-        value = math.log(usage)
-        self._moments.add(value)
-        self._window.append(Run(input_bytes, usage, value, weight, allocation, attempt <= 1))
+        kept = run(input_bytes, usage, weight, allocation, attempt)
+        self._moments.add(kept.value)
+        self._window.append(kept)
         self._stale += 1
         self._tracks = None
 
@@ -154,10 +155,23 @@ class UsageModel(Retries, Netted):
         scores only what it answered in this process)."""
         if usage <= 0:
             return
-        self._window.append(
-            Run(input_bytes, usage, math.log(usage), weight, allocation, attempt <= 1)
-        )
+        self._window.append(run(input_bytes, usage, weight, allocation, attempt))
         self._stale += 1
+        self._tracks = None
+
+    @staticmethod
+    def recalled(
+        rows: Iterable[tuple[int | None, float, float, float | None, int]],
+    ) -> list[Run]:
+        """The runs :meth:`recall` would keep of ``rows`` (input bytes, usage, weight,
+        allocation, attempt), for :meth:`recall_runs`: made once, they refill a process
+        and a stratum that holds all of its runs alike (a window's runs are immutable)."""
+        return [run(*row) for row in rows if row[1] > 0]
+
+    def recall_runs(self, runs: Sequence[Run]) -> None:
+        """:meth:`recall` of each run (oldest first) of :meth:`recalled`."""
+        self._window.extend(runs)
+        self._stale += len(runs)
         self._tracks = None
 
     def _fitted(self) -> Fit | None:

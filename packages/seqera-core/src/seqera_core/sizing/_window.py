@@ -10,14 +10,14 @@ from typing import NamedTuple
 from ._fit import Candidate, Settings, fit_candidates
 from ._margin import tail_scale
 
-__all__ = ["Fit", "Run", "log_input"]
+__all__ = ["Fit", "Run", "log_input", "run"]
 
 # An input this far outside the sizes seen is not trusted to the candidate alone.
 _OUTSIDE = math.log(1.05)
 
 
 class Run(NamedTuple):
-    """One successful run as a window keeps it."""
+    """One successful run as a window keeps it (:func:`run` makes one)."""
 
     input_bytes: int | None
     usage: float
@@ -25,11 +25,20 @@ class Run(NamedTuple):
     weight: float
     allocation: float | None
     first: bool  # a first attempt (the guard reads no retry as evidence)
+    key: float | None  # log_input of a run with an input size: once, not at every fit
 
 
 def log_input(input_bytes: int) -> float:
     """The log input size candidates are fitted against."""
     return math.log(max(input_bytes, 1))
+
+
+def run(
+    input_bytes: int | None, usage: float, weight: float, allocation: float | None, attempt: int
+) -> Run:
+    """The window's record of a run that used ``usage`` (> 0)."""
+    key = log_input(input_bytes) if input_bytes else None
+    return Run(input_bytes, usage, math.log(usage), weight, allocation, attempt <= 1, key)
 
 
 def _best(candidates: list[Candidate], *kinds: str) -> Candidate:
@@ -49,7 +58,7 @@ class Fit:
         # how far past a high use the next higher one lands: the scale of the uses' own
         # upper tail (runs far below the top, a tiny input, play no part in it)
         self.tail = tail_scale(sorted(values))
-        sized = sorted((log_input(r.input_bytes), r.value, r.weight) for r in runs if r.input_bytes)
+        sized = sorted([(r.key, r.value, r.weight) for r in runs if r.key is not None])
         self.best_sized: Candidate | None = None
         self.neighbours: Candidate | None = None
         self.low = self.high = 0.0
