@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import statistics
 from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import NamedTuple
@@ -116,7 +115,7 @@ class Candidate:
             return self.intercept + self.slope * key
         if self.kind == "median" and key is not None:
             lo, hi = nearest(self.keys, key, self.width)
-            return statistics.median(self.values[lo:hi])
+            return _median_of(list(self.values[lo:hi]))
         return self.intercept
 
     def upper(self, key: float | None, *, safe: bool = False) -> float:
