@@ -301,3 +301,26 @@ def test_a_process_that_spreads_is_not_held_to_its_pipelines_small_gaps() -> Non
         model.learn(x, y)
     bound = model.upper(10**7)
     assert bound is not None and bound > 1.1 * model.largest
+
+
+def test_a_window_recalled_at_once_is_the_window_recalled_run_by_run() -> None:
+    """What a process's load refills its models with (made once, shared with a stratum that
+    holds all of its runs) is what recalling each run gives: the same runs, the same
+    answers, inside, above and below the inputs seen, and without an input size."""
+    rng = random.Random(3)
+    rows = [(rng.choice([None, 0, 10**6, 10**9, rng.randrange(1, 10**10)]),
+             rng.choice([0.0, 1e9 * rng.lognormvariate(0, 0.3)]), rng.uniform(1, 600),
+             rng.choice([None, 8e9]), rng.choice([1, 1, 2]))
+            for _ in range(260)]  # fmt: skip
+    one_by_one, at_once = UsageModel(), UsageModel()
+    for model in (one_by_one, at_once):
+        model.resume(300, 4e9, (300, 20.5, 30.0, math.log(4e9), 21.0))
+    for x, usage, weight, allocation, attempt in rows:
+        one_by_one.recall(x, usage, weight=weight, allocation=allocation, attempt=attempt)
+    runs = UsageModel.recalled(rows)
+    at_once.recall_runs(runs)
+    assert list(at_once._window) == list(one_by_one._window)
+    assert all(r.key == (math.log(max(r.input_bytes, 1)) if r.input_bytes else None)
+               for r in runs)  # fmt: skip
+    for x in (None, 1, 10**6, 5 * 10**9, 10**12):
+        assert at_once.upper(x) == one_by_one.upper(x)
