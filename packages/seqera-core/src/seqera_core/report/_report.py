@@ -138,6 +138,8 @@ def build(
 
 
 def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float):  # most of a report: leaves
+        return value
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
