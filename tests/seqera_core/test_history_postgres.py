@@ -10,6 +10,7 @@ import pytest
 from seqera_core.config import Config
 from seqera_core.errors import HistoryError
 from seqera_core.history import History, TaskRecord, _sql, open_history
+from seqera_core.history._postgres import _CREATE
 from seqera_core.models import ResourceRequest
 from seqera_core.resolvers import PredictiveResolver
 from seqera_core.session import Session
@@ -175,3 +176,42 @@ def test_an_older_table_gains_the_later_columns(postgres_url: str) -> None:
     assert [(r.task_id, r.cause, r.cpu_time, r.backend) for r in rows] == [
         ("t", None, None, ""), ("u", None, 1.5, "slurm")
     ]  # fmt: skip
+
+
+def test_a_server_stopping_while_the_tables_are_checked_is_a_history_error(
+    postgres_url: str,
+) -> None:
+    """pg_ctl stop -m fast ends every session: one that connected and waits to check the
+    tables (behind another run creating them) gets a HistoryError a run outlives, not a
+    psycopg traceback (under load in CI a Snakemake run started that way exited 1)."""
+    psycopg = require("psycopg", "the PostgreSQL history needs the postgresql extra")
+    opened: list[BaseException | History] = []
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        # another run creating the tables: the opener waits on the same lock
+        admin.execute("SELECT pg_advisory_lock(%s)", (_CREATE,))
+
+        def open_it() -> None:
+            try:
+                opened.append(open_history(postgres_url))
+            except BaseException as exc:  # the test reads what it was
+                opened.append(exc)
+
+        opener = threading.Thread(target=open_it)
+        opener.start()
+        waiting = (
+            "SELECT pid FROM pg_stat_activity "
+            "WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+        )
+        for _ in range(200):
+            pids = [pid for (pid,) in admin.execute(waiting).fetchall()]
+            if pids:
+                break
+            opener.join(0.05)
+        assert pids, "the opener never waited on the tables' lock"
+        for pid in pids:  # what a fast shutdown does to the session
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        opener.join(30)
+        admin.execute("SELECT pg_advisory_unlock(%s)", (_CREATE,))
+    (result,) = opened
+    assert isinstance(result, HistoryError), repr(result)
+    assert "terminating connection" in str(result)
