@@ -138,23 +138,10 @@ class LocalPricing:
         """:func:`passing` over the runs, each at its own scale, averaged."""
         found = self.passed.get(excess)
         if found is None:
-            jumps, tail, scales = self.jumps, self.tail, self.unordered
-            k = len(jumps)
-            # _passing's two cases, its arithmetic as it is: the share of the gaps past
-            # each run's excess, else the exponential tail past the largest
-            mean, last, exp, right = sum(jumps) / k, jumps[-1], math.exp, bisect.bisect_right
-            each = []
-            for s in scales:
-                excess_s = excess * s
-                above = k - right(jumps, excess_s)
-                if above:
-                    each.append((above + 1) / (k + 1))
-                else:  # max(mean, tail x s, 1e-9), as conditionals: the same value
-                    scale = tail * s
-                    scale = mean if mean >= scale else scale
-                    scale = scale if scale >= 1e-9 else 1e-9
-                    each.append(exp(-(excess_s - last) / scale) / (k + 1))
-            found = sum(each) / len(scales)
+            jumps, tail = self.jumps, self.tail
+            found = sum([passing(jumps, excess * s, tail * s) for s in self.unordered]) / len(
+                self.unordered
+            )
             self.passed[excess] = found
         return found
 
