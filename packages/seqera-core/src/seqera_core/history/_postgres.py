@@ -77,9 +77,7 @@ class PostgresHistory(SummaryStore):
             # A server stopped while the tables are checked (pg_ctl stop -m fast ends the
             # session) is down, not broken: a HistoryError, as when it cannot be reached.
             self._pg.close()
-            raise HistoryError(
-                f"history {self.path}: {masked(str(exc).strip() or type(exc).__name__, self._url)}"
-            ) from None
+            raise self._failed(exc) from None
 
     def _current(self) -> bool:
         (exists,) = self._pg.execute("SELECT to_regclass('task_totals') IS NOT NULL").fetchone()
@@ -113,15 +111,15 @@ class PostgresHistory(SummaryStore):
                     return work(self._pg)
                 except psycopg.OperationalError as exc:
                     if attempt == 2 or (not self._pg.closed and not _dropped(exc)):
-                        raise HistoryError(
-                            f"history {self.path}: {masked(str(exc), self._url)}"
-                        ) from None
+                        raise self._failed(exc) from None
                     self._pg = self._connect()
                 except psycopg.Error as exc:
-                    raise HistoryError(
-                        f"history {self.path}: {masked(str(exc), self._url)}"
-                    ) from None
+                    raise self._failed(exc) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _failed(self, exc: Exception) -> HistoryError:
+        """A server's error as the history's, the URL's password masked."""
+        return HistoryError(f"history {self.path}: {masked(str(exc), self._url)}")
 
     def _rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._call(lambda pg: pg.execute(query, _sql.storable(params)).fetchall())
