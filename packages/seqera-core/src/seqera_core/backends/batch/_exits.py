@@ -65,16 +65,25 @@ def reconcile(seen: Observed | None, recorded: int | None, cancelled: bool) -> O
     not), ``cancelled`` whether this process cancelled the job. A job the scheduler has
     forgotten is known by its recorded code, or as cancelled; otherwise None (unknown).
     A job it says ended without saying how (Torque through Slurm's wrappers) takes the
-    recorded code.
+    recorded code. A job this process cancelled that then ended non-zero is cancelled,
+    whatever its script recorded: a ``qdel`` that lands while the script runs makes it
+    record the signal's exit (143), which is the cancel, not a failure.
     """
     if seen is None:
         if recorded is not None:
-            return Observed(JobState.SUCCEEDED if recorded == 0 else JobState.FAILED, recorded)
+            return _ended(recorded, cancelled, Observed(JobState.FAILED))
         return Observed(JobState.CANCELLED, reason="cancelled") if cancelled else None
     if seen.state.finished and seen.exit_code is None:
         if recorded is not None and seen.state in (JobState.SUCCEEDED, JobState.FAILED):
-            state = JobState.SUCCEEDED if recorded == 0 else JobState.FAILED
-            return attrs.evolve(seen, state=state, exit_code=recorded)
+            return _ended(recorded, cancelled, seen)
         if cancelled and seen.state is JobState.FAILED:
             return attrs.evolve(seen, state=JobState.CANCELLED, reason="cancelled")
     return seen
+
+
+def _ended(recorded: int, cancelled: bool, seen: Observed) -> Observed:
+    if recorded == 0:
+        return attrs.evolve(seen, state=JobState.SUCCEEDED, exit_code=0)
+    if cancelled:
+        return attrs.evolve(seen, state=JobState.CANCELLED, exit_code=recorded, reason="cancelled")
+    return attrs.evolve(seen, state=JobState.FAILED, exit_code=recorded)
