@@ -235,9 +235,10 @@ def test_cpu_time_recorded(backend: LocalBackend) -> None:
 
 
 def test_wall_time_recorded(backend: LocalBackend) -> None:
-    handle, quick = backend.submit([JobSpec("nap", ["sleep", "0.3"]), JobSpec("q", ["true"])])
+    handle, quick = backend.submit([JobSpec("nap", ["sleep", "0.5"]), JobSpec("q", ["true"])])
     nap, fast = wait(backend, [handle, quick])
-    assert nap.wall_seconds is not None and 0.3 <= nap.wall_seconds < 1.0
+    # No tight upper bound: a loaded CI machine may start a process a second late.
+    assert nap.wall_seconds is not None and 0.5 <= nap.wall_seconds < 30
     assert fast.wall_seconds is not None and fast.wall_seconds < nap.wall_seconds
 
 
