@@ -74,8 +74,8 @@ def _eager() -> list[tuple[int, float, float]]:
 def test_peaks_that_follow_doubled_allocations_more_than_once_are_found() -> None:
     # retried at 2x and 3x its 17.2 GB, it used 32 and 45 GB where runs of the same
     # input size used 15: at 17.2 GB, what it ran at, it keeps
-    retried = [(6 * GB, 32.1 * GB, 34.4 * GB), (6.4 * GB, 32.8 * GB, 34.4 * GB),
-               (7.2 * GB, 45.4 * GB, 51.5 * GB)]  # fmt: skip
+    retried = [(6 * GB, 32.1 * GB, 34.4 * GB), (int(6.4 * GB), 32.8 * GB, 34.4 * GB),
+               (int(7.2 * GB), 45.4 * GB, 51.5 * GB)]  # fmt: skip
     assert tracked_at(_eager() + retried) == 17.2 * GB
     assert tracked_at(_eager() + retried[:2]) == 17.2 * GB
     assert not tracks_allocation(_eager() + retried[:1])  # a single run is never enough

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 
 import pytest
 
@@ -11,7 +12,7 @@ from seqera_core.sizing import Budget, UsageModel
 from seqera_core.sizing._prior import Pool
 
 
-def _trained(points: list[tuple[int | None, float]], **options: float) -> UsageModel:
+def _trained(points: Sequence[tuple[int | None, float]], **options: float) -> UsageModel:
     model = UsageModel(**options)  # type: ignore[arg-type]
     for x, y in points:
         model.learn(x, y)
@@ -220,7 +221,7 @@ def test_bad_settings_are_refused() -> None:
                     {"fallback_margin": 0.9}, {"escalation": 1.0}, {"resolution": -0.1},
                     {"resolution": 2.0}):  # fmt: skip
         with pytest.raises(ValueError, match="alpha must be"):
-            UsageModel(**options)  # type: ignore[arg-type]
+            UsageModel(**options)
 
 
 def test_a_retry_with_only_kills_and_a_pipeline_to_borrow_from() -> None:
