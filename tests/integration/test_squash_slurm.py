@@ -35,10 +35,17 @@ def backend(slurm: SlurmCluster, tmp_path: Path) -> SquashBackend:
     return squash(tmp_path, cpus=1)
 
 
-def counting(tmp_path: Path, name: str, code: int = 0, nap: float = 0) -> JobSpec:
-    """A job that appends its name to runs.log each time it starts."""
+def counting(
+    tmp_path: Path, name: str, code: int = 0, nap: float = 0, first_nap: float | None = None
+) -> JobSpec:
+    """A job that appends its name to runs.log each time it starts; ``first_nap``: how
+    long its first run sleeps (a run sent again sleeps ``nap``)."""
     log = tmp_path / "runs.log"
-    script = f"echo {name} >> {log}; echo out-{name}; echo err-{name} >&2; sleep {nap}; exit {code}"
+    script = f"echo {name} >> {log}; echo out-{name}; echo err-{name} >&2; "
+    if first_nap is not None:
+        once = tmp_path / f"{name}.first"
+        script += f"if [ ! -e {once} ]; then : > {once}; sleep {first_nap}; fi; "
+    script += f"sleep {nap}; exit {code}"
     return JobSpec(name, ["sh", "-c", script], SMALL)
 
 
@@ -72,21 +79,26 @@ def test_jobs_share_one_allocation_and_end_alone(slurm: SlurmCluster, tmp_path: 
 def test_a_cancelled_allocation_reruns_exactly_its_unfinished_jobs(
     backend: SquashBackend, tmp_path: Path
 ) -> None:
-    specs = [counting(tmp_path, f"j{i}", nap=0 if i < 3 else 20) for i in range(5)]
+    # j3's first run outlasts any delay of a loaded machine before the scancel lands
+    # (under CI's load a poll once took long enough for a 20 s job to finish first); it
+    # is cancelled long before its 50 s, and its run sent again is quick. j4 waits behind
+    # it (one core) and has not started when the allocation goes.
+    specs = [counting(tmp_path, f"j{i}", first_nap=50 if i == 3 else None) for i in range(5)]
     handles = backend.submit(specs)
     deadline = time.monotonic() + 120
     while len(runs(tmp_path)) < 4:  # three quick ones done, a slow one running
         assert time.monotonic() < deadline, backend.poll(handles)
-        backend.poll(handles)
-        time.sleep(0.5)
+        time.sleep(0.2)
     [allocation] = [a.handle for g in backend._groups.values() for a in g.live()]
     assert allocation is not None
     subprocess.run(["scancel", allocation.native_id], check=True)  # as a user or admin would
+    assert runs(tmp_path) == ["j0", "j1", "j2", "j3"], "j3 ended before the scancel"
     statuses = wait(backend, handles, limit=240)
     assert all(s.state is JobState.SUCCEEDED for s in statuses), statuses
     ran = runs(tmp_path)
     assert all(ran.count(f"j{i}") == 1 for i in range(3)), ran  # finished: never again
     assert ran.count("j3") == 2, ran  # interrupted: run again, once
+    assert ran.count("j4") == 1, ran  # never started in the cancelled allocation
     assert backend.calls["sbatch"] == 2
 
 

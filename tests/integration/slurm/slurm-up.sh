@@ -41,6 +41,20 @@ others() {
 }
 
 down() {
+  # Jobs first, while the daemons can end them: a slurmstepd whose slurmd is gone waits
+  # for it for good (an allocation in its idle seconds, a test's last sleeper).
+  pid=$(cat "$R/slurmctld.pid" 2>/dev/null || true)
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    ids=$(timeout 10 squeue -h -o %A 2>/dev/null || true)
+    if [ -n "$ids" ]; then
+      # shellcheck disable=SC2086
+      timeout 10 scancel $ids 2>/dev/null || true
+      for _ in $(seq 50); do
+        [ -z "$(timeout 5 squeue -h -o %A 2>/dev/null || true)" ] && break
+        sleep 0.2
+      done
+    fi
+  fi
   pids="$(echo "$R"/slurmd*.pid) $R/slurmctld.pid $R/slurmdbd.pid $R/mariadbd.pid"
   rm -f "$ME"
   if [ -e "$USERS.started" ] && ! others; then
