@@ -80,7 +80,7 @@ def test_a_cancelled_allocation_reruns_exactly_its_unfinished_jobs(
     backend: SquashBackend, tmp_path: Path
 ) -> None:
     # j3's first run outlasts any delay of a loaded machine before the scancel lands
-    # (under CI's load a poll once took long enough for a 20 s job to finish first); it
+    # (under CI's load a 20 s j3, and j4 after it, once both finished first); it
     # is cancelled long before its 50 s, and its run sent again is quick. j4 waits behind
     # it (one core) and has not started when the allocation goes.
     specs = [counting(tmp_path, f"j{i}", first_nap=50 if i == 3 else None) for i in range(5)]

@@ -46,56 +46,48 @@ class PostgresHistory(SummaryStore):
         self.path = redacted(url)
         self._lock = threading.Lock()
         self._pg = self._connect()
-        import psycopg
+        try:
+            # A session ended under the check (pg_ctl stop -m fast, or a backend
+            # terminated) is connected again once, as for any call; a server that stays
+            # down, or any other error, is a HistoryError a run outlives.
+            self._call(self._check_tables)
+        except HistoryError:
+            self._pg.close()
+            raise
 
-        for attempt in (1, 2):
-            try:
-                self._check_tables()
-                return
-            except psycopg.Error as exc:
-                # A session ended under the check (pg_ctl stop -m fast, or a backend
-                # terminated) is connected again once, as _call does; a server that stays
-                # down, or any other error, is a HistoryError a run outlives.
-                dropped = isinstance(exc, psycopg.OperationalError) and (
-                    self._pg.closed or _dropped(exc)
-                )
-                self._pg.close()
-                if attempt == 2 or not dropped:
-                    raise self._failed(exc) from None
-                self._pg = self._connect()
-
-    def _check_tables(self) -> None:
+    def _check_tables(self, pg: Any) -> None:
         """Create the tables, or bring an older table's summaries up to date."""
-        with self._lock, self._pg.transaction():
+        with pg.transaction():
             # Several runs may open a fresh database at once: one creates the tables. It
             # waits for writers first (the lock they take): DDL holding a table lock that
             # a writer waits for while it waits for that writer would deadlock.
-            self._pg.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE,))
-            self._pg.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITERS,))
-            self._pg.execute(_sql.schema("postgresql"))
+            pg.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE,))
+            pg.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITERS,))
+            pg.execute(_sql.schema("postgresql"))
             for column in _sql.ADDED_COLUMNS:
-                self._pg.execute(
+                pg.execute(
                     _sql.add_column(column, "postgresql").replace(
                         "ADD COLUMN", "ADD COLUMN IF NOT EXISTS"
                     )
                 )
-            (replay,) = self._pg.execute(
+            (replay,) = pg.execute(
                 "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema "
                 "= current_schema() AND table_name = 'task_history' AND column_name = 'replay')"
             ).fetchone()
             # ALTER and CREATE INDEX lock the table: only when needed
-            if not replay or not self._current():
+            if not replay or not self._current(pg):
                 for statement in _sql.summary_schema("postgresql"):
-                    self._pg.execute(statement)
+                    pg.execute(statement)
                 # an older table's summaries, built once (a table without the replay column
                 # is one, whatever summaries a dropped one left)
-                self._upgrade(self._runner(self._pg), rebuild=not replay)
+                self._upgrade(self._runner(pg), rebuild=not replay)
 
-    def _current(self) -> bool:
-        (exists,) = self._pg.execute("SELECT to_regclass('task_totals') IS NOT NULL").fetchone()
+    @staticmethod
+    def _current(pg: Any) -> bool:
+        (exists,) = pg.execute("SELECT to_regclass('task_totals') IS NOT NULL").fetchone()
         if not exists:  # version 1
             return False
-        found = self._pg.execute("SELECT version FROM task_totals WHERE id = 1").fetchall()
+        found = pg.execute("SELECT version FROM task_totals WHERE id = 1").fetchall()
         return bool(found) and found[0][0] >= _sql.VERSION
 
     def _connect(self) -> Any:
